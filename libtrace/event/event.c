@@ -1,0 +1,175 @@
+/* The recording calls. In record mode they append raw records to the calling thread's buffer;
+ * in replay mode they hand the call to the replayer for comparison.
+ *
+ * The enter/exit path is the one that must be cheap: a cache hit on the thread-local lookup, a
+ * relaxed busy flag around the append (see tt_writer_close for why no fence is needed), one
+ * rdtsc and a 16-byte store. Everything else is out of line.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+
+static inline struct tt_thread *thread_of(tt_session *s, int *rc)
+{
+    if (TT_LIKELY(tt_tls_cache[0].s == s && tt_tls_cache[0].uid == s->uid))
+        return tt_tls_cache[0].t;
+    return tt_thread_lookup_slow(s, rc);
+}
+
+/* Begins a recording call on @t: returns false if the session is closing. */
+static inline bool rec_begin(tt_session *s, struct tt_thread *t)
+{
+#if defined(__SANITIZE_THREAD__)
+    /* TSan does not model membarrier; give it the orderings it can see */
+    atomic_store_explicit(&t->busy, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&s->closing, memory_order_seq_cst)) {
+#else
+    atomic_store_explicit(&t->busy, 1, memory_order_relaxed);
+    if (TT_UNLIKELY(atomic_load_explicit(&s->closing, memory_order_relaxed))) {
+#endif
+        atomic_store_explicit(&t->busy, 0, memory_order_release);
+        return false;
+    }
+    return true;
+}
+
+static inline void rec_end(struct tt_thread *t)
+{
+    /* release: the closer's acquire load of busy == 0 sees every byte this call appended */
+    atomic_store_explicit(&t->busy, 0, memory_order_release);
+}
+
+int tt_event_fn_(tt_session *s, uint32_t kind, uint32_t function)
+{
+    int rc = TT_OK;
+    struct tt_thread *t = thread_of(s, &rc);
+    if (TT_UNLIKELY(!t))
+        return rc;
+    if (TT_LIKELY(s->head.mode == TT_MODE_RECORD)) {
+        if (TT_UNLIKELY(!rec_begin(s, t)))
+            return TT_E_CLOSED;
+        if (TT_UNLIKELY((size_t)(t->end - t->pos) < sizeof(struct tt_raw_short))) {
+            if (t->ended) {
+                rec_end(t);
+                return TT_E_CLOSED;
+            }
+            if ((rc = tt_writer_refill(s, t, false)) != TT_OK) {
+                rec_end(t);
+                return rc;
+            }
+        }
+        struct tt_raw_short r = { kind, function, tt_ticks() };
+        memcpy(t->pos, &r, sizeof r);
+        t->pos += sizeof r;
+        rec_end(t);
+        return TT_OK;
+    }
+    tt_event ev = { .kind = (uint8_t)kind, .sp = { function, 0 } };
+    return tt_replay_event(s, t, &ev, NULL, 0, NULL);
+}
+
+int tt_event_full_(tt_session *s, const tt_event *ev, void *in_buf, size_t in_cap, size_t *in_len)
+{
+    int rc = TT_OK;
+    if (!tt_active_(s))
+        return TT_OK;
+    if (ev->payload_len > s->cfg.max_event)
+        return TT_E_LIMIT;
+    if (ev->payload_len && !ev->payload)
+        return TT_E_INVAL;
+    struct tt_thread *t = thread_of(s, &rc);
+    if (!t)
+        return rc;
+    if (s->head.mode == TT_MODE_RECORD) {
+        if (!rec_begin(s, t))
+            return TT_E_CLOSED;
+        if (t->ended) {
+            rec_end(t);
+            return TT_E_CLOSED;
+        }
+        struct tt_raw_long r = { .kind = ev->kind | ((uint32_t)ev->dir << 8),
+                                 .function = ev->sp.function, .time = tt_ticks(),
+                                 .site = ev->sp.site, .arg = ev->arg, .addr = ev->addr,
+                                 .len = ev->payload_len };
+        rc = tt_writer_append_long(s, t, &r, ev->payload);
+        rec_end(t);
+        if (rc == TT_OK && in_len)
+            *in_len = ev->payload_len;
+        return rc;
+    }
+    return tt_replay_event(s, t, ev, in_buf, in_cap, in_len);
+}
+
+int tt_safepoint(tt_session *s, uint32_t function, uint32_t site)
+{
+    tt_event ev = { .kind = TT_EV_SAFEPOINT, .sp = { function, site } };
+    return tt_event_full_(s, &ev, NULL, 0, NULL);
+}
+
+int tt_alloc(tt_session *s, uint32_t site, uint64_t size, const void *addr)
+{
+    tt_event ev = { .kind = TT_EV_ALLOC, .sp = { 0, site }, .arg = size,
+                    .addr = (uint64_t)(uintptr_t)addr };
+    return tt_event_full_(s, &ev, NULL, 0, NULL);
+}
+
+int tt_free(tt_session *s, uint32_t site, const void *addr)
+{
+    tt_event ev = { .kind = TT_EV_FREE, .sp = { 0, site }, .addr = (uint64_t)(uintptr_t)addr };
+    return tt_event_full_(s, &ev, NULL, 0, NULL);
+}
+
+int tt_io(tt_session *s, tt_io_dir dir, uint32_t channel, void *buf, size_t len, size_t *out_len)
+{
+    if (dir != TT_IO_IN && dir != TT_IO_OUT)
+        return TT_E_INVAL;
+    tt_event ev = { .kind = TT_EV_IO, .dir = (uint8_t)dir, .arg = channel, .payload_len = len,
+                    .payload = buf };
+    return tt_event_full_(s, &ev, buf, len, out_len);
+}
+
+int tt_user(tt_session *s, uint32_t tag, const void *data, size_t len)
+{
+    tt_event ev = { .kind = TT_EV_USER, .arg = tag, .payload_len = len, .payload = data };
+    return tt_event_full_(s, &ev, NULL, 0, NULL);
+}
+
+int tt_checkpoint(tt_session *s, uint32_t site)
+{
+    if (!tt_active_(s))
+        return TT_OK;
+    uint8_t *data = NULL;
+    size_t len = 0;
+    int rc = tt_checkpoint_collect(s, &data, &len);
+    if (rc != TT_OK)
+        return rc;
+    tt_event ev = { .kind = TT_EV_CHECKPOINT, .sp = { 0, site }, .payload_len = len,
+                    .payload = data };
+    rc = tt_event_full_(s, &ev, NULL, 0, NULL);
+    if (rc == TT_OK && s->head.mode == TT_MODE_RECORD) {
+        int lrc;
+        struct tt_thread *t = tt_thread_lookup_slow(s, &lrc);
+        tt_timepoint tp = { t ? t->id : 0, 0, 0 };
+        tt_checkpoint_retain(s, data, len, tp);
+    }
+    free(data);
+    return rc;
+}
+
+const char *tt_event_kind_name(unsigned kind)
+{
+    static const char *const names[] = {
+        [TT_EV_SESSION_START] = "session-start", [TT_EV_SESSION_END] = "session-end",
+        [TT_EV_THREAD_START] = "thread-start",   [TT_EV_THREAD_END] = "thread-end",
+        [TT_EV_ENTER] = "enter",                 [TT_EV_EXIT] = "exit",
+        [TT_EV_SAFEPOINT] = "safepoint",         [TT_EV_ALLOC] = "alloc",
+        [TT_EV_FREE] = "free",                   [TT_EV_IO] = "io",
+        [TT_EV_CHECKPOINT] = "checkpoint",       [TT_EV_USER] = "user",
+        [TT_EV_CRASH] = "crash",
+    };
+    if (kind == 0 || kind > TT_EV_KIND_MAX)
+        return "unknown";
+    return names[kind];
+}

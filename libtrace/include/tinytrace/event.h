@@ -1,0 +1,195 @@
+/* tinytrace — events (the `event` namespace).
+ *
+ * An event is one recorded step of a run: its kind, its timepoint (thread, epoch, sequence), its
+ * time, its safepoint (function and site ids) and the payload of its kind. Names never travel
+ * with events: functions, sites and threads are interned once with tt_intern() and events carry
+ * the returned ids.
+ *
+ * The recording calls below are the whole hot path. In record mode an event is appended to the
+ * calling thread's own buffer with no lock and no system call; in replay mode it is compared with
+ * the next recorded event of the calling thread; in off mode every call is one load and one
+ * branch. Build with -DTINYTRACE_DISABLE and the TT_* macros compile to nothing, arguments
+ * included.
+ *
+ * Thread safety: every recording call is thread-safe; each thread records into its own buffer.
+ * Async-signal safety: recording from a signal handler is NOT supported. A call made from a
+ * handler that interrupted the same thread inside tinytrace is refused with TT_E_MODE by the
+ * per-thread nesting guard; other calls from handlers are undefined. Use tt_event_* from normal
+ * context only.
+ */
+#ifndef TINYTRACE_EVENT_H
+#define TINYTRACE_EVENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tinytrace/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tt_session tt_session;
+
+/* EventKind. The numbers are part of the file format (docs/FORMAT.md). */
+typedef enum tt_event_kind {
+    TT_EV_SESSION_START = 1, /* arg = process id; first event of the first thread */
+    TT_EV_SESSION_END = 2,   /* last event of the thread that closed the session */
+    TT_EV_THREAD_START = 3,  /* arg = OS thread id; first event of every thread */
+    TT_EV_THREAD_END = 4,    /* last event of a thread that ended before the session */
+    TT_EV_ENTER = 5,         /* function entry: sp.function */
+    TT_EV_EXIT = 6,          /* function exit: sp.function */
+    TT_EV_SAFEPOINT = 7,     /* sp.function + sp.site */
+    TT_EV_ALLOC = 8,         /* arg = size, addr = address (not compared on replay) */
+    TT_EV_FREE = 9,          /* addr = address */
+    TT_EV_IO = 10,           /* dir, arg = channel, payload = the bytes */
+    TT_EV_CHECKPOINT = 11,   /* payload = the providers' saved state */
+    TT_EV_USER = 12,         /* arg = caller's tag, payload = caller's bytes */
+    TT_EV_CRASH = 13,        /* arg = signal number, payload = backtrace text */
+} tt_event_kind;
+#define TT_EV_KIND_MAX 13
+
+/* Direction of an io event. IN: bytes the program received (replay hands them back). OUT: bytes
+ * the program produced (replay compares them). */
+typedef enum tt_io_dir { TT_IO_IN = 0, TT_IO_OUT = 1 } tt_io_dir;
+
+/* ThreadId: dense index of a recording thread within its session, 0 for the first thread. */
+typedef uint32_t tt_thread_id;
+
+/* Timepoint: places an event in the recorded order. @seq counts the events of @thread from 0.
+ * @epoch counts checkpoint restores (0 until a restore happened). The total order of a recording
+ * is (time, thread, seq): within one thread it is program order. */
+typedef struct tt_timepoint {
+    tt_thread_id thread;
+    uint32_t epoch;
+    uint64_t seq;
+} tt_timepoint;
+
+/* Safepoint: where in the program an event was taken (function and site ids). 0 means "none".
+ * The type is tt_safepoint_ref because tt_safepoint() is the recording call. */
+typedef struct tt_safepoint_ref {
+    uint32_t function;
+    uint32_t site;
+} tt_safepoint_ref;
+
+/* One decoded event, as the reader and the replay report give it.
+ * @payload stays valid until the next read on the same cursor; the caller never frees it. */
+typedef struct tt_event {
+    uint8_t kind;       /* tt_event_kind */
+    uint8_t dir;        /* tt_io_dir, for TT_EV_IO */
+    uint16_t reserved;
+    tt_timepoint tp;
+    uint64_t time;      /* clock ticks; see tt_manifest.ticks_per_sec */
+    tt_safepoint_ref sp;
+    uint64_t arg;
+    uint64_t addr;
+    uint64_t payload_len;
+    const void *payload;
+} tt_event;
+
+/* Object kinds of the interned object table (ObjectEntry). */
+typedef enum tt_object_kind {
+    TT_OBJ_FUNCTION = 1,
+    TT_OBJ_SITE = 2,
+    TT_OBJ_THREAD = 3,
+    TT_OBJ_MODULE = 4,
+    TT_OBJ_TAG = 5,
+    TT_OBJ_META = 6,
+} tt_object_kind;
+#define TT_OBJ_KIND_MAX 6
+
+/* Interns @name (NUL-terminated, at most 65535 bytes) as an object of @kind and returns its id
+ * (>= 1) in *@id. The same (kind, name) always gives the same id within one session. In replay
+ * mode the id is the one the recording gave, so recorded and live ids compare equal; a name the
+ * recording never saw gets a fresh id above the recorded ones. In off mode *@id = 0.
+ * Thread-safe (takes a lock: intern once, not per event). Not async-signal-safe. */
+TT_API int tt_intern(tt_session *s, tt_object_kind kind, const char *name, uint32_t *id);
+
+/* Names the calling thread (interned as TT_OBJ_THREAD). In replay mode, a thread that names
+ * itself before its first event is matched with the recorded thread of that name. */
+TT_API int tt_thread_name(tt_session *s, const char *name);
+
+/* ---- the ABI-stable head of every session, read by the inline fast path ----
+ * Private: do not touch. `active` is nonzero in record and replay mode only. */
+struct tt_session_head_ {
+    uint32_t active;
+    uint32_t mode;
+};
+
+/* Out-of-line parts of the recording calls. Use the tt_* wrappers below. */
+TT_API int tt_event_fn_(tt_session *s, uint32_t kind, uint32_t function);
+TT_API int tt_event_full_(tt_session *s, const tt_event *ev, void *in_buf, size_t in_cap,
+                          size_t *in_len);
+
+static inline int tt_active_(const tt_session *s)
+{
+    return s != NULL && ((const struct tt_session_head_ *)(const void *)s)->active != 0;
+}
+
+/* Function entry and exit. @function is an interned TT_OBJ_FUNCTION id (or any stable id the
+ * caller keeps, such as a module offset: see the instrument hooks). */
+static inline int tt_enter(tt_session *s, uint32_t function)
+{
+    return tt_active_(s) ? tt_event_fn_(s, TT_EV_ENTER, function) : TT_OK;
+}
+
+static inline int tt_exit(tt_session *s, uint32_t function)
+{
+    return tt_active_(s) ? tt_event_fn_(s, TT_EV_EXIT, function) : TT_OK;
+}
+
+/* A point in the program that replay must pass in the same order. */
+TT_API int tt_safepoint(tt_session *s, uint32_t function, uint32_t site);
+
+/* An allocation of @size bytes at @addr. Replay compares the size, never the address. */
+TT_API int tt_alloc(tt_session *s, uint32_t site, uint64_t size, const void *addr);
+
+/* A free of @addr. Replay checks only that a free happens here. */
+TT_API int tt_free(tt_session *s, uint32_t site, const void *addr);
+
+/* Bytes crossing the program's boundary on @channel (an interned id or a caller's number).
+ *
+ * TT_IO_IN, record: @buf holds the @len bytes the program received; they are stored.
+ * TT_IO_IN, replay: the recorded bytes are copied into @buf (capacity @len) and their count is
+ *   stored in *@out_len; the recorded count must not exceed @len (TT_E_DIVERGED otherwise).
+ * TT_IO_OUT: @buf holds @len bytes the program produced; replay compares them.
+ * @out_len may be NULL for TT_IO_OUT. Payloads may be larger than a thread buffer, up to the
+ * configured TT_PARAM_MAX_EVENT_BYTES. */
+TT_API int tt_io(tt_session *s, tt_io_dir dir, uint32_t channel, void *buf, size_t len,
+                 size_t *out_len);
+
+/* A caller's own payload with a caller's @tag. Replay compares tag and bytes. */
+TT_API int tt_user(tt_session *s, uint32_t tag, const void *data, size_t len);
+
+/* Records every registered checkpoint provider's state (see checkpoint.h). In replay mode the
+ * live state is compared with the recorded one. */
+TT_API int tt_checkpoint(tt_session *s, uint32_t site);
+
+/* Name of an event kind ("enter", "io", …); never NULL. Thread-safe, async-signal-safe. */
+TT_API const char *tt_event_kind_name(unsigned kind);
+
+/* ---- macros: nothing at all under -DTINYTRACE_DISABLE ---- */
+#ifdef TINYTRACE_DISABLE
+#define TT_ENTER(s, fn) ((void)0)
+#define TT_EXIT(s, fn) ((void)0)
+#define TT_SAFEPOINT(s, fn, site) ((void)0)
+#define TT_ALLOC(s, site, size, addr) ((void)0)
+#define TT_FREE(s, site, addr) ((void)0)
+#define TT_IO(s, dir, ch, buf, len, out) ((void)0)
+#define TT_USER(s, tag, data, len) ((void)0)
+#define TT_CHECKPOINT(s, site) ((void)0)
+#else
+#define TT_ENTER(s, fn) tt_enter((s), (fn))
+#define TT_EXIT(s, fn) tt_exit((s), (fn))
+#define TT_SAFEPOINT(s, fn, site) tt_safepoint((s), (fn), (site))
+#define TT_ALLOC(s, site, size, addr) tt_alloc((s), (site), (size), (addr))
+#define TT_FREE(s, site, addr) tt_free((s), (site), (addr))
+#define TT_IO(s, dir, ch, buf, len, out) tt_io((s), (dir), (ch), (buf), (len), (out))
+#define TT_USER(s, tag, data, len) tt_user((s), (tag), (data), (len))
+#define TT_CHECKPOINT(s, site) tt_checkpoint((s), (site))
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

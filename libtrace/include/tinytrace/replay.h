@@ -1,0 +1,95 @@
+/* tinytrace — replay (the `replay` namespace).
+ *
+ * A session opened in TT_MODE_REPLAY reads a recording through a bounded per-thread reader. Each
+ * recording call is compared with the next recorded event of the same thread: kind, safepoint and
+ * payload; for an allocation its size (never its address). Threads are matched by the order in
+ * which they first call into the session, or by name when a thread calls tt_thread_name first.
+ *
+ * tt_io(TT_IO_IN) hands back the recorded bytes; TT_IO_OUT is compared.
+ *
+ * On a mismatch the call returns TT_E_DIVERGED and changes nothing: not the sequence, not the
+ * cursor, not the retained checkpoint. The same call with the recorded values then succeeds.
+ * The report of the last divergence is kept per session (tt_replay_divergence).
+ */
+#ifndef TINYTRACE_REPLAY_H
+#define TINYTRACE_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tinytrace/event.h>
+#include <tinytrace/session.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What the recording calls do on a divergence when nothing checks their result (function hooks):
+ * ABORT is the default for instrumentation; COUNT counts and goes on. The C API always returns
+ * TT_E_DIVERGED either way. */
+typedef enum tt_divergence_policy { TT_DIVERGE_RETURN = 0, TT_DIVERGE_COUNT = 1 } tt_divergence_policy;
+
+/* Why a call diverged. */
+typedef enum tt_diverge_reason {
+    TT_DIV_NONE = 0,
+    TT_DIV_KIND,          /* another kind of event was recorded here */
+    TT_DIV_FUNCTION,
+    TT_DIV_SITE,
+    TT_DIV_ARG,           /* io channel, user tag */
+    TT_DIV_SIZE,          /* allocation size */
+    TT_DIV_LENGTH,        /* payload length (io, user, checkpoint) */
+    TT_DIV_PAYLOAD,       /* payload bytes; see first_diff */
+    TT_DIV_DIRECTION,     /* io in versus out */
+    TT_DIV_END,           /* the recording of this thread ended */
+    TT_DIV_THREAD,        /* more threads than the recording had */
+    TT_DIV_ORDER,         /* ordered replay: waited too long for this thread's turn */
+} tt_diverge_reason;
+
+#define TT_REPORT_HISTORY 8
+#define TT_REPORT_PREVIEW 32
+
+/* One event in a report, with the first bytes of its payload copied. */
+typedef struct tt_report_event {
+    tt_event ev;                              /* ev.payload is NULL in a report */
+    uint8_t preview[TT_REPORT_PREVIEW];
+    uint32_t preview_len;
+} tt_report_event;
+
+/* The divergence report. */
+typedef struct tt_divergence {
+    tt_diverge_reason reason;
+    tt_timepoint tp;                          /* where: thread and sequence of the expected event */
+    int has_expected;                         /* 0 when the thread's recording ended */
+    tt_report_event expected;
+    tt_report_event actual;
+    uint64_t first_diff;                      /* first differing payload byte, for TT_DIV_PAYLOAD */
+    uint32_t history_len;                     /* last matched events of that thread, oldest first */
+    tt_report_event history[TT_REPORT_HISTORY];
+    char message[256];
+} tt_divergence;
+
+/* ReplayProgress. */
+typedef struct tt_replay_progress {
+    uint64_t matched;          /* events matched so far, all threads */
+    uint64_t total;            /* events in the recording (structural ones included) */
+    uint64_t divergences;      /* diverging calls so far */
+    uint32_t threads_seen;
+    int has_next;              /* for the calling thread */
+    tt_event next;             /* its next expected event (payload NULL) */
+} tt_replay_progress;
+
+/* Copies the last divergence report into @out. Returns TT_E_INVAL if there was none.
+ * Thread-safe. */
+TT_API int tt_replay_divergence(tt_session *s, tt_divergence *out);
+
+/* Where the replay stands, with the calling thread's next event. Thread-safe. */
+TT_API int tt_replay_progress_get(tt_session *s, tt_replay_progress *out);
+
+/* Formats @d as text for a human. Returns the length written (truncated to @cap). Uses the
+ * session's object table to name functions and sites. Thread-safe. */
+TT_API size_t tt_divergence_format(tt_session *s, const tt_divergence *d, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

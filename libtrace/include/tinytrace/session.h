@@ -1,0 +1,152 @@
+/* tinytrace — sessions (the `session` namespace).
+ *
+ * A session is the recorder or the replayer. It is opened from a tt_config in one mode — off,
+ * record or replay — and keeps that mode for its whole life. Several sessions may live in one
+ * process; each has its own swapper thread, file and thread buffers.
+ *
+ * Off mode costs nothing: tt_session_open allocates nothing, starts no thread and opens no file,
+ * and every recording call is one load and one branch.
+ *
+ * Record mode: every thread appends to its own buffer; a full buffer is handed to the session's
+ * swapper thread, which encodes, checksums and writes it. The file is written as
+ * "<file>.<pid>.partial", created 0600 with O_EXCL|O_NOFOLLOW, and renamed to <file> only when
+ * tt_session_close succeeds. When the memory budget is spent the recording thread waits: nothing
+ * is dropped, and the waits are counted (tt_session_stats).
+ *
+ * Replay mode: see replay.h.
+ *
+ * Example:
+ *     tt_config cfg; tt_error_info err;
+ *     tt_config_from_env(&cfg, &err);          // TINYTRACE_MODE=record TINYTRACE_FILE=run.tt
+ *     tt_session *s; if (tt_session_open(&cfg, &s, &err) != TT_OK) { puts(err.message); … }
+ *     uint32_t fn; tt_intern(s, TT_OBJ_FUNCTION, "work", &fn);
+ *     tt_enter(s, fn); … tt_exit(s, fn);
+ *     tt_session_close(s, &err);
+ */
+#ifndef TINYTRACE_SESSION_H
+#define TINYTRACE_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tinytrace/error.h>
+#include <tinytrace/event.h>
+#include <tinytrace/store.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Mode. */
+typedef enum tt_mode { TT_MODE_OFF = 0, TT_MODE_RECORD = 1, TT_MODE_REPLAY = 2 } tt_mode;
+
+/* Numeric settings, set with tt_config_set(). Each is checked when it is set. */
+typedef enum tt_param {
+    TT_PARAM_MODE = 1,            /* tt_mode */
+    TT_PARAM_BUFFER_BYTES,        /* one thread buffer: 4 KiB … 64 MiB, multiple of 4 KiB */
+    TT_PARAM_MEMORY_BYTES,        /* memory budget: at least two buffers … 64 GiB */
+    TT_PARAM_BLOCK_BYTES,         /* write unit: 4 KiB … 16 MiB, power of two */
+    TT_PARAM_MAX_EVENT_BYTES,     /* largest payload: 1 KiB … 4 GiB; default 64 MiB */
+    TT_PARAM_MAX_THREADS,         /* 1 … 65536 */
+    TT_PARAM_OBJECT_BYTES,        /* interned names: 64 KiB … 1 GiB */
+    TT_PARAM_DIVERGENCE,          /* tt_divergence_policy (replay.h), for instrumentation */
+    TT_PARAM_ORDERED,             /* replay: 1 = enforce the recorded thread interleaving */
+    TT_PARAM_ORDER_TIMEOUT_MS,    /* replay: how long a thread waits for its turn */
+    TT_PARAM_PARAM_MAX_
+} tt_param;
+
+/* String settings, set with tt_config_set_str(). */
+typedef enum tt_param_str {
+    TT_PARAM_FILE = 1,            /* trace file path */
+    TT_PARAM_CALLER,              /* caller string stored in the manifest (< 128 bytes) */
+    TT_PARAM_STR_MAX_
+} tt_param_str;
+
+/* A config lives in caller storage (no allocation); its layout is private. */
+typedef struct tt_config {
+    uint64_t opaque_[600];
+} tt_config;
+
+/* Where a recording goes. The default is the file of TT_PARAM_FILE. */
+typedef int (*tt_sink_write_fn)(void *ctx, uint64_t offset, const void *data, size_t len);
+
+/* A memory sink: the session writes the whole trace into a buffer it allocates. After
+ * tt_session_close, @data/@len hold the file image; the caller frees @data with free(). */
+typedef struct tt_memory_sink {
+    void *data;
+    size_t len;
+    size_t cap_;
+} tt_memory_sink;
+
+/* Initializes @cfg with the defaults: off mode, 256 KiB buffers, 8 MiB budget, 32 KiB blocks,
+ * 64 MiB largest event, 1024 threads. */
+TT_API void tt_config_init(tt_config *cfg);
+
+/* Sets a numeric parameter. TT_E_CONFIG, with the parameter named in @err, for a bad value. */
+TT_API int tt_config_set(tt_config *cfg, tt_param p, uint64_t value, tt_error_info *err);
+TT_API int tt_config_get(const tt_config *cfg, tt_param p, uint64_t *value);
+
+/* Sets a string parameter; the string is copied (at most 4095 bytes). */
+TT_API int tt_config_set_str(tt_config *cfg, tt_param_str p, const char *value,
+                             tt_error_info *err);
+
+/* Record into memory (tests, embedding). @sink must outlive the session. */
+TT_API void tt_config_set_memory_sink(tt_config *cfg, tt_memory_sink *sink);
+/* Record through a callback: @fn is called from the swapper thread with positional writes; the
+ * manifest is rewritten at offset 0 on close. Return 0 on success or a positive errno. */
+TT_API void tt_config_set_callback_sink(tt_config *cfg, tt_sink_write_fn fn, void *ctx);
+/* Replay from a caller source instead of TT_PARAM_FILE. @src must outlive the session. */
+TT_API void tt_config_set_source(tt_config *cfg, const tt_source *src);
+/* Run the recorder inside caller storage of tt_writer_capacity_of().total bytes, 64-byte
+ * aligned; the session then allocates nothing for buffers, threads or names. */
+TT_API int tt_config_set_writer_storage(tt_config *cfg, void *storage, size_t len,
+                                        tt_error_info *err);
+
+/* Reads TINYTRACE_MODE (off|record|replay), TINYTRACE_FILE, TINYTRACE_BUFFER_KB,
+ * TINYTRACE_MEMORY_MB, TINYTRACE_BLOCK_KB, TINYTRACE_MAX_EVENT_MB, TINYTRACE_MAX_THREADS,
+ * TINYTRACE_CALLER, TINYTRACE_DIVERGENCE (abort|count), TINYTRACE_ORDERED (0|1) on top of the
+ * defaults. A bad value is refused with TT_E_CONFIG and a message naming the variable. */
+TT_API int tt_config_from_env(tt_config *cfg, tt_error_info *err);
+
+/* Opens a session. In record mode the directory of the file is checked and the temporary file
+ * is created here: an unwritable or missing directory fails now, naming the path. In replay
+ * mode the file is probed and its manifest checked. Off mode allocates nothing.
+ * Thread-safe. Not async-signal-safe. */
+TT_API int tt_session_open(const tt_config *cfg, tt_session **out, tt_error_info *err);
+
+/* Closes a session and frees it; @s is invalid afterwards, whatever the result.
+ * Record: every thread buffer is flushed, the tables and the manifest are written, the file is
+ * renamed to its final name. Threads still recording when close begins get TT_E_CLOSED for their
+ * later calls and their events up to that point are kept: a call that returned TT_OK is in the
+ * file. The caller must not start new calls on @s after close returned.
+ * Replay: TT_E_UNCONSUMED if events are left, with the count and the next event in @err. */
+TT_API int tt_session_close(tt_session *s, tt_error_info *err);
+
+TT_API tt_mode tt_session_mode(const tt_session *s);
+
+/* Session statistics, any mode. Thread-safe. */
+typedef struct tt_session_stats {
+    uint64_t events;
+    uint64_t payload_bytes;
+    uint64_t chunks;
+    uint64_t bytes_written;
+    uint64_t stalls;        /* times a recording thread waited for the memory budget */
+    uint64_t stall_ns;
+    uint32_t threads;
+    int write_errno;        /* first write error, 0 if none */
+} tt_session_stats;
+
+TT_API void tt_session_stats_get(tt_session *s, tt_session_stats *st);
+
+/* Hands the calling thread's partly filled buffer to the swapper (for tests and at thread end).
+ * Thread-safe for the calling thread's own buffer. */
+TT_API int tt_session_flush_thread(tt_session *s);
+
+/* Called by a thread that will record no more in @s: writes its THREAD_END event and hands its
+ * buffer over. Optional: a thread that ends without it is finished by tt_session_close. */
+TT_API int tt_session_thread_end(tt_session *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

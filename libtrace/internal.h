@@ -1,0 +1,206 @@
+/* Private declarations shared by the library's modules. Never installed. */
+#ifndef TT_INTERNAL_H
+#define TT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <tinytrace/tinytrace.h>
+
+#include "store/format.h"
+
+#define TT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TT_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- errors ---- */
+int tt_fail(tt_error_info *err, int code, int sys_errno, uint64_t offset, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* ---- time ---- */
+static inline uint64_t tt_ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return __builtin_ia32_rdtsc();
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#endif
+}
+/* Ticks per second of tt_ticks(), measured once per process (about 2 ms the first time). */
+uint64_t tt_ticks_per_sec(void);
+uint64_t tt_mono_ns(void);
+bool tt_ticks_are_tsc(void);
+
+/* ---- hashing (hash.c is the only user of xxhash) ---- */
+uint64_t tt_hash64(const void *data, size_t len, uint64_t seed);
+
+/* ---- build identity ---- */
+/* Copies the GNU build-id of the main executable; returns its length or 0. */
+size_t tt_build_id_self(uint8_t *out, size_t cap);
+
+/* ---- config (session/config.c) ---- */
+struct tt_config_impl {
+    uint32_t magic;
+    uint32_t mode;
+    uint64_t buffer_bytes;
+    uint64_t memory_bytes;
+    uint64_t block_bytes;
+    uint64_t max_event;
+    uint64_t max_threads;
+    uint64_t object_bytes;
+    uint64_t divergence;
+    uint64_t ordered;
+    uint64_t order_timeout_ms;
+    tt_memory_sink *memory_sink;
+    tt_sink_write_fn cb_fn;
+    void *cb_ctx;
+    const tt_source *source;
+    void *storage;
+    size_t storage_len;
+    char caller[TT_CALLER_MAX];
+    char file[4096];
+};
+_Static_assert(sizeof(struct tt_config_impl) <= sizeof(tt_config), "tt_config too small");
+
+static inline const struct tt_config_impl *tt_cfg(const tt_config *c)
+{
+    return (const struct tt_config_impl *)(const void *)c;
+}
+
+/* ---- the intern table (session/session.c) ---- */
+struct tt_intern_table {
+    uint8_t *arena;          /* [u8 kind][u32 len][name bytes] per object, in id order */
+    uint64_t arena_len, arena_cap;
+    uint32_t *offsets;       /* id - 1 -> arena offset */
+    uint32_t count, offsets_cap;
+    uint32_t *slots;         /* open addressing: id or 0 */
+    uint32_t slots_cap;
+    uint32_t base_count;     /* replay: objects that came from the recording */
+};
+
+/* ---- thread buffers and threads ---- */
+struct tt_buf {
+    struct tt_buf *next;
+    uint8_t *data;
+    uint32_t used;
+    uint32_t thread;
+    uint32_t last;           /* the thread's final buffer */
+};
+
+struct tt_replay_thread;
+
+struct tt_thread {
+    /* hot: written by the owning thread only */
+    uint8_t *pos;
+    uint8_t *end;
+    _Atomic uint32_t busy;   /* inside a recording call; see session close */
+    uint32_t id;
+    struct tt_buf *buf;
+    tt_session *s;
+    uint32_t os_tid;
+    uint32_t name_id;
+    uint32_t ended;
+    uint32_t nest;           /* nesting guard */
+    uint64_t serial;         /* unique per OS thread for the life of the process */
+    /* swapper side: touched only by the swapper thread */
+    uint64_t seq;
+    uint64_t pending;        /* raw payload bytes of an event that goes on in the next buffer */
+    uint64_t pending_total;
+    uint64_t chunks;
+    uint64_t first_time;
+    uint64_t last_time;
+    bool has_time;
+    /* replay side */
+    struct tt_replay_thread *rp;
+};
+
+struct tt_sink;
+
+/* ---- the session ---- */
+struct tt_session {
+    struct tt_session_head_ head;   /* must be first: read by the inline fast path */
+    uint64_t uid;
+    struct tt_config_impl cfg;
+
+    pthread_mutex_t lock;           /* threads, intern table, checkpoint */
+    struct tt_thread **threads;
+    uint32_t nthreads;
+    _Atomic uint32_t closing;
+    _Atomic uint64_t divergences;
+
+    struct tt_intern_table names;
+
+    /* checkpoint */
+    tt_checkpoint_provider providers[64];
+    uint32_t nproviders;
+    uint8_t *last_cp;
+    size_t last_cp_len, last_cp_cap;
+    tt_timepoint last_cp_tp;
+    bool has_cp;
+
+    /* record */
+    struct tt_writer *w;
+
+    /* replay */
+    struct tt_replayer *rp;
+};
+
+/* session.c: the thread-local cache that maps a session to the calling thread's state */
+#define TLS_WAYS 8
+struct tls_way {
+    tt_session *s;
+    uint64_t uid;
+    struct tt_thread *t;
+};
+extern __thread struct tls_way tt_tls_cache[TLS_WAYS] TT_HIDDEN;
+
+/* session.c */
+int tt_names_intern(struct tt_intern_table *t, uint8_t kind, const char *name, size_t len,
+                    uint64_t limit, uint32_t *id);
+int tt_names_get(const struct tt_intern_table *t, uint32_t id, uint8_t *kind, const char **name,
+                 uint32_t *len);
+void tt_names_free(struct tt_intern_table *t);
+/* The calling thread's state in @s, registering it on first use; NULL if refused. */
+struct tt_thread *tt_thread_lookup_slow(tt_session *s, int *rc);
+
+/* writer.c */
+int tt_writer_open(tt_session *s, tt_error_info *err);
+int tt_writer_close(tt_session *s, tt_error_info *err);
+void tt_writer_free(tt_session *s);
+/* Gives the thread a buffer that can take @need contiguous bytes; may wait for the budget. */
+int tt_writer_refill(tt_session *s, struct tt_thread *t, bool last);
+void tt_writer_stats(tt_session *s, tt_session_stats *st);
+int tt_writer_thread_init(tt_session *s, struct tt_thread *t);
+/* Appends a long record with payload (splits only payloads > buffer/4). */
+int tt_writer_append_long(tt_session *s, struct tt_thread *t, const struct tt_raw_long *rec,
+                          const void *payload);
+
+/* reader.c: event chunks a sequential cursor has taken */
+uint64_t tt_reader_chunks_read_(const tt_reader *r);
+
+/* replay.c */
+int tt_replayer_open(tt_session *s, tt_error_info *err);
+int tt_replayer_close(tt_session *s, tt_error_info *err);
+void tt_replayer_free(tt_session *s);
+int tt_replay_thread_init(tt_session *s, struct tt_thread *t);
+int tt_replay_event(tt_session *s, struct tt_thread *t, const tt_event *ev, void *in_buf,
+                    size_t in_cap, size_t *in_len);
+const char *tt_replay_name(tt_session *s, uint32_t id);
+int tt_replay_bind_name(tt_session *s, uint32_t name_id);
+
+
+/* checkpoint.c */
+int tt_checkpoint_collect(tt_session *s, uint8_t **out, size_t *len);
+void tt_checkpoint_retain(tt_session *s, const void *data, size_t len, tt_timepoint tp);
+void tt_checkpoint_free(tt_session *s);
+
+/* unwind.c: a backtrace as text, one frame a line; returns bytes written. Signal-safe. */
+size_t tt_backtrace(char *buf, size_t cap, int skip);
+
+#endif

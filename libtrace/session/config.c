@@ -1,0 +1,294 @@
+/* Configuration: defaults, checked setters and TINYTRACE_* environment variables.
+ *
+ * Every value is checked when it is set, so a bad setting fails here, naming the parameter or the
+ * variable, and never in the middle of a run. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define CFG_MAGIC 0x74746366u
+
+static struct tt_config_impl *cfgw(tt_config *c)
+{
+    return (struct tt_config_impl *)(void *)c;
+}
+
+void tt_config_init(tt_config *cfg)
+{
+    struct tt_config_impl *c = cfgw(cfg);
+    memset(cfg, 0, sizeof *cfg);
+    c->magic = CFG_MAGIC;
+    c->mode = TT_MODE_OFF;
+    c->buffer_bytes = 256u << 10;
+    c->memory_bytes = 8u << 20;
+    c->block_bytes = 32u << 10;
+    c->max_event = 64u << 20;
+    c->max_threads = 1024;
+    c->object_bytes = 16u << 20;
+    c->divergence = 0;
+    c->ordered = 0;
+    c->order_timeout_ms = 10000;
+}
+
+static const char *param_name(tt_param p)
+{
+    switch (p) {
+    case TT_PARAM_MODE: return "TT_PARAM_MODE";
+    case TT_PARAM_BUFFER_BYTES: return "TT_PARAM_BUFFER_BYTES";
+    case TT_PARAM_MEMORY_BYTES: return "TT_PARAM_MEMORY_BYTES";
+    case TT_PARAM_BLOCK_BYTES: return "TT_PARAM_BLOCK_BYTES";
+    case TT_PARAM_MAX_EVENT_BYTES: return "TT_PARAM_MAX_EVENT_BYTES";
+    case TT_PARAM_MAX_THREADS: return "TT_PARAM_MAX_THREADS";
+    case TT_PARAM_OBJECT_BYTES: return "TT_PARAM_OBJECT_BYTES";
+    case TT_PARAM_DIVERGENCE: return "TT_PARAM_DIVERGENCE";
+    case TT_PARAM_ORDERED: return "TT_PARAM_ORDERED";
+    case TT_PARAM_ORDER_TIMEOUT_MS: return "TT_PARAM_ORDER_TIMEOUT_MS";
+    default: return "unknown parameter";
+    }
+}
+
+static int range(tt_error_info *err, const char *name, uint64_t v, uint64_t lo, uint64_t hi)
+{
+    if (v < lo || v > hi)
+        return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX,
+                       "%s: %llu is out of range [%llu, %llu]", name, (unsigned long long)v,
+                       (unsigned long long)lo, (unsigned long long)hi);
+    return TT_OK;
+}
+
+/* Checks @v for @p; @name is what the message calls the setting. */
+static int check(tt_param p, uint64_t v, const char *name, tt_error_info *err)
+{
+    int rc;
+    switch (p) {
+    case TT_PARAM_MODE:
+        return range(err, name, v, TT_MODE_OFF, TT_MODE_REPLAY);
+    case TT_PARAM_BUFFER_BYTES:
+        if ((rc = range(err, name, v, 4u << 10, 64u << 20)) != TT_OK)
+            return rc;
+        if (v % 4096)
+            return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX,
+                           "%s: %llu is not a multiple of 4096", name, (unsigned long long)v);
+        return TT_OK;
+    case TT_PARAM_MEMORY_BYTES:
+        return range(err, name, v, 8u << 10, 64ull << 30);
+    case TT_PARAM_BLOCK_BYTES:
+        if ((rc = range(err, name, v, 4u << 10, 16u << 20)) != TT_OK)
+            return rc;
+        if (v & (v - 1))
+            return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX, "%s: %llu is not a power of two",
+                           name, (unsigned long long)v);
+        return TT_OK;
+    case TT_PARAM_MAX_EVENT_BYTES:
+        return range(err, name, v, 1u << 10, 4ull << 30);
+    case TT_PARAM_MAX_THREADS:
+        return range(err, name, v, 1, 65536);
+    case TT_PARAM_OBJECT_BYTES:
+        return range(err, name, v, 64u << 10, 1u << 30);
+    case TT_PARAM_DIVERGENCE:
+        return range(err, name, v, 0, 1);
+    case TT_PARAM_ORDERED:
+        return range(err, name, v, 0, 1);
+    case TT_PARAM_ORDER_TIMEOUT_MS:
+        return range(err, name, v, 1, 3600u * 1000u);
+    default:
+        return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX, "unknown parameter %d", (int)p);
+    }
+}
+
+static uint64_t *slot(struct tt_config_impl *c, tt_param p)
+{
+    switch (p) {
+    case TT_PARAM_BUFFER_BYTES: return &c->buffer_bytes;
+    case TT_PARAM_MEMORY_BYTES: return &c->memory_bytes;
+    case TT_PARAM_BLOCK_BYTES: return &c->block_bytes;
+    case TT_PARAM_MAX_EVENT_BYTES: return &c->max_event;
+    case TT_PARAM_MAX_THREADS: return &c->max_threads;
+    case TT_PARAM_OBJECT_BYTES: return &c->object_bytes;
+    case TT_PARAM_DIVERGENCE: return &c->divergence;
+    case TT_PARAM_ORDERED: return &c->ordered;
+    case TT_PARAM_ORDER_TIMEOUT_MS: return &c->order_timeout_ms;
+    default: return NULL;
+    }
+}
+
+static int set_named(tt_config *cfg, tt_param p, uint64_t v, const char *name, tt_error_info *err)
+{
+    struct tt_config_impl *c = cfgw(cfg);
+    int rc = check(p, v, name, err);
+    if (rc != TT_OK)
+        return rc;
+    if (p == TT_PARAM_MODE) {
+        c->mode = (uint32_t)v;
+        return TT_OK;
+    }
+    *slot(c, p) = v;
+    return TT_OK;
+}
+
+int tt_config_set(tt_config *cfg, tt_param p, uint64_t value, tt_error_info *err)
+{
+    if (!cfg)
+        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "tt_config_set: NULL config");
+    return set_named(cfg, p, value, param_name(p), err);
+}
+
+int tt_config_get(const tt_config *cfg, tt_param p, uint64_t *value)
+{
+    struct tt_config_impl *c = cfgw((tt_config *)(uintptr_t)cfg);
+    if (p == TT_PARAM_MODE) {
+        *value = c->mode;
+        return TT_OK;
+    }
+    uint64_t *v = slot(c, p);
+    if (!v)
+        return TT_E_INVAL;
+    *value = *v;
+    return TT_OK;
+}
+
+int tt_config_set_str(tt_config *cfg, tt_param_str p, const char *value, tt_error_info *err)
+{
+    struct tt_config_impl *c = cfgw(cfg);
+    if (!value)
+        return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX, "string parameter %d: NULL value", (int)p);
+    size_t n = strlen(value);
+    switch (p) {
+    case TT_PARAM_FILE:
+        if (n == 0 || n >= sizeof c->file)
+            return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX,
+                           "TT_PARAM_FILE: path length %zu is not in [1, %zu]", n,
+                           sizeof c->file - 1);
+        memcpy(c->file, value, n + 1);
+        return TT_OK;
+    case TT_PARAM_CALLER:
+        if (n >= sizeof c->caller)
+            return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX,
+                           "TT_PARAM_CALLER: %zu bytes, at most %zu allowed", n,
+                           sizeof c->caller - 1);
+        memcpy(c->caller, value, n + 1);
+        return TT_OK;
+    default:
+        return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX, "unknown string parameter %d", (int)p);
+    }
+}
+
+void tt_config_set_memory_sink(tt_config *cfg, tt_memory_sink *sink)
+{
+    cfgw(cfg)->memory_sink = sink;
+    cfgw(cfg)->cb_fn = NULL;
+}
+
+void tt_config_set_callback_sink(tt_config *cfg, tt_sink_write_fn fn, void *ctx)
+{
+    cfgw(cfg)->cb_fn = fn;
+    cfgw(cfg)->cb_ctx = ctx;
+    cfgw(cfg)->memory_sink = NULL;
+}
+
+void tt_config_set_source(tt_config *cfg, const tt_source *src)
+{
+    cfgw(cfg)->source = src;
+}
+
+int tt_config_set_writer_storage(tt_config *cfg, void *storage, size_t len, tt_error_info *err)
+{
+    if (storage && ((uintptr_t)storage & 63))
+        return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX, "writer storage is not 64-byte aligned");
+    cfgw(cfg)->storage = storage;
+    cfgw(cfg)->storage_len = len;
+    return TT_OK;
+}
+
+/* Parses a whole decimal number; no sign, no suffix, no overflow. */
+static bool parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s)
+        return false;
+    uint64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return false;
+        if (v > (UINT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    return true;
+}
+
+static int env_num(tt_config *cfg, const char *var, tt_param p, uint64_t unit, tt_error_info *err)
+{
+    const char *s = getenv(var);
+    uint64_t v;
+    if (!s)
+        return TT_OK;
+    if (!parse_u64(s, &v) || (unit > 1 && v > UINT64_MAX / unit))
+        return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX, "%s: '%s' is not a valid number", var, s);
+    return set_named(cfg, p, v * unit, var, err);
+}
+
+int tt_config_from_env(tt_config *cfg, tt_error_info *err)
+{
+    tt_config tmp;
+    int rc;
+    /* build into a copy, so a refused variable leaves @cfg as it was */
+    memcpy(&tmp, cfg, sizeof tmp);
+    if (cfgw(&tmp)->magic != CFG_MAGIC)
+        tt_config_init(&tmp);
+    const char *mode = getenv("TINYTRACE_MODE");
+    if (mode) {
+        uint64_t m;
+        if (!strcmp(mode, "off") || !strcmp(mode, "0") || !*mode)
+            m = TT_MODE_OFF;
+        else if (!strcmp(mode, "record"))
+            m = TT_MODE_RECORD;
+        else if (!strcmp(mode, "replay"))
+            m = TT_MODE_REPLAY;
+        else
+            return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX,
+                           "TINYTRACE_MODE: '%s' is not one of off, record, replay", mode);
+        cfgw(&tmp)->mode = (uint32_t)m;
+    }
+    const char *file = getenv("TINYTRACE_FILE");
+    if (file) {
+        if ((rc = tt_config_set_str(&tmp, TT_PARAM_FILE, file, err)) != TT_OK)
+            return tt_fail(err, rc, 0, UINT64_MAX, "TINYTRACE_FILE: %s", err ? err->message : "");
+    }
+    const char *caller = getenv("TINYTRACE_CALLER");
+    if (caller) {
+        if ((rc = tt_config_set_str(&tmp, TT_PARAM_CALLER, caller, err)) != TT_OK)
+            return tt_fail(err, rc, 0, UINT64_MAX, "TINYTRACE_CALLER: %s", err ? err->message : "");
+    }
+    if ((rc = env_num(&tmp, "TINYTRACE_BUFFER_KB", TT_PARAM_BUFFER_BYTES, 1024, err)) ||
+        (rc = env_num(&tmp, "TINYTRACE_MEMORY_MB", TT_PARAM_MEMORY_BYTES, 1u << 20, err)) ||
+        (rc = env_num(&tmp, "TINYTRACE_BLOCK_KB", TT_PARAM_BLOCK_BYTES, 1024, err)) ||
+        (rc = env_num(&tmp, "TINYTRACE_MAX_EVENT_MB", TT_PARAM_MAX_EVENT_BYTES, 1u << 20, err)) ||
+        (rc = env_num(&tmp, "TINYTRACE_MAX_THREADS", TT_PARAM_MAX_THREADS, 1, err)) ||
+        (rc = env_num(&tmp, "TINYTRACE_ORDERED", TT_PARAM_ORDERED, 1, err)) ||
+        (rc = env_num(&tmp, "TINYTRACE_ORDER_TIMEOUT_MS", TT_PARAM_ORDER_TIMEOUT_MS, 1, err)))
+        return rc;
+    const char *div = getenv("TINYTRACE_DIVERGENCE");
+    if (div) {
+        if (!strcmp(div, "abort") || !strcmp(div, "return"))
+            cfgw(&tmp)->divergence = TT_DIVERGE_RETURN;
+        else if (!strcmp(div, "count"))
+            cfgw(&tmp)->divergence = TT_DIVERGE_COUNT;
+        else
+            return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX,
+                           "TINYTRACE_DIVERGENCE: '%s' is not one of abort, count", div);
+    }
+    const struct tt_config_impl *c = cfgw(&tmp);
+    if (c->memory_bytes < 2 * c->buffer_bytes)
+        return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX,
+                       "TINYTRACE_MEMORY_MB: the budget (%llu bytes) must hold at least two "
+                       "buffers of TINYTRACE_BUFFER_KB (%llu bytes)",
+                       (unsigned long long)c->memory_bytes, (unsigned long long)c->buffer_bytes);
+    if (c->mode != TT_MODE_OFF && !c->file[0])
+        return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX,
+                       "TINYTRACE_FILE: must be set when TINYTRACE_MODE is record or replay");
+    memcpy(cfg, &tmp, sizeof tmp);
+    return TT_OK;
+}

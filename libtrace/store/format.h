@@ -1,0 +1,179 @@
+/* The tinytrace file format, version 1 (normative text: docs/FORMAT.md).
+ *
+ * A trace file is a 512-byte manifest followed by a data area of framed chunks. All integers are
+ * little-endian. Varints are unsigned LEB128 of at most 10 bytes.
+ *
+ *   offset 0      manifest (512 bytes; its last 8 bytes are XXH3-64 of the first 504)
+ *   data_offset   event chunks, in the order the swapper wrote them (one thread's chunks are in
+ *                 that thread's order; threads interleave)
+ *   data_end      table chunks: the thread table, then the object table
+ *   file_size     end of file; nothing may follow
+ *
+ * Every chunk is self-describing: a 48-byte header, then body_len bytes of body.
+ *
+ *    0 u32 magic "TTCK"      4 u16 type     6 u16 flags     8 u32 body_len   12 u32 thread
+ *   16 u64 first_seq        24 u32 count   28 u32 cont_len 32 u64 base_time 40 u64 checksum
+ *
+ * checksum = XXH3_64bits_withSeed(body, body_len, seed = XXH3_64bits(header bytes 0..39)), so a
+ * change to any header field or body byte is caught. A chunk can be read with one seek and one
+ * read and without prior knowledge, which is what lets the intact chunks of a dead run be saved.
+ *
+ * An event chunk holds `count` events of one thread, starting with sequence number first_seq.
+ * Its body opens with cont_len bytes that continue the payload of the thread's previous event
+ * (flag CONT_IN); if its last event's payload goes on in the thread's next chunk, flag CONT_OUT.
+ * Only payloads larger than a quarter of a buffer are ever split.
+ *
+ * An event is a tag byte (kind in bits 0-4, bit 5 "same function as the previous event in this
+ * chunk", bit 6 "direction out", bit 7 zero), a varint time delta from the previous event (the
+ * first from base_time), the function id as varint unless bit 5 is set, and for every kind but
+ * enter and exit: varints site, arg, addr, payload length, then the payload bytes.
+ *
+ * The recording thread never encodes: it stores fixed raw records (below) and the swapper turns
+ * them into this form, so a tight enter/exit loop costs two bytes per event on disk.
+ */
+#ifndef TT_STORE_FORMAT_H
+#define TT_STORE_FORMAT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include <tinytrace/store.h>
+
+#define TT_MAGIC "TINYTRCE"
+#define TT_CHUNK_MAGIC 0x4B435454u /* "TTCK" little-endian */
+#define TT_CHUNK_HEADER 48u
+
+enum tt_chunk_type {
+    TT_CHUNK_EVENTS = 1,
+    TT_CHUNK_THREADS = 2,
+    TT_CHUNK_OBJECTS = 3,
+};
+
+#define TT_CF_CONT_IN 0x1u
+#define TT_CF_CONT_OUT 0x2u
+#define TT_CF_MASK 0x3u
+
+#define TT_TAG_KIND 0x1Fu
+#define TT_TAG_FSAME 0x20u
+#define TT_TAG_OUT 0x40u
+#define TT_TAG_RESERVED 0x80u
+
+#define TT_THREAD_ROW 48u
+#define TT_NO_THREAD 0xFFFFFFFFu
+
+/* Manifest field offsets. */
+enum {
+    TT_M_MAGIC = 0, TT_M_VERSION = 8, TT_M_SIZE = 12, TT_M_FLAGS = 16, TT_M_LIBVER = 20,
+    TT_M_BLOCK = 24, TT_M_BIDLEN = 28, TT_M_BID = 32, TT_M_CALLER = 64,
+    TT_M_EVENTS = 192, TT_M_PAYLOAD = 200, TT_M_CHUNKS = 208, TT_M_BLOCKS = 216,
+    TT_M_LCHUNK = 224, TT_M_LEVENT = 232, TT_M_LSPLIT = 240, TT_M_THREADS = 248,
+    TT_M_OBJECTS = 252, TT_M_DATA = 256, TT_M_DATAEND = 264, TT_M_THR_OFF = 272,
+    TT_M_THR_LEN = 280, TT_M_OBJ_OFF = 288, TT_M_OBJ_LEN = 296, TT_M_FSIZE = 304,
+    TT_M_TPS = 312, TT_M_TORIGIN = 320, TT_M_RTORIGIN = 328, TT_M_EVSUM = 336,
+    TT_M_STALLS = 344, TT_M_STALLNS = 352, TT_M_ERRNO = 360, TT_M_PID = 364,
+    TT_M_RESERVED = 368, TT_M_CHECKSUM = 504,
+};
+
+/* Raw records in a thread buffer: native byte order, 8-byte aligned, never on disk. */
+struct tt_raw_short {
+    uint32_t kind;      /* kind | dir << 8 */
+    uint32_t function;
+    uint64_t time;      /* absolute ticks */
+};
+
+struct tt_raw_long {
+    uint32_t kind;
+    uint32_t function;
+    uint64_t time;
+    uint32_t site;
+    uint32_t pad_;
+    uint64_t arg;
+    uint64_t addr;
+    uint64_t len;       /* payload bytes that follow, then padding to 8 */
+};
+
+/* Largest encoding of one event without its payload: tag + 5 varints of 10 + 1 of 5. */
+#define TT_ENC_HEAD_MAX 56u
+
+static inline void tt_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void tt_put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void tt_put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint16_t tt_get16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t tt_get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline uint64_t tt_get64(const uint8_t *p)
+{
+    return (uint64_t)tt_get32(p) | ((uint64_t)tt_get32(p + 4) << 32);
+}
+
+static inline uint8_t *tt_put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+/* Decodes a varint from [*pp, end). Returns 0 on success, -1 if it runs past @end, is longer
+ * than 10 bytes or overflows 64 bits. */
+static inline int tt_get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 70; shift += 7) {
+        if (p >= end)
+            return -1;
+        uint8_t b = *p++;
+        if (shift == 63 && b > 1)
+            return -1;
+        v |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) {
+            *pp = p;
+            *out = v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* A decoded chunk header. */
+struct tt_chunk_header {
+    uint16_t type;
+    uint16_t flags;
+    uint32_t body_len;
+    uint32_t thread;
+    uint64_t first_seq;
+    uint32_t count;
+    uint32_t cont_len;
+    uint64_t base_time;
+    uint64_t checksum;
+};
+
+void tt_chunk_header_encode(uint8_t out[TT_CHUNK_HEADER], const struct tt_chunk_header *h,
+                            const void *body);
+/* Decodes and checks the magic and the fields that need no context. Returns 0 or a message. */
+const char *tt_chunk_header_decode(const uint8_t in[TT_CHUNK_HEADER], struct tt_chunk_header *h);
+uint64_t tt_chunk_checksum(const uint8_t header[TT_CHUNK_HEADER], const void *body, size_t len);
+
+void tt_manifest_encode(uint8_t out[TT_MANIFEST_SIZE], const tt_manifest *m);
+/* Decodes and checks magic, version, size, checksum and internal consistency. */
+int tt_manifest_decode(const uint8_t in[TT_MANIFEST_SIZE], uint64_t source_size, tt_manifest *m,
+                       tt_error_info *err);
+
+/* Thread table rows. */
+void tt_thread_row_encode(uint8_t out[TT_THREAD_ROW], const tt_thread_entry *e);
+void tt_thread_row_decode(const uint8_t in[TT_THREAD_ROW], tt_thread_entry *e);
+
+#endif

@@ -1,0 +1,866 @@
+/* The bounded reader.
+ *
+ * Every buffer the reader uses is carved from the caller's storage, whose size comes from
+ * tt_reader_probe: the manifest's largest chunk and largest split payload, its table sizes and
+ * thread count, each checked against the caller's limits first. Nothing read from the file is
+ * used as a size, a count or an index before it is checked against those numbers, so a hostile
+ * file ends in an error, never in an overflow or an unbounded allocation.
+ *
+ * A cursor walks chunk headers from the start of the data area. A sequential cursor takes every
+ * chunk; a per-thread cursor skips the chunks of other threads after reading only their 48-byte
+ * header. A payload split over several chunks is assembled into the cursor's split buffer by
+ * reading ahead the continuation bytes of the thread's next chunks; those chunks' checksums are
+ * checked when the cursor reaches them.
+ *
+ * The sequential cursor also checks what only a whole pass can: the sequence numbers and
+ * continuation state of every thread, and at the end of the stream every count of the manifest
+ * and the chained checksum over all event chunks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* ---------------------------------------------------------------- sources */
+
+static int fd_read(void *ctx, uint64_t off, void *dst, size_t len, size_t *got)
+{
+    int fd = (int)(intptr_t)ctx;
+    size_t n = 0;
+    while (n < len) {
+        ssize_t k = pread(fd, (uint8_t *)dst + n, len - n, (off_t)(off + n));
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            *got = n;
+            return TT_E_IO;
+        }
+        if (k == 0)
+            break;
+        n += (size_t)k;
+    }
+    *got = n;
+    return TT_OK;
+}
+
+static int mem_read(void *ctx, uint64_t off, void *dst, size_t len, size_t *got)
+{
+    tt_source *src = ctx;
+    if (off >= src->size) {
+        *got = 0;
+        return TT_OK;
+    }
+    size_t n = src->size - off < len ? (size_t)(src->size - off) : len;
+    memcpy(dst, (const uint8_t *)src->mem + off, n);
+    *got = n;
+    return TT_OK;
+}
+
+int tt_source_file(tt_source *src, const char *path, tt_error_info *err)
+{
+    memset(src, 0, sizeof *src);
+    src->fd = -1;
+    snprintf(src->name, sizeof src->name, "%s", path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        return tt_fail(err, TT_E_IO, e, UINT64_MAX, "%s: %s", path, strerror(e));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int e = errno;
+        close(fd);
+        return tt_fail(err, TT_E_IO, e, UINT64_MAX, "%s: not a regular file", path);
+    }
+    src->fd = fd;
+    src->read = fd_read;
+    src->ctx = (void *)(intptr_t)fd;
+    src->size = (uint64_t)st.st_size;
+    return TT_OK;
+}
+
+void tt_source_memory(tt_source *src, const void *data, size_t len)
+{
+    memset(src, 0, sizeof *src);
+    src->fd = -1;
+    src->mem = data;
+    src->size = len;
+    src->read = mem_read;
+    src->ctx = src;
+    snprintf(src->name, sizeof src->name, "<memory>");
+}
+
+void tt_source_callback(tt_source *src, tt_read_fn read, void *ctx, uint64_t size)
+{
+    memset(src, 0, sizeof *src);
+    src->fd = -1;
+    src->read = read;
+    src->ctx = ctx;
+    src->size = size;
+    snprintf(src->name, sizeof src->name, "<callback>");
+}
+
+void tt_source_close(tt_source *src)
+{
+    if (src && src->fd >= 0) {
+        close(src->fd);
+        src->fd = -1;
+    }
+}
+
+/* ---------------------------------------------------------------- state */
+
+struct thread_state {
+    uint64_t seq;
+    uint64_t pending;      /* continuation bytes the thread's next chunk must start with */
+    uint64_t chunks;
+    uint64_t last_time;
+};
+
+struct tt_cursor {
+    uint8_t *chunk;
+    uint8_t *split;
+    uint32_t thread;       /* TT_NO_THREAD: sequential */
+    uint64_t next_off;     /* next chunk header to look at */
+    uint64_t chunk_off;
+    struct tt_chunk_header h;
+    uint64_t chunk_index;  /* sequential cursor: index of the current event chunk */
+    const uint8_t *p, *end;
+    uint32_t left;
+    uint64_t prev_time;
+    uint32_t prev_fn;
+    uint64_t seq;          /* per-thread cursor: next sequence number */
+    uint64_t pending;      /* per-thread cursor: continuation bytes still to skip */
+    bool loaded;
+    bool done;
+    /* peek cache */
+    bool peeked;
+    tt_event pev;
+    const uint8_t *pp;
+    uint32_t pleft;
+    uint64_t ptime;
+    uint32_t pfn;
+    uint64_t pavail;       /* bytes of a split payload that were in the current chunk */
+};
+
+struct tt_reader {
+    tt_source src;
+    tt_manifest m;
+    tt_reader_limits lim;
+    tt_cursor_mode mode;
+    uint32_t ncursors;
+    uint64_t chunk_cap, split_cap;
+    tt_thread_entry *threads;
+    struct thread_state *ts;
+    struct tt_cursor *cursors;
+    uint8_t *objects;       /* object table body */
+    uint32_t *obj_off;
+    /* sequential totals */
+    uint64_t events, payload, chunks, largest_chunk, largest_event, largest_split, evsum;
+};
+
+void tt_reader_limits_default(tt_reader_limits *lim)
+{
+    lim->max_chunk = 256u << 20;
+    lim->max_event = 4ull << 30;
+    lim->max_threads = 65536;
+    lim->max_objects = 1u << 24;
+    lim->max_table = 1u << 30;
+    lim->max_total = 8ull << 30;
+}
+
+static inline uint64_t al16(uint64_t v)
+{
+    return (v + 15) & ~(uint64_t)15;
+}
+
+static int src_read(const tt_source *src, uint64_t off, void *dst, size_t len, tt_error_info *err,
+                    const char *what)
+{
+    size_t got = 0;
+    if (off > src->size || len > src->size - off)
+        return tt_fail(err, TT_E_TRUNCATED, 0, off > src->size ? src->size : off,
+                       "%s: %s at offset %" PRIu64 " (%zu bytes) runs past the end of the file "
+                       "(%" PRIu64 " bytes)", src->name, what, off, len, src->size);
+    int rc = src->read(src->ctx, off, dst, len, &got);
+    if (rc != TT_OK)
+        return tt_fail(err, TT_E_IO, errno, off, "%s: cannot read %s at offset %" PRIu64,
+                       src->name, what, off);
+    if (got < len)
+        return tt_fail(err, TT_E_TRUNCATED, 0, off + got, "%s: %s at offset %" PRIu64
+                       " is truncated", src->name, what, off);
+    return TT_OK;
+}
+
+/* ---------------------------------------------------------------- probe and open */
+
+static int capacity(const tt_source *src, const tt_manifest *m, const tt_reader_limits *lim,
+                    tt_cursor_mode mode, tt_reader_capacity *cap, tt_error_info *err)
+{
+    const char *nm = src->name;
+    if (m->largest_chunk > lim->max_chunk)
+        return tt_fail(err, TT_E_CAPACITY, 0, TT_M_LCHUNK,
+                       "%s: the largest chunk (%" PRIu64 " bytes) exceeds the limit max_chunk "
+                       "(%" PRIu64 ")", nm, m->largest_chunk, lim->max_chunk);
+    if (m->largest_event > lim->max_event)
+        return tt_fail(err, TT_E_CAPACITY, 0, TT_M_LEVENT,
+                       "%s: the largest event (%" PRIu64 " bytes) exceeds the limit max_event "
+                       "(%" PRIu64 ")", nm, m->largest_event, lim->max_event);
+    if (m->thread_count > lim->max_threads)
+        return tt_fail(err, TT_E_CAPACITY, 0, TT_M_THREADS,
+                       "%s: %u threads exceed the limit max_threads (%u)", nm, m->thread_count,
+                       lim->max_threads);
+    if (m->object_count > lim->max_objects)
+        return tt_fail(err, TT_E_CAPACITY, 0, TT_M_OBJECTS,
+                       "%s: %u objects exceed the limit max_objects (%u)", nm, m->object_count,
+                       lim->max_objects);
+    if (m->objects_length > lim->max_table || m->threads_length > lim->max_table)
+        return tt_fail(err, TT_E_CAPACITY, 0, TT_M_OBJ_LEN,
+                       "%s: a table exceeds the limit max_table (%" PRIu64 ")", nm, lim->max_table);
+    uint32_t n = mode == TT_CURSORS_PER_THREAD ? m->thread_count : 1;
+    cap->cursors = n;
+    cap->per_cursor = al16(m->largest_chunk) + al16(m->largest_split);
+    cap->fixed = al16(sizeof(struct tt_reader)) +
+                 al16((uint64_t)m->thread_count * sizeof(tt_thread_entry)) +
+                 al16((uint64_t)m->thread_count * sizeof(struct thread_state)) +
+                 al16((uint64_t)n * sizeof(struct tt_cursor)) + al16(m->objects_length) +
+                 al16((uint64_t)m->object_count * sizeof(uint32_t));
+    cap->total = cap->fixed + cap->per_cursor * n;
+    if (cap->total > lim->max_total)
+        return tt_fail(err, TT_E_CAPACITY, 0, UINT64_MAX,
+                       "%s: the reader needs %" PRIu64 " bytes, more than the limit max_total "
+                       "(%" PRIu64 ")", nm, cap->total, lim->max_total);
+    return TT_OK;
+}
+
+int tt_reader_probe(const tt_source *src, const tt_reader_limits *lim, tt_cursor_mode mode,
+                    tt_manifest *mout, tt_reader_capacity *cout, tt_error_info *err)
+{
+    uint8_t buf[TT_MANIFEST_SIZE];
+    tt_manifest m;
+    tt_reader_capacity cap;
+    tt_reader_limits dl;
+    if (!src)
+        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "NULL source");
+    if (!lim) {
+        tt_reader_limits_default(&dl);
+        lim = &dl;
+    }
+    if (src->size < TT_MANIFEST_SIZE) {
+        /* a short file may still announce another format or version: say so if it does */
+        uint8_t head[12] = { 0 };
+        size_t got = 0;
+        if (src->size >= 12 && src->read(src->ctx, 0, head, 12, &got) == TT_OK && got == 12 &&
+            memcmp(head, TT_MAGIC, 8) != 0)
+            return tt_fail(err, TT_E_FORMAT, 0, 0, "%s: not a tinytrace file (bad magic)",
+                           src->name);
+        return tt_fail(err, TT_E_TRUNCATED, 0, src->size,
+                       "%s: %" PRIu64 " bytes is shorter than the %u-byte manifest", src->name,
+                       src->size, TT_MANIFEST_SIZE);
+    }
+    int rc = src_read(src, 0, buf, sizeof buf, err, "the manifest");
+    if (rc != TT_OK)
+        return rc;
+    rc = tt_manifest_decode(buf, src->size, &m, err);
+    if (rc != TT_OK) {
+        if (err) {
+            /* prefix the file name; the message may lose its tail, never its head */
+            char tmp[sizeof err->message];
+            size_t n = strnlen(src->name, sizeof src->name);
+            if (n + 2 < sizeof tmp) {
+                memcpy(tmp, src->name, n);
+                memcpy(tmp + n, ": ", 2);
+                size_t rest = sizeof tmp - n - 3;
+                size_t ml = strnlen(err->message, rest);
+                memcpy(tmp + n + 2, err->message, ml);
+                tmp[n + 2 + ml] = '\0';
+                memcpy(err->message, tmp, sizeof tmp);
+            }
+        }
+        return rc;
+    }
+    if (!(m.flags & TT_MF_FINALIZED))
+        return tt_fail(err, TT_E_TRUNCATED, 0, TT_M_FLAGS,
+                       "%s: the recording was never closed (no final manifest); "
+                       "`tinytrace recover` can save its intact chunks", src->name);
+    rc = capacity(src, &m, lim, mode, &cap, err);
+    if (rc != TT_OK)
+        return rc;
+    if (mout)
+        *mout = m;
+    if (cout)
+        *cout = cap;
+    return TT_OK;
+}
+
+static int chunk_read_header(tt_reader *r, uint64_t off, uint64_t limit_end, uint16_t want_type,
+                             struct tt_chunk_header *h, uint8_t raw[TT_CHUNK_HEADER],
+                             tt_error_info *err)
+{
+    const char *nm = r->src.name;
+    if (off + TT_CHUNK_HEADER > limit_end)
+        return tt_fail(err, TT_E_CORRUPT, 0, off,
+                       "%s: chunk header at offset %" PRIu64 " runs past the end of its area "
+                       "(%" PRIu64 ")", nm, off, limit_end);
+    int rc = src_read(&r->src, off, raw, TT_CHUNK_HEADER, err, "a chunk header");
+    if (rc != TT_OK)
+        return rc;
+    const char *why = tt_chunk_header_decode(raw, h);
+    if (why)
+        return tt_fail(err, TT_E_CORRUPT, 0, off, "%s: chunk at offset %" PRIu64 ": %s", nm, off,
+                       why);
+    if (h->type != want_type)
+        return tt_fail(err, TT_E_CORRUPT, 0, off + 4,
+                       "%s: chunk at offset %" PRIu64 " has type %u where type %u belongs", nm, off,
+                       h->type, want_type);
+    if ((uint64_t)h->body_len > limit_end - off - TT_CHUNK_HEADER)
+        return tt_fail(err, TT_E_CORRUPT, 0, off + 8,
+                       "%s: chunk at offset %" PRIu64 " claims %u bytes, past the end of its area",
+                       nm, off, h->body_len);
+    if (h->type == TT_CHUNK_EVENTS) {
+        if (h->thread >= r->m.thread_count)
+            return tt_fail(err, TT_E_CORRUPT, 0, off + 12,
+                           "%s: chunk at offset %" PRIu64 " names thread %u of %u", nm, off,
+                           h->thread, r->m.thread_count);
+        if (h->body_len > r->chunk_cap)
+            return tt_fail(err, TT_E_EXHAUSTED, 0, off + 8,
+                           "%s: chunk at offset %" PRIu64 " claims %u bytes, more than the "
+                           "capacity of %" PRIu64 " (TraceReaderStorageExhaustion)",
+                           nm, off, h->body_len, r->chunk_cap);
+        if (h->count > h->body_len)
+            return tt_fail(err, TT_E_CORRUPT, 0, off + 24,
+                           "%s: chunk at offset %" PRIu64 " claims %u events in %u bytes", nm, off,
+                           h->count, h->body_len);
+    }
+    return TT_OK;
+}
+
+static int chunk_read_body(tt_reader *r, uint64_t off, const struct tt_chunk_header *h,
+                           const uint8_t raw[TT_CHUNK_HEADER], uint8_t *dst, tt_error_info *err)
+{
+    int rc = src_read(&r->src, off + TT_CHUNK_HEADER, dst, h->body_len, err, "a chunk body");
+    if (rc != TT_OK)
+        return rc;
+    uint64_t sum = tt_chunk_checksum(raw, dst, h->body_len);
+    if (sum != h->checksum)
+        return tt_fail(err, TT_E_CHECKSUM, 0, off,
+                       "%s: chunk at offset %" PRIu64 " fails its checksum (stored %016" PRIx64
+                       ", computed %016" PRIx64 ")", r->src.name, off, h->checksum, sum);
+    return TT_OK;
+}
+
+static int load_tables(tt_reader *r, tt_error_info *err)
+{
+    const tt_manifest *m = &r->m;
+    struct tt_chunk_header h;
+    uint8_t raw[TT_CHUNK_HEADER];
+    const char *nm = r->src.name;
+    uint64_t off = m->threads_offset;
+    int rc = chunk_read_header(r, off, off + m->threads_length, TT_CHUNK_THREADS, &h, raw, err);
+    if (rc != TT_OK)
+        return rc;
+    if (h.count != m->thread_count || (uint64_t)h.body_len != m->threads_length - TT_CHUNK_HEADER)
+        return tt_fail(err, TT_E_CORRUPT, 0, off + 24,
+                       "%s: thread table at offset %" PRIu64 " does not match the manifest", nm, off);
+    /* the rows are decoded in place of the raw bytes: read them into the objects area first */
+    uint8_t *tmp = (uint8_t *)r->threads;
+    if ((uint64_t)h.body_len > m->thread_count * sizeof(tt_thread_entry))
+        return tt_fail(err, TT_E_CORRUPT, 0, off, "%s: thread table too large", nm);
+    rc = chunk_read_body(r, off, &h, raw, tmp, err);
+    if (rc != TT_OK)
+        return rc;
+    /* decode back to front: a row grows from 48 to sizeof(tt_thread_entry) bytes */
+    _Static_assert(sizeof(tt_thread_entry) >= TT_THREAD_ROW, "row sizes");
+    uint64_t ev = 0, ch = 0;
+    for (uint32_t i = m->thread_count; i-- > 0;) {
+        tt_thread_entry e;
+        tt_thread_row_decode(tmp + (uint64_t)i * TT_THREAD_ROW, &e);
+        r->threads[i] = e;
+    }
+    for (uint32_t i = 0; i < m->thread_count; i++) {
+        const tt_thread_entry *e = &r->threads[i];
+        uint64_t roff = off + TT_CHUNK_HEADER + (uint64_t)i * TT_THREAD_ROW;
+        if (e->id != i || e->name > m->object_count || e->flags != 0 ||
+            e->first_time > e->last_time)
+            return tt_fail(err, TT_E_CORRUPT, 0, roff,
+                           "%s: thread table row %u at offset %" PRIu64 " is invalid", nm, i, roff);
+        ev += e->event_count;
+        ch += e->chunk_count;
+    }
+    if (ev != m->event_count || ch != m->chunk_count)
+        return tt_fail(err, TT_E_COUNTS, 0, off,
+                       "%s: thread table counts (%" PRIu64 " events, %" PRIu64 " chunks) differ "
+                       "from the manifest (%" PRIu64 ", %" PRIu64 ")",
+                       nm, ev, ch, m->event_count, m->chunk_count);
+
+    off = m->objects_offset;
+    rc = chunk_read_header(r, off, off + m->objects_length, TT_CHUNK_OBJECTS, &h, raw, err);
+    if (rc != TT_OK)
+        return rc;
+    if (h.count != m->object_count || (uint64_t)h.body_len != m->objects_length - TT_CHUNK_HEADER)
+        return tt_fail(err, TT_E_CORRUPT, 0, off + 24,
+                       "%s: object table at offset %" PRIu64 " does not match the manifest", nm, off);
+    rc = chunk_read_body(r, off, &h, raw, r->objects, err);
+    if (rc != TT_OK)
+        return rc;
+    const uint8_t *p = r->objects, *end = r->objects + h.body_len;
+    for (uint32_t i = 0; i < m->object_count; i++) {
+        uint64_t len;
+        if (p >= end || *p < 1 || *p > TT_OBJ_KIND_MAX)
+            goto bad_obj;
+        r->obj_off[i] = (uint32_t)(p - r->objects);
+        const uint8_t *q = p + 1;
+        if (tt_get_varint(&q, end, &len) != 0 || len > 65535 || len > (uint64_t)(end - q))
+            goto bad_obj;
+        p = q + len;
+        continue;
+    bad_obj:
+        return tt_fail(err, TT_E_CORRUPT, 0, off + TT_CHUNK_HEADER + (uint64_t)(p - r->objects),
+                       "%s: object %u at offset %" PRIu64 " is invalid", nm, i + 1,
+                       off + TT_CHUNK_HEADER + (uint64_t)(p - r->objects));
+    }
+    if (p != end)
+        return tt_fail(err, TT_E_CORRUPT, 0, off + TT_CHUNK_HEADER + (uint64_t)(p - r->objects),
+                       "%s: object table has trailing bytes", nm);
+    if (h.body_len > r->largest_chunk)
+        r->largest_chunk = h.body_len;
+    if (m->threads_length - TT_CHUNK_HEADER > r->largest_chunk)
+        r->largest_chunk = m->threads_length - TT_CHUNK_HEADER;
+    return TT_OK;
+}
+
+int tt_reader_open(const tt_source *src, const tt_reader_limits *lim, tt_cursor_mode mode,
+                   void *storage, size_t storage_len, tt_reader **out, tt_error_info *err)
+{
+    tt_manifest m;
+    tt_reader_capacity cap;
+    tt_reader_limits dl;
+    if (!lim) {
+        tt_reader_limits_default(&dl);
+        lim = &dl;
+    }
+    *out = NULL;
+    int rc = tt_reader_probe(src, lim, mode, &m, &cap, err);
+    if (rc != TT_OK)
+        return rc;
+    if (!storage || storage_len < cap.total)
+        return tt_fail(err, TT_E_STORAGE, 0, UINT64_MAX,
+                       "%s: reader storage of %zu bytes is smaller than the capacity %" PRIu64,
+                       src->name, storage_len, cap.total);
+    if ((uintptr_t)storage & 15)
+        return tt_fail(err, TT_E_STORAGE, 0, UINT64_MAX, "reader storage is not 16-byte aligned");
+    uint8_t *p = storage;
+    tt_reader *r = (tt_reader *)(void *)p;
+    memset(r, 0, sizeof *r);
+    p += al16(sizeof *r);
+    r->src = *src;
+    if (src->mem && src->read == mem_read)
+        r->src.ctx = &r->src;
+    r->m = m;
+    r->lim = *lim;
+    r->mode = mode;
+    r->ncursors = cap.cursors;
+    r->chunk_cap = m.largest_chunk;
+    r->split_cap = m.largest_split;
+    r->threads = (tt_thread_entry *)(void *)p;
+    p += al16((uint64_t)m.thread_count * sizeof(tt_thread_entry));
+    r->ts = (struct thread_state *)(void *)p;
+    memset(r->ts, 0, (uint64_t)m.thread_count * sizeof(struct thread_state));
+    p += al16((uint64_t)m.thread_count * sizeof(struct thread_state));
+    r->cursors = (struct tt_cursor *)(void *)p;
+    p += al16((uint64_t)r->ncursors * sizeof(struct tt_cursor));
+    r->objects = p;
+    p += al16(m.objects_length);
+    r->obj_off = (uint32_t *)(void *)p;
+    p += al16((uint64_t)m.object_count * sizeof(uint32_t));
+    for (uint32_t i = 0; i < r->ncursors; i++) {
+        struct tt_cursor *c = &r->cursors[i];
+        memset(c, 0, sizeof *c);
+        c->chunk = p;
+        p += al16(m.largest_chunk);
+        c->split = p;
+        p += al16(m.largest_split);
+        c->thread = mode == TT_CURSORS_PER_THREAD ? i : TT_NO_THREAD;
+        c->next_off = m.data_offset;
+    }
+    rc = load_tables(r, err);
+    if (rc != TT_OK)
+        return rc;
+    *out = r;
+    return TT_OK;
+}
+
+const tt_manifest *tt_reader_manifest(const tt_reader *r)
+{
+    return &r->m;
+}
+
+const tt_thread_entry *tt_reader_thread(const tt_reader *r, tt_thread_id id)
+{
+    return id < r->m.thread_count ? &r->threads[id] : NULL;
+}
+
+int tt_reader_object(const tt_reader *r, uint32_t id, tt_object_entry *out)
+{
+    if (id == 0 || id > r->m.object_count)
+        return TT_E_INVAL;
+    const uint8_t *p = r->objects + r->obj_off[id - 1], *q = p + 1;
+    uint64_t len = 0;
+    tt_get_varint(&q, r->objects + r->m.objects_length, &len);
+    out->id = id;
+    out->kind = p[0];
+    out->name_len = (uint32_t)len;
+    out->name = (const char *)q;
+    return TT_OK;
+}
+
+uint32_t tt_reader_find_object(const tt_reader *r, uint8_t kind, const char *name)
+{
+    size_t n = strlen(name);
+    for (uint32_t id = 1; id <= r->m.object_count; id++) {
+        tt_object_entry e;
+        tt_reader_object(r, id, &e);
+        if (e.kind == kind && e.name_len == n && memcmp(e.name, name, n) == 0)
+            return id;
+    }
+    return 0;
+}
+
+void tt_reader_close(tt_reader *r)
+{
+    (void)r; /* everything lives in the caller's storage */
+}
+
+/* ---------------------------------------------------------------- cursors */
+
+static bool seq_mode(const struct tt_cursor *c)
+{
+    return c->thread == TT_NO_THREAD;
+}
+
+/* Finds the next event chunk for @c at or after *off (a per-thread cursor skips other threads'
+ * chunks); reads its header. Returns TT_E_END when the data area ends. */
+static int find_chunk(tt_reader *r, uint32_t thread, uint64_t *off, struct tt_chunk_header *h,
+                      uint8_t raw[TT_CHUNK_HEADER], tt_error_info *err)
+{
+    while (*off < r->m.data_end) {
+        int rc = chunk_read_header(r, *off, r->m.data_end, TT_CHUNK_EVENTS, h, raw, err);
+        if (rc != TT_OK)
+            return rc;
+        if (thread == TT_NO_THREAD || h->thread == thread)
+            return TT_OK;
+        *off += TT_CHUNK_HEADER + h->body_len;
+    }
+    return TT_E_END;
+}
+
+/* End of a cursor's stream: the last checks, which a sequential pass makes over everything. */
+static int stream_end(tt_reader *r, struct tt_cursor *c, tt_error_info *err)
+{
+    const tt_manifest *m = &r->m;
+    const char *nm = r->src.name;
+    if (!seq_mode(c)) {
+        const tt_thread_entry *e = &r->threads[c->thread];
+        if (c->pending)
+            return tt_fail(err, TT_E_TRUNCATED, 0, m->data_end,
+                           "%s: thread %u ends inside a split payload", nm, c->thread);
+        if (c->seq != e->event_count)
+            return tt_fail(err, TT_E_COUNTS, 0, m->data_end,
+                           "%s: thread %u has %" PRIu64 " events, the thread table says %" PRIu64,
+                           nm, c->thread, c->seq, e->event_count);
+        c->done = true;
+        return TT_E_END;
+    }
+    for (uint32_t i = 0; i < m->thread_count; i++) {
+        const struct thread_state *t = &r->ts[i];
+        const tt_thread_entry *e = &r->threads[i];
+        if (t->pending)
+            return tt_fail(err, TT_E_TRUNCATED, 0, m->data_end,
+                           "%s: thread %u ends inside a split payload", nm, i);
+        if (t->seq != e->event_count || t->chunks != e->chunk_count)
+            return tt_fail(err, TT_E_COUNTS, 0, m->threads_offset,
+                           "%s: thread %u has %" PRIu64 " events in %" PRIu64 " chunks, the thread "
+                           "table says %" PRIu64 " in %" PRIu64,
+                           nm, i, t->seq, t->chunks, e->event_count, e->chunk_count);
+        if (e->event_count && t->last_time != e->last_time)
+            return tt_fail(err, TT_E_COUNTS, 0, m->threads_offset,
+                           "%s: thread %u's last time differs from the thread table", nm, i);
+    }
+#define CHECK_COUNT(field, have, what)                                                             \
+    if ((have) != m->field)                                                                        \
+        return tt_fail(err, TT_E_COUNTS, 0, UINT64_MAX,                                            \
+                       "%s: the file holds %" PRIu64 " " what ", the manifest says %" PRIu64, nm,  \
+                       (uint64_t)(have), (uint64_t)m->field);
+    CHECK_COUNT(event_count, r->events, "events")
+    CHECK_COUNT(payload_bytes, r->payload, "payload bytes")
+    CHECK_COUNT(chunk_count, r->chunks, "event chunks")
+    CHECK_COUNT(largest_chunk, r->largest_chunk, "bytes in its largest chunk")
+    CHECK_COUNT(largest_event, r->largest_event, "bytes in its largest event")
+    CHECK_COUNT(largest_split, r->largest_split, "bytes in its largest split event")
+#undef CHECK_COUNT
+    if (r->evsum != m->events_checksum)
+        return tt_fail(err, TT_E_CHECKSUM, 0, TT_M_EVSUM,
+                       "%s: the events checksum %016" PRIx64 " differs from the manifest's %016"
+                       PRIx64, nm, r->evsum, m->events_checksum);
+    c->done = true;
+    return TT_E_END;
+}
+
+/* Loads the next chunk of @c and checks how it continues the thread's stream. */
+static int load_next(tt_reader *r, struct tt_cursor *c, tt_error_info *err)
+{
+    struct tt_chunk_header h;
+    uint8_t raw[TT_CHUNK_HEADER];
+    const char *nm = r->src.name;
+    for (;;) {
+        int rc = find_chunk(r, c->thread, &c->next_off, &h, raw, err);
+        if (rc == TT_E_END)
+            return stream_end(r, c, err);
+        if (rc != TT_OK)
+            return rc;
+        uint64_t off = c->next_off;
+        rc = chunk_read_body(r, off, &h, raw, c->chunk, err);
+        if (rc != TT_OK)
+            return rc;
+        c->next_off = off + TT_CHUNK_HEADER + h.body_len;
+        c->chunk_off = off;
+        c->h = h;
+
+        /* where the thread stands, for either kind of cursor */
+        uint64_t *seq = seq_mode(c) ? &r->ts[h.thread].seq : &c->seq;
+        uint64_t pending = seq_mode(c) ? r->ts[h.thread].pending : c->pending;
+        uint64_t last_time = r->ts[h.thread].last_time;
+        if (h.first_seq != *seq)
+            return tt_fail(err, TT_E_CORRUPT, 0, off + 16,
+                           "%s: chunk at offset %" PRIu64 " of thread %u starts at sequence %" PRIu64
+                           ", expected %" PRIu64, nm, off, h.thread, h.first_seq, *seq);
+        if (pending ? (h.cont_len != (pending < h.body_len ? pending : h.body_len))
+                    : (h.cont_len != 0))
+            return tt_fail(err, TT_E_CORRUPT, 0, off + 28,
+                           "%s: chunk at offset %" PRIu64 " continues %u payload bytes, expected %"
+                           PRIu64, nm, off, h.cont_len, pending);
+        pending -= h.cont_len;
+        if (pending && (h.count || !(h.flags & TT_CF_CONT_OUT)))
+            return tt_fail(err, TT_E_CORRUPT, 0, off + 6,
+                           "%s: chunk at offset %" PRIu64 " ends a split payload too early", nm, off);
+        if (!pending && h.count == 0 && !(h.flags & TT_CF_CONT_OUT) && h.cont_len == 0)
+            return tt_fail(err, TT_E_CORRUPT, 0, off + 24, "%s: empty chunk at offset %" PRIu64,
+                           nm, off);
+        if (h.count == 0 && !pending && (h.flags & TT_CF_CONT_OUT))
+            return tt_fail(err, TT_E_CORRUPT, 0, off + 6,
+                           "%s: chunk at offset %" PRIu64 " continues a payload that ended", nm, off);
+        if (h.count && h.base_time < last_time && seq_mode(c))
+            return tt_fail(err, TT_E_CORRUPT, 0, off + 32,
+                           "%s: chunk at offset %" PRIu64 " goes back in time", nm, off);
+        if (seq_mode(c)) {
+            struct thread_state *t = &r->ts[h.thread];
+            t->pending = pending;
+            t->chunks++;
+            r->chunks++;
+            if (h.body_len > r->largest_chunk)
+                r->largest_chunk = h.body_len;
+            uint8_t le[8];
+            tt_put64(le, h.checksum);
+            r->evsum = tt_hash64(le, 8, r->evsum);
+        } else {
+            c->pending = pending;
+        }
+        c->p = c->chunk + h.cont_len;
+        c->end = c->chunk + h.body_len;
+        c->left = h.count;
+        c->prev_time = h.base_time;
+        c->prev_fn = 0;
+        c->loaded = true;
+        if (c->left)
+            return TT_OK;
+        if (c->p != c->end)
+            return tt_fail(err, TT_E_CORRUPT, 0, off, "%s: chunk at offset %" PRIu64
+                           " has bytes after its last event", nm, off);
+    }
+}
+
+/* Reads the rest of a split payload from the thread's following chunks into c->split. */
+static int assemble_split(tt_reader *r, struct tt_cursor *c, uint64_t have, uint64_t len,
+                          tt_error_info *err)
+{
+    uint64_t off = c->next_off;
+    struct tt_chunk_header h;
+    uint8_t raw[TT_CHUNK_HEADER];
+    while (have < len) {
+        int rc = find_chunk(r, c->h.thread, &off, &h, raw, err);
+        if (rc == TT_E_END)
+            return tt_fail(err, TT_E_TRUNCATED, 0, r->m.data_end,
+                           "%s: the split payload of thread %u ends early", r->src.name, c->h.thread);
+        if (rc != TT_OK)
+            return rc;
+        uint64_t want = len - have < h.body_len ? len - have : h.body_len;
+        if (h.cont_len != want || !(h.flags & TT_CF_CONT_IN))
+            return tt_fail(err, TT_E_CORRUPT, 0, off + 28,
+                           "%s: chunk at offset %" PRIu64 " continues %u bytes, expected %" PRIu64,
+                           r->src.name, off, h.cont_len, want);
+        rc = src_read(&r->src, off + TT_CHUNK_HEADER, c->split + have, h.cont_len, err,
+                      "a payload continuation");
+        if (rc != TT_OK)
+            return rc;
+        have += h.cont_len;
+        off += TT_CHUNK_HEADER + h.body_len;
+    }
+    return TT_OK;
+}
+
+/* Decodes the event at c->p into @ev without moving the cursor; the position after it goes to
+ * c->pp and friends. */
+static int decode(tt_reader *r, struct tt_cursor *c, tt_event *ev, tt_error_info *err)
+{
+    const uint8_t *p = c->p, *end = c->end;
+    const char *nm = r->src.name;
+    uint64_t at = c->chunk_off + TT_CHUNK_HEADER + (uint64_t)(p - c->chunk);
+    uint64_t v, dt;
+    memset(ev, 0, sizeof *ev);
+    if (p >= end)
+        goto bad;
+    uint8_t tag = *p++;
+    uint8_t kind = tag & TT_TAG_KIND;
+    if ((tag & TT_TAG_RESERVED) || kind == 0 || kind > TT_EV_KIND_MAX)
+        goto bad;
+    if (tt_get_varint(&p, end, &dt) != 0 || dt > UINT64_MAX - c->prev_time)
+        goto bad;
+    uint32_t fn = c->prev_fn;
+    if (!(tag & TT_TAG_FSAME)) {
+        if (tt_get_varint(&p, end, &v) != 0 || v > UINT32_MAX)
+            goto bad;
+        fn = (uint32_t)v;
+    }
+    ev->kind = kind;
+    ev->time = c->prev_time + dt;
+    ev->sp.function = fn;
+    ev->tp.thread = c->h.thread;
+    ev->tp.seq = c->h.first_seq + (c->h.count - c->left);
+    if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
+        if (tag & TT_TAG_OUT)
+            goto bad;
+    } else {
+        uint64_t site, len;
+        if (tt_get_varint(&p, end, &site) != 0 || site > UINT32_MAX ||
+            tt_get_varint(&p, end, &ev->arg) != 0 || tt_get_varint(&p, end, &ev->addr) != 0 ||
+            tt_get_varint(&p, end, &len) != 0)
+            goto bad;
+        if ((tag & TT_TAG_OUT) && kind != TT_EV_IO)
+            goto bad;
+        if (len > r->m.largest_event)
+            return tt_fail(err, TT_E_CORRUPT, 0, at,
+                           "%s: event at offset %" PRIu64 " claims a %" PRIu64 "-byte payload, "
+                           "larger than the manifest's largest event", nm, at, len);
+        ev->sp.site = (uint32_t)site;
+        ev->dir = (tag & TT_TAG_OUT) ? TT_IO_OUT : TT_IO_IN;
+        ev->payload_len = len;
+        uint64_t avail = (uint64_t)(end - p);
+        if (len <= avail) {
+            ev->payload = len ? p : NULL;
+            p += len;
+        } else {
+            if (c->left != 1 || !(c->h.flags & TT_CF_CONT_OUT) || len > r->split_cap)
+                return tt_fail(err, TT_E_CORRUPT, 0, at,
+                               "%s: event at offset %" PRIu64 " runs past its chunk", nm, at);
+            memcpy(c->split, p, avail);
+            p += avail;
+            c->pavail = avail;
+            int rc = assemble_split(r, c, avail, len, err);
+            if (rc != TT_OK)
+                return rc;
+            ev->payload = c->split;
+        }
+    }
+    if (c->left == 1 && p != end)
+        return tt_fail(err, TT_E_CORRUPT, 0, at,
+                       "%s: chunk at offset %" PRIu64 " has bytes after its last event", nm,
+                       c->chunk_off);
+    if (c->left == 1 && ev->payload != c->split && (c->h.flags & TT_CF_CONT_OUT))
+        return tt_fail(err, TT_E_CORRUPT, 0, c->chunk_off + 6,
+                       "%s: chunk at offset %" PRIu64 " says its last payload continues, but it "
+                       "does not", nm, c->chunk_off);
+    c->pp = p;
+    c->pleft = c->left - 1;
+    c->ptime = ev->time;
+    c->pfn = fn;
+    return TT_OK;
+bad:
+    return tt_fail(err, TT_E_CORRUPT, 0, at, "%s: malformed event at offset %" PRIu64, nm, at);
+}
+
+int tt_reader_peek(tt_reader *r, uint32_t cursor, tt_event *ev, tt_error_info *err)
+{
+    if (!r || cursor >= r->ncursors)
+        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "no cursor %u", cursor);
+    struct tt_cursor *c = &r->cursors[cursor];
+    if (c->peeked) {
+        *ev = c->pev;
+        return TT_OK;
+    }
+    if (c->done)
+        return TT_E_END;
+    if (!c->loaded || c->left == 0) {
+        int rc = load_next(r, c, err);
+        if (rc != TT_OK)
+            return rc;
+    }
+    int rc = decode(r, c, ev, err);
+    if (rc != TT_OK)
+        return rc;
+    c->pev = *ev;
+    c->peeked = true;
+    return TT_OK;
+}
+
+void tt_reader_advance(tt_reader *r, uint32_t cursor)
+{
+    struct tt_cursor *c = &r->cursors[cursor];
+    if (!c->peeked)
+        return;
+    const tt_event *ev = &c->pev;
+    c->peeked = false;
+    c->p = c->pp;
+    c->left = c->pleft;
+    c->prev_time = c->ptime;
+    c->prev_fn = c->pfn;
+    bool split = ev->payload_len && ev->payload == c->split;
+    if (seq_mode(c)) {
+        struct thread_state *t = &r->ts[ev->tp.thread];
+        t->seq++;
+        t->last_time = ev->time;
+        r->events++;
+        r->payload += ev->payload_len;
+        if (ev->payload_len > r->largest_event)
+            r->largest_event = ev->payload_len;
+        if (split) {
+            /* the thread's next chunks open with the rest, which load_next skips */
+            t->pending = ev->payload_len - c->pavail;
+            if (ev->payload_len > r->largest_split)
+                r->largest_split = ev->payload_len;
+        }
+    } else {
+        c->seq++;
+        r->ts[ev->tp.thread].last_time = ev->time;
+        if (split)
+            c->pending = ev->payload_len - c->pavail;
+    }
+}
+
+int tt_reader_next(tt_reader *r, uint32_t cursor, tt_event *ev, tt_error_info *err)
+{
+    int rc = tt_reader_peek(r, cursor, ev, err);
+    if (rc == TT_OK)
+        tt_reader_advance(r, cursor);
+    return rc;
+}
+
+uint64_t tt_reader_chunks_read_(const tt_reader *r)
+{
+    return r->chunks;
+}

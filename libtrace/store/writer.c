@@ -1,0 +1,821 @@
+/* The recording side: thread buffers, the swapper thread, the encoder and the sinks.
+ *
+ * A recording thread appends fixed raw records (format.h) to its own buffer. When the buffer is
+ * full it is queued for the swapper and the thread takes a free one; buffers are recycled LIFO,
+ * so a hot thread keeps writing into pages that are already faulted in. The budget
+ * (TT_PARAM_MEMORY_BYTES) caps how many buffers exist; when all are in flight the thread waits,
+ * and the wait is counted. Nothing is dropped.
+ *
+ * The swapper turns one raw buffer into exactly one event chunk (the encoding never grows a
+ * buffer by more than 1/16, see tt_chunk_body_max), checksums it and appends it to a block
+ * buffer that is written in block-size units. A payload larger than a quarter of a buffer may be
+ * split over several buffers; the swapper marks such chunks CONT_OUT / CONT_IN.
+ *
+ * The file is created as "<file>.<pid>.partial" (O_EXCL | O_NOFOLLOW, mode 0600) with a
+ * provisional manifest, so a dead run's file can be recognised and salvaged. Close writes the
+ * thread and object tables, rewrites the manifest at offset 0, syncs and renames.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct tt_writer {
+    /* sink */
+    int fd;
+    char final_path[4096];
+    char temp_path[4096 + 32];
+    tt_memory_sink *msink;
+    tt_sink_write_fn cb;
+    void *cb_ctx;
+
+    /* buffers */
+    pthread_mutex_t qlock;
+    pthread_cond_t qcond;      /* swapper waits for work */
+    pthread_cond_t fcond;      /* recording threads wait for a free buffer */
+    struct tt_buf *qhead, *qtail;
+    struct tt_buf *free_list;
+    uint64_t nbufs, nbufs_max;
+    uint64_t buffer_bytes;
+    uint8_t *storage;          /* caller storage, or NULL */
+    uint64_t storage_used, storage_len;
+    bool stop;
+    pthread_t swapper;
+    bool swapper_started;
+    bool membarrier_ok;
+
+    /* swapper state */
+    uint8_t *chunk;            /* header + body */
+    uint64_t chunk_cap;
+    uint8_t *block;
+    uint32_t block_len, block_size;
+    uint64_t file_off;
+
+    /* results, written by the swapper; read by others under qlock */
+    tt_manifest m;
+    uint64_t bytes_written;
+    int write_errno;
+    _Atomic uint64_t stalls;
+    _Atomic uint64_t stall_ns;
+    /* copies of the swapper's counts, published under qlock for tt_session_stats_get */
+    uint64_t pub_events, pub_payload, pub_chunks, pub_bytes;
+    int pub_errno;
+};
+
+uint64_t tt_chunk_body_max(uint64_t buffer_bytes)
+{
+    /* a raw long record of 48 + p bytes encodes to at most 51 + p, a short one of 16 to 16 */
+    return buffer_bytes + buffer_bytes / 8 + 64;
+}
+
+int tt_writer_capacity_of(const tt_writer_limits *lim, tt_writer_capacity *cap, tt_error_info *err)
+{
+    if (!lim || !cap)
+        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "NULL argument");
+    if (lim->buffer_bytes < 4096 || lim->buffer_bytes % 4096)
+        return tt_fail(err, TT_E_CAPACITY, 0, UINT64_MAX,
+                       "buffer_bytes %llu is not a positive multiple of 4096",
+                       (unsigned long long)lim->buffer_bytes);
+    if (lim->memory_bytes < 2 * lim->buffer_bytes)
+        return tt_fail(err, TT_E_CAPACITY, 0, UINT64_MAX,
+                       "memory_bytes %llu holds fewer than two buffers of %llu",
+                       (unsigned long long)lim->memory_bytes, (unsigned long long)lim->buffer_bytes);
+    if (lim->block_bytes < 4096 || (lim->block_bytes & (lim->block_bytes - 1)))
+        return tt_fail(err, TT_E_CAPACITY, 0, UINT64_MAX, "block_bytes %u is not a power of two >= 4096",
+                       lim->block_bytes);
+    if (lim->max_threads == 0)
+        return tt_fail(err, TT_E_CAPACITY, 0, UINT64_MAX, "max_threads is 0");
+    uint64_t n = lim->memory_bytes / lim->buffer_bytes;
+    cap->buffers = n * (lim->buffer_bytes + 64);
+    cap->swapper = (tt_chunk_body_max(lim->buffer_bytes) + TT_CHUNK_HEADER + 63) / 64 * 64 +
+                   lim->block_bytes;
+    cap->threads = (uint64_t)lim->max_threads * (sizeof(struct tt_thread) + 64);
+    cap->objects = lim->object_bytes;
+    cap->total = cap->buffers + cap->swapper + cap->threads + cap->objects;
+    return TT_OK;
+}
+
+/* ---------------------------------------------------------------- sinks */
+
+static int sink_write(struct tt_writer *w, uint64_t off, const void *data, size_t len)
+{
+    if (w->write_errno)
+        return w->write_errno;
+    int e = 0;
+    if (w->cb) {
+        e = w->cb(w->cb_ctx, off, data, len);
+    } else if (w->msink) {
+        tt_memory_sink *ms = w->msink;
+        if (off + len > ms->cap_) {
+            size_t ncap = ms->cap_ ? ms->cap_ : 65536;
+            while (ncap < off + len)
+                ncap *= 2;
+            void *nd = realloc(ms->data, ncap);
+            if (!nd) {
+                e = ENOMEM;
+                goto out;
+            }
+            ms->data = nd;
+            ms->cap_ = ncap;
+        }
+        memcpy((uint8_t *)ms->data + off, data, len);
+        if (off + len > ms->len)
+            ms->len = off + len;
+    } else {
+        const uint8_t *p = data;
+        while (len) {
+            ssize_t k = pwrite(w->fd, p, len, (off_t)off);
+            if (k < 0) {
+                if (errno == EINTR)
+                    continue;
+                e = errno;
+                break;
+            }
+            if (k == 0) {
+                e = ENOSPC;
+                break;
+            }
+            p += k;
+            off += (uint64_t)k;
+            len -= (size_t)k;
+        }
+    }
+out:
+    if (e) {
+        w->write_errno = e;
+        return e;
+    }
+    w->bytes_written += len;
+    return 0;
+}
+
+static void block_flush(struct tt_writer *w)
+{
+    if (w->block_len) {
+        sink_write(w, w->file_off, w->block, w->block_len);
+        w->file_off += w->block_len;
+        w->block_len = 0;
+    }
+}
+
+static void block_append(struct tt_writer *w, const uint8_t *p, size_t len)
+{
+    while (len) {
+        size_t n = w->block_size - w->block_len;
+        if (n > len)
+            n = len;
+        memcpy(w->block + w->block_len, p, n);
+        w->block_len += (uint32_t)n;
+        p += n;
+        len -= n;
+        if (w->block_len == w->block_size)
+            block_flush(w);
+    }
+}
+
+/* Frames the body already in w->chunk + TT_CHUNK_HEADER and appends it. */
+static uint64_t chunk_emit(struct tt_writer *w, struct tt_chunk_header *h)
+{
+    uint8_t *body = w->chunk + TT_CHUNK_HEADER;
+    tt_chunk_header_encode(w->chunk, h, body);
+    block_append(w, w->chunk, TT_CHUNK_HEADER + (size_t)h->body_len);
+    if (h->body_len > w->m.largest_chunk)
+        w->m.largest_chunk = h->body_len;
+    return tt_get64(w->chunk + 40);
+}
+
+/* ---------------------------------------------------------------- the encoder */
+
+static inline uint64_t align8(uint64_t v)
+{
+    return (v + 7) & ~(uint64_t)7;
+}
+
+static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
+{
+    struct tt_thread *t = s->threads[b->thread];
+    uint8_t *body = w->chunk + TT_CHUNK_HEADER, *o = body;
+    const uint8_t *raw = b->data, *end = b->data + b->used;
+    struct tt_chunk_header h = { .type = TT_CHUNK_EVENTS, .thread = t->id, .first_seq = t->seq };
+    uint64_t origin = w->m.tick_origin;
+
+    if (t->pending) {
+        uint64_t n = t->pending < (uint64_t)(end - raw) ? t->pending : (uint64_t)(end - raw);
+        memcpy(o, raw, n);
+        o += n;
+        raw += n;
+        t->pending -= n;
+        h.flags |= TT_CF_CONT_IN;
+        h.cont_len = (uint32_t)n;
+        if (t->pending == 0)
+            raw = b->data + align8((uint64_t)(raw - b->data));
+    }
+    uint64_t prev_time = 0;
+    uint32_t prev_fn = 0;
+    bool first = true;
+    while (!t->pending && raw + sizeof(struct tt_raw_short) <= end) {
+        struct tt_raw_short sr;
+        memcpy(&sr, raw, sizeof sr);
+        uint32_t kind = sr.kind & 0xFF, dir = (sr.kind >> 8) & 1;
+        uint64_t rel = sr.time > origin ? sr.time - origin : 0;
+        if (t->has_time && rel < t->last_time)
+            rel = t->last_time; /* keep each thread's time non-decreasing across cores */
+        if (!t->has_time) {
+            t->first_time = rel;
+            t->has_time = true;
+        }
+        t->last_time = rel;
+        if (first) {
+            h.base_time = rel;
+            prev_time = rel;
+            first = false;
+        }
+        uint8_t tag = (uint8_t)kind | (dir ? TT_TAG_OUT : 0);
+        bool same = sr.function == prev_fn;
+        if (same)
+            tag |= TT_TAG_FSAME;
+        *o++ = tag;
+        o = tt_put_varint(o, rel - prev_time);
+        prev_time = rel;
+        if (!same)
+            o = tt_put_varint(o, sr.function);
+        prev_fn = sr.function;
+        t->seq++;
+        h.count++;
+        w->m.event_count++;
+        if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
+            raw += sizeof sr;
+            continue;
+        }
+        struct tt_raw_long lr;
+        memcpy(&lr, raw, sizeof lr);
+        raw += sizeof lr;
+        o = tt_put_varint(o, lr.site);
+        o = tt_put_varint(o, lr.arg);
+        o = tt_put_varint(o, lr.addr);
+        o = tt_put_varint(o, lr.len);
+        uint64_t have = (uint64_t)(end - raw);
+        uint64_t n = lr.len < have ? lr.len : have;
+        memcpy(o, raw, n);
+        o += n;
+        raw += n;
+        w->m.payload_bytes += lr.len;
+        if (lr.len > w->m.largest_event)
+            w->m.largest_event = lr.len;
+        if (n < lr.len) {
+            t->pending = lr.len - n;
+            h.flags |= TT_CF_CONT_OUT;
+            if (lr.len > w->m.largest_split)
+                w->m.largest_split = lr.len;
+        } else {
+            raw = b->data + align8((uint64_t)(raw - b->data));
+        }
+    }
+    if (t->pending)
+        h.flags |= TT_CF_CONT_OUT;
+    h.body_len = (uint32_t)(o - body);
+    if (h.body_len == 0)
+        return;
+    uint64_t sum = chunk_emit(w, &h);
+    uint8_t le[8];
+    tt_put64(le, sum);
+    w->m.events_checksum = tt_hash64(le, 8, w->m.events_checksum);
+    w->m.chunk_count++;
+    t->chunks++;
+}
+
+/* ---------------------------------------------------------------- the swapper thread */
+
+static void *swapper_main(void *arg)
+{
+    tt_session *s = arg;
+    struct tt_writer *w = s->w;
+    pthread_mutex_lock(&w->qlock);
+    for (;;) {
+        while (!w->qhead && !w->stop)
+            pthread_cond_wait(&w->qcond, &w->qlock);
+        struct tt_buf *b = w->qhead;
+        if (!b)
+            break;
+        w->qhead = b->next;
+        if (!w->qhead)
+            w->qtail = NULL;
+        pthread_mutex_unlock(&w->qlock);
+
+        encode_buffer(s, w, b);
+
+        pthread_mutex_lock(&w->qlock);
+        w->pub_events = w->m.event_count;
+        w->pub_payload = w->m.payload_bytes;
+        w->pub_chunks = w->m.chunk_count;
+        w->pub_bytes = w->bytes_written;
+        w->pub_errno = w->write_errno;
+        b->next = w->free_list;
+        w->free_list = b;
+        pthread_cond_signal(&w->fcond);
+    }
+    pthread_mutex_unlock(&w->qlock);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+static struct tt_buf *buf_new(struct tt_writer *w)
+{
+    struct tt_buf *b;
+    if (w->storage) {
+        uint64_t need = sizeof *b + 64 + w->buffer_bytes;
+        if (w->storage_used + need > w->storage_len)
+            return NULL;
+        b = (struct tt_buf *)(void *)(w->storage + w->storage_used);
+        b->data = (uint8_t *)(((uintptr_t)(b + 1) + 63) & ~(uintptr_t)63);
+        w->storage_used += need;
+    } else {
+        b = malloc(sizeof *b);
+        if (!b)
+            return NULL;
+        b->data = aligned_alloc(64, w->buffer_bytes);
+        if (!b->data) {
+            free(b);
+            return NULL;
+        }
+    }
+    b->next = NULL;
+    return b;
+}
+
+int tt_writer_refill(tt_session *s, struct tt_thread *t, bool last)
+{
+    struct tt_writer *w = s->w;
+    pthread_mutex_lock(&w->qlock);
+    if (t->buf) {
+        struct tt_buf *b = t->buf;
+        b->used = (uint32_t)(t->pos - b->data);
+        b->last = last;
+        b->next = NULL;
+        if (w->qtail)
+            w->qtail->next = b;
+        else
+            w->qhead = b;
+        w->qtail = b;
+        t->buf = NULL;
+        t->pos = t->end = NULL;
+        pthread_cond_signal(&w->qcond);
+    }
+    if (last) {
+        pthread_mutex_unlock(&w->qlock);
+        return TT_OK;
+    }
+    struct tt_buf *b = w->free_list;
+    if (!b && w->nbufs < w->nbufs_max && (b = buf_new(w)) != NULL)
+        w->nbufs++;
+    else if (!b) {
+        uint64_t t0 = tt_mono_ns();
+        atomic_fetch_add_explicit(&w->stalls, 1, memory_order_relaxed);
+        while (!w->free_list)
+            pthread_cond_wait(&w->fcond, &w->qlock);
+        atomic_fetch_add_explicit(&w->stall_ns, tt_mono_ns() - t0, memory_order_relaxed);
+        b = w->free_list;
+    }
+    if (b == w->free_list)
+        w->free_list = b->next;
+    pthread_mutex_unlock(&w->qlock);
+    b->thread = t->id;
+    b->used = 0;
+    b->last = 0;
+    t->buf = b;
+    t->pos = b->data;
+    t->end = b->data + w->buffer_bytes;
+    return TT_OK;
+}
+
+int tt_writer_append_long(tt_session *s, struct tt_thread *t, const struct tt_raw_long *rec,
+                          const void *payload)
+{
+    struct tt_writer *w = s->w;
+    uint64_t len = rec->len, need = sizeof *rec + align8(len);
+    int rc;
+    if ((uint64_t)(t->end - t->pos) < need) {
+        if (need <= w->buffer_bytes / 4 + sizeof *rec || (uint64_t)(t->end - t->pos) < sizeof *rec) {
+            if ((rc = tt_writer_refill(s, t, false)) != TT_OK)
+                return rc;
+        }
+    }
+    memcpy(t->pos, rec, sizeof *rec);
+    t->pos += sizeof *rec;
+    const uint8_t *p = payload;
+    while (len) {
+        if (t->pos == t->end && (rc = tt_writer_refill(s, t, false)) != TT_OK)
+            return rc;
+        uint64_t n = (uint64_t)(t->end - t->pos);
+        if (n > len)
+            n = len;
+        memcpy(t->pos, p, n);
+        t->pos += n;
+        p += n;
+        len -= n;
+    }
+    t->pos = t->buf->data + align8((uint64_t)(t->pos - t->buf->data));
+    return TT_OK;
+}
+
+static int append_structural(tt_session *s, struct tt_thread *t, uint32_t kind, uint64_t arg)
+{
+    struct tt_raw_long r = { .kind = kind, .time = tt_ticks(), .arg = arg };
+    return tt_writer_append_long(s, t, &r, NULL);
+}
+
+int tt_writer_thread_init(tt_session *s, struct tt_thread *t)
+{
+    int rc = tt_writer_refill(s, t, false);
+    if (rc == TT_OK && t->id == 0)
+        rc = append_structural(s, t, TT_EV_SESSION_START, (uint64_t)getpid());
+    if (rc == TT_OK)
+        rc = append_structural(s, t, TT_EV_THREAD_START, t->os_tid);
+    return rc;
+}
+
+int tt_session_flush_thread(tt_session *s)
+{
+    if (!s || !s->head.active || s->head.mode != TT_MODE_RECORD)
+        return TT_OK;
+    int rc;
+    struct tt_thread *t = tt_thread_lookup_slow(s, &rc);
+    if (!t)
+        return rc;
+    if (t->ended)
+        return TT_E_CLOSED;
+    return tt_writer_refill(s, t, false);
+}
+
+int tt_session_thread_end(tt_session *s)
+{
+    if (!s || !s->head.active)
+        return TT_OK;
+    int rc;
+    struct tt_thread *t = tt_thread_lookup_slow(s, &rc);
+    if (!t)
+        return rc;
+    if (s->head.mode != TT_MODE_RECORD) {
+        t->ended = 1;
+        return TT_OK;
+    }
+    if (t->ended)
+        return TT_OK;
+    rc = append_structural(s, t, TT_EV_THREAD_END, t->os_tid);
+    if (rc == TT_OK)
+        rc = tt_writer_refill(s, t, true);
+    t->ended = 1;
+    return rc;
+}
+
+/* ---------------------------------------------------------------- open */
+
+static int open_file(tt_session *s, struct tt_writer *w, tt_error_info *err)
+{
+    const char *path = s->cfg.file;
+    if (!path[0])
+        return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX, "record mode needs a file (TT_PARAM_FILE)");
+    snprintf(w->final_path, sizeof w->final_path, "%s", path);
+    int k = snprintf(w->temp_path, sizeof w->temp_path, "%s.%ld.partial", path, (long)getpid());
+    if (k < 0 || (size_t)k >= sizeof w->temp_path)
+        return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX, "%s: path too long", path);
+    /* O_EXCL refuses an existing file or symlink; O_NOFOLLOW refuses a symlink in the last
+     * component even where O_EXCL would not be honoured */
+    w->fd = open(w->temp_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (w->fd < 0) {
+        int e = errno;
+        return tt_fail(err, TT_E_IO, e, UINT64_MAX, "cannot create %s: %s", w->temp_path,
+                       strerror(e));
+    }
+    return TT_OK;
+}
+
+static void manifest_write(struct tt_writer *w)
+{
+    uint8_t buf[TT_MANIFEST_SIZE];
+    tt_manifest_encode(buf, &w->m);
+    int saved = w->write_errno;
+    w->write_errno = 0; /* the manifest is always attempted: it records the error */
+    sink_write(w, 0, buf, sizeof buf);
+    if (saved)
+        w->write_errno = saved;
+}
+
+int tt_writer_open(tt_session *s, tt_error_info *err)
+{
+    struct tt_writer *w = calloc(1, sizeof *w);
+    if (!w)
+        return tt_fail(err, TT_E_NOMEM, ENOMEM, UINT64_MAX, "out of memory");
+    s->w = w;
+    w->fd = -1;
+    const struct tt_config_impl *c = &s->cfg;
+    w->buffer_bytes = c->buffer_bytes;
+    w->nbufs_max = c->memory_bytes / c->buffer_bytes;
+    w->block_size = (uint32_t)c->block_bytes;
+    w->chunk_cap = tt_chunk_body_max(c->buffer_bytes);
+    if (c->storage) {
+        tt_writer_limits lim = { c->buffer_bytes, c->memory_bytes, (uint32_t)c->block_bytes,
+                                 (uint32_t)c->max_threads, c->max_event, c->object_bytes };
+        tt_writer_capacity cap;
+        int rc = tt_writer_capacity_of(&lim, &cap, err);
+        if (rc != TT_OK)
+            goto fail_rc;
+        if (c->storage_len < cap.total) {
+            rc = tt_fail(err, TT_E_STORAGE, 0, UINT64_MAX,
+                         "writer storage of %zu bytes is smaller than the capacity %llu",
+                         c->storage_len, (unsigned long long)cap.total);
+            goto fail_rc;
+        }
+        w->storage = c->storage;
+        w->storage_len = cap.buffers;
+        w->chunk = w->storage + cap.buffers;
+        w->block = w->chunk + (cap.swapper - c->block_bytes);
+    fail_rc:
+        if (rc != TT_OK) {
+            free(w);
+            s->w = NULL;
+            return rc;
+        }
+    } else {
+        w->chunk = malloc(TT_CHUNK_HEADER + w->chunk_cap);
+        w->block = malloc(w->block_size);
+        if (!w->chunk || !w->block) {
+            tt_writer_free(s);
+            return tt_fail(err, TT_E_NOMEM, ENOMEM, UINT64_MAX, "out of memory");
+        }
+    }
+    pthread_mutex_init(&w->qlock, NULL);
+    pthread_cond_init(&w->qcond, NULL);
+    pthread_cond_init(&w->fcond, NULL);
+
+    w->msink = c->memory_sink;
+    w->cb = c->cb_fn;
+    w->cb_ctx = c->cb_ctx;
+    if (!w->msink && !w->cb) {
+        int rc = open_file(s, w, err);
+        if (rc != TT_OK) {
+            tt_writer_free(s);
+            return rc;
+        }
+    }
+    if (w->msink) {
+        w->msink->data = NULL;
+        w->msink->len = 0;
+        w->msink->cap_ = 0;
+    }
+
+    tt_manifest *m = &w->m;
+    m->version = TT_FORMAT_VERSION;
+    m->lib_version = TT_VERSION_NUMBER;
+    m->block_size = w->block_size;
+    m->build_id_len = (uint32_t)tt_build_id_self(m->build_id, sizeof m->build_id);
+    snprintf(m->caller, sizeof m->caller, "%s", c->caller);
+    m->ticks_per_sec = tt_ticks_per_sec();
+    m->flags = tt_ticks_are_tsc() ? TT_MF_TSC : 0;
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    m->tick_origin = tt_ticks();
+    m->realtime_origin_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+    m->pid = (uint32_t)getpid();
+    m->data_offset = TT_MANIFEST_SIZE;
+    m->data_end = TT_MANIFEST_SIZE;
+    m->file_size = TT_MANIFEST_SIZE;
+    w->file_off = TT_MANIFEST_SIZE;
+    manifest_write(w);
+    if (w->write_errno) {
+        int e = w->write_errno;
+        int rc = tt_fail(err, TT_E_IO, e, 0, "cannot write the manifest of %s: %s",
+                         w->fd >= 0 ? w->temp_path : "the sink", strerror(e));
+        if (w->fd >= 0)
+            unlink(w->temp_path);
+        tt_writer_free(s);
+        return rc;
+    }
+
+    /* close uses an asymmetric barrier, so the hot path needs no fence (see tt_writer_close) */
+    w->membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+
+    if (pthread_create(&w->swapper, NULL, swapper_main, s) != 0) {
+        if (w->fd >= 0)
+            unlink(w->temp_path);
+        tt_writer_free(s);
+        return tt_fail(err, TT_E_NOMEM, EAGAIN, UINT64_MAX, "cannot start the swapper thread");
+    }
+    w->swapper_started = true;
+    return TT_OK;
+}
+
+/* ---------------------------------------------------------------- close */
+
+static void write_tables(tt_session *s, struct tt_writer *w)
+{
+    tt_manifest *m = &w->m;
+    /* the tables are chunks too; they reuse the chunk buffer, growing it if needed */
+    uint64_t need_thr = (uint64_t)s->nthreads * TT_THREAD_ROW;
+    uint64_t need_obj = 0;
+    for (uint32_t id = 1; id <= s->names.count; id++) {
+        uint8_t k = 0;
+        const char *nm = NULL;
+        uint32_t len = 0;
+        tt_names_get(&s->names, id, &k, &nm, &len);
+        need_obj += 1 + 5 + len;
+    }
+    uint64_t need = need_thr > need_obj ? need_thr : need_obj;
+    uint8_t *buf = w->chunk;
+    bool own = false;
+    if (need > w->chunk_cap) {
+        buf = malloc(TT_CHUNK_HEADER + need);
+        own = true;
+        if (!buf) {
+            w->write_errno = ENOMEM;
+            return;
+        }
+    }
+    uint8_t *saved = w->chunk;
+    w->chunk = buf;
+
+    m->threads_offset = w->file_off + w->block_len;
+    uint8_t *o = buf + TT_CHUNK_HEADER;
+    for (uint32_t i = 0; i < s->nthreads; i++) {
+        struct tt_thread *t = s->threads[i];
+        tt_thread_entry e = { t->id, t->os_tid, t->name_id, 0, t->seq, t->chunks,
+                              t->first_time, t->last_time };
+        tt_thread_row_encode(o, &e);
+        o += TT_THREAD_ROW;
+    }
+    struct tt_chunk_header h = { .type = TT_CHUNK_THREADS, .thread = TT_NO_THREAD,
+                                 .count = s->nthreads, .body_len = (uint32_t)need_thr };
+    chunk_emit(w, &h);
+    m->threads_length = TT_CHUNK_HEADER + need_thr;
+    m->thread_count = s->nthreads;
+
+    m->objects_offset = w->file_off + w->block_len;
+    o = buf + TT_CHUNK_HEADER;
+    for (uint32_t id = 1; id <= s->names.count; id++) {
+        uint8_t k = 0;
+        const char *nm = NULL;
+        uint32_t len = 0;
+        tt_names_get(&s->names, id, &k, &nm, &len);
+        *o++ = k;
+        o = tt_put_varint(o, len);
+        memcpy(o, nm, len);
+        o += len;
+    }
+    h = (struct tt_chunk_header){ .type = TT_CHUNK_OBJECTS, .thread = TT_NO_THREAD,
+                                  .count = s->names.count, .body_len = (uint32_t)(o - buf - TT_CHUNK_HEADER) };
+    chunk_emit(w, &h);
+    m->objects_length = TT_CHUNK_HEADER + h.body_len;
+    m->object_count = s->names.count;
+    w->chunk = saved;
+    if (own)
+        free(buf);
+}
+
+int tt_writer_close(tt_session *s, tt_error_info *err)
+{
+    struct tt_writer *w = s->w;
+    int rc = TT_OK, lrc;
+
+    /* the closing thread's last event */
+    struct tt_thread *self = tt_thread_lookup_slow(s, &lrc);
+    if (self && !self->ended) {
+        atomic_store_explicit(&self->busy, 1, memory_order_relaxed);
+        append_structural(s, self, TT_EV_SESSION_END, 0);
+        atomic_store_explicit(&self->busy, 0, memory_order_release);
+    }
+
+    /* Stop the recording threads. A thread marks itself busy (relaxed store), then reads
+     * `closing` (relaxed load). We store `closing`, then run a process-wide barrier: after it,
+     * every thread either has its busy store visible to us or will see closing = 1 in its next
+     * call. Then we wait for each busy flag to drop (acquire: its appends are visible). */
+    atomic_store_explicit(&s->closing, 1, memory_order_seq_cst);
+    if (!w->membarrier_ok || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+        atomic_thread_fence(memory_order_seq_cst);
+    s->head.active = 0;
+    pthread_mutex_lock(&s->lock);
+    uint32_t n = s->nthreads;
+    pthread_mutex_unlock(&s->lock);
+    for (uint32_t i = 0; i < n; i++) {
+        struct tt_thread *t = s->threads[i];
+        while (atomic_load_explicit(&t->busy, memory_order_acquire))
+            sched_yield();
+        if (!t->ended && t->buf) {
+            t->ended = 1;
+            tt_writer_refill(s, t, true);
+        }
+    }
+
+    /* drain: the swapper exits once the queue is empty */
+    pthread_mutex_lock(&w->qlock);
+    w->stop = true;
+    pthread_cond_signal(&w->qcond);
+    pthread_mutex_unlock(&w->qlock);
+    pthread_join(w->swapper, NULL);
+    w->swapper_started = false;
+
+    tt_manifest *m = &w->m;
+    block_flush(w);
+    m->data_end = w->file_off;
+    write_tables(s, w);
+    block_flush(w);
+    m->file_size = w->file_off;
+    m->block_count = (m->file_size - m->data_offset + w->block_size - 1) / w->block_size;
+    m->stall_count = atomic_load(&w->stalls);
+    m->stall_ns = atomic_load(&w->stall_ns);
+    m->flags |= TT_MF_FINALIZED;
+    if (w->write_errno) {
+        m->flags |= TT_MF_INCOMPLETE;
+        m->write_errno = w->write_errno;
+    }
+    int werr = w->write_errno;
+    manifest_write(w);
+    if (!werr && w->write_errno)
+        werr = w->write_errno;
+
+    if (w->fd >= 0) {
+        if (!werr && fdatasync(w->fd) != 0)
+            werr = errno;
+        if (close(w->fd) != 0 && !werr)
+            werr = errno;
+        w->fd = -1;
+        if (rename(w->temp_path, w->final_path) != 0) {
+            int e = errno;
+            return tt_fail(err, TT_E_IO, e, UINT64_MAX, "cannot rename %s to %s: %s",
+                           w->temp_path, w->final_path, strerror(e));
+        }
+    }
+    if (werr)
+        rc = tt_fail(err, TT_E_IO, werr, UINT64_MAX, "writing %s failed: %s; the file is marked incomplete",
+                     w->fd >= 0 || w->final_path[0] ? w->final_path : "the sink", strerror(werr));
+    return rc;
+}
+
+void tt_writer_free(tt_session *s)
+{
+    struct tt_writer *w = s->w;
+    if (!w)
+        return;
+    if (w->swapper_started) {
+        pthread_mutex_lock(&w->qlock);
+        w->stop = true;
+        pthread_cond_signal(&w->qcond);
+        pthread_mutex_unlock(&w->qlock);
+        pthread_join(w->swapper, NULL);
+    }
+    if (w->fd >= 0)
+        close(w->fd);
+    if (!w->storage) {
+        struct tt_buf *b = w->free_list;
+        while (b) {
+            struct tt_buf *next = b->next;
+            free(b->data);
+            free(b);
+            b = next;
+        }
+        for (struct tt_buf *q = w->qhead; q;) {
+            struct tt_buf *next = q->next;
+            free(q->data);
+            free(q);
+            q = next;
+        }
+        for (uint32_t i = 0; i < s->nthreads; i++) {
+            if (s->threads[i]->buf) {
+                free(s->threads[i]->buf->data);
+                free(s->threads[i]->buf);
+            }
+        }
+        free(w->chunk);
+        free(w->block);
+    }
+    pthread_mutex_destroy(&w->qlock);
+    pthread_cond_destroy(&w->qcond);
+    pthread_cond_destroy(&w->fcond);
+    free(w);
+    s->w = NULL;
+}
+
+void tt_writer_stats(tt_session *s, tt_session_stats *st)
+{
+    struct tt_writer *w = s->w;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->qlock);
+    st->events = w->pub_events;
+    st->payload_bytes = w->pub_payload;
+    st->chunks = w->pub_chunks;
+    st->bytes_written = w->pub_bytes;
+    st->write_errno = w->pub_errno;
+    pthread_mutex_unlock(&w->qlock);
+    st->stalls = atomic_load_explicit(&w->stalls, memory_order_relaxed);
+    st->stall_ns = atomic_load_explicit(&w->stall_ns, memory_order_relaxed);
+}
