@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The whole test suite, in three builds:
+#   build/        the normal build: every suite, plus the benchmark smoke run
+#   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer: every suite but the benchmark
+#   build-tsan/   ThreadSanitizer: the concurrency suites
+# Ends with one line "N passed, N failed" over all three, and exits non-zero if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+jobs=${TT_TEST_JOBS:-2}
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+passed=0
+failed=0
+status=0
+
+count() { # count BUILDDIR: add the results of the last meson test run
+    python3 - "$1/meson-logs/testlog.json" <<'PY'
+import json, sys
+p = f = 0
+try:
+    for line in open(sys.argv[1]):
+        r = json.loads(line).get("result")
+        if r in ("OK", "EXPECTEDFAIL"): p += 1
+        elif r != "SKIP": f += 1
+except FileNotFoundError:
+    f = 1
+print(p, f)
+PY
+}
+
+run() { # run NAME BUILDDIR SETUP-ARGS -- TEST-ARGS
+    local name=$1 dir=$2
+    shift 2
+    local setup=()
+    while [ "$1" != "--" ]; do setup+=("$1"); shift; done
+    shift
+    echo "=== $name: meson setup $dir ${setup[*]}"
+    if ! { [ -d "$dir" ] || meson setup "$dir" "${setup[@]}" >/dev/null; } ||
+       ! meson configure "$dir" "${setup[@]}" >/dev/null ||
+       ! ninja -C "$dir" >/dev/null; then
+        echo "=== $name: build FAILED"
+        ninja -C "$dir" 2>&1 | tail -40
+        failed=$((failed + 1)); status=1
+        return
+    fi
+    meson test -C "$dir" --num-processes "$jobs" --print-errorlogs "$@"
+    local rc=$?
+    read -r p f < <(count "$dir")
+    passed=$((passed + p)); failed=$((failed + f))
+    [ $rc -eq 0 ] || status=1
+}
+
+run plain build -- --no-suite fuzz
+run asan build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fno-sanitize-recover=all -Dbench=disabled -- \
+    --no-suite bench-smoke --no-suite fuzz --timeout-multiplier 4
+# TSan needs a fixed address layout on kernels with many ASLR bits: setarch -R turns it off
+run tsan build-tsan -Db_sanitize=thread -Db_lundef=false -Dbench=disabled -- \
+    --suite concurrency --timeout-multiplier 6 --wrapper 'setarch -R'
+
+echo "$passed passed, $failed failed"
+exit $status
