@@ -183,6 +183,8 @@ int tt_writer_append_long(tt_session *s, struct tt_thread *t, const struct tt_ra
 
 /* reader.c: event chunks a sequential cursor has taken */
 uint64_t tt_reader_chunks_read_(const tt_reader *r);
+bool tt_reader_match_fn_(tt_reader *r, uint32_t cursor, uint8_t kind, uint32_t function,
+                         uint64_t *seq, uint64_t *time);
 
 /* replay.c */
 int tt_replayer_open(tt_session *s, tt_error_info *err);
@@ -191,6 +193,7 @@ void tt_replayer_free(tt_session *s);
 int tt_replay_thread_init(tt_session *s, struct tt_thread *t);
 int tt_replay_event(tt_session *s, struct tt_thread *t, const tt_event *ev, void *in_buf,
                     size_t in_cap, size_t *in_len);
+int tt_replay_fn(tt_session *s, struct tt_thread *t, uint8_t kind, uint32_t function);
 const char *tt_replay_name(tt_session *s, uint32_t id);
 int tt_replay_bind_name(tt_session *s, uint32_t name_id);
 

@@ -66,8 +66,7 @@ int tt_event_fn_(tt_session *s, uint32_t kind, uint32_t function)
         rec_end(t);
         return TT_OK;
     }
-    tt_event ev = { .kind = (uint8_t)kind, .sp = { function, 0 } };
-    return tt_replay_event(s, t, &ev, NULL, 0, NULL);
+    return tt_replay_fn(s, t, (uint8_t)kind, function);
 }
 
 int tt_event_full_(tt_session *s, const tt_event *ev, void *in_buf, size_t in_cap, size_t *in_len)

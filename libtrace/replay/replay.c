@@ -17,6 +17,7 @@
 
 struct tt_replay_thread {
     uint32_t rec;                        /* recorded thread id, or UINT32_MAX before binding */
+    _Atomic uint64_t matched;            /* written by its thread only; read by progress */
     uint32_t hist_len, hist_pos;
     tt_report_event hist[TT_REPORT_HISTORY];
 };
@@ -30,7 +31,6 @@ struct tt_replayer {
     pthread_mutex_t lock;                /* bound, last */
     tt_divergence last;
     bool has_last;
-    _Atomic uint64_t matched;
 };
 
 static bool structural(uint8_t kind)
@@ -262,6 +262,35 @@ static uint64_t first_difference(const uint8_t *a, const uint8_t *b, uint64_t n)
     return n;
 }
 
+/* Enter and exit: matched straight from the encoded bytes when they agree (the common case), so
+ * the call builds no event and copies nothing; anything else takes the general path. */
+int tt_replay_fn(tt_session *s, struct tt_thread *t, uint8_t k, uint32_t function)
+{
+    struct tt_replay_thread *rt = t->rp;
+    uint64_t seq, time;
+    if (TT_LIKELY(rt->rec != UINT32_MAX && !t->ended) &&
+        tt_reader_match_fn_(s->rp->r, rt->rec, k, function, &seq, &time)) {
+        /* only the fields a history line shows; the slot's payload preview is cleared */
+        tt_report_event *h = &rt->hist[rt->hist_pos];
+        h->ev.kind = k;
+        h->ev.dir = 0;
+        h->ev.tp.thread = rt->rec;
+        h->ev.tp.seq = seq;
+        h->ev.time = time;
+        h->ev.sp.function = function;
+        h->ev.sp.site = 0;
+        h->ev.arg = h->ev.addr = h->ev.payload_len = 0;
+        h->preview_len = 0;
+        rt->hist_pos = (rt->hist_pos + 1) % TT_REPORT_HISTORY;
+        if (rt->hist_len < TT_REPORT_HISTORY)
+            rt->hist_len++;
+        atomic_store_explicit(&rt->matched, rt->matched + 1, memory_order_relaxed);
+        return TT_OK;
+    }
+    tt_event ev = { .kind = k, .sp = { function, 0 } };
+    return tt_replay_event(s, t, &ev, NULL, 0, NULL);
+}
+
 int tt_replay_event(tt_session *s, struct tt_thread *t, const tt_event *act, void *in_buf,
                     size_t in_cap, size_t *in_len)
 {
@@ -274,6 +303,7 @@ int tt_replay_event(tt_session *s, struct tt_thread *t, const tt_event *act, voi
         return TT_E_CLOSED;
     if (rt->rec == UINT32_MAX && !bind_by_order(rp, t))
         return diverge(s, t, TT_DIV_THREAD, NULL, act, 0);
+    uint8_t k = act->kind;
     for (;;) {
         rc = tt_reader_peek(rp->r, rt->rec, &ev, &err);
         if (rc == TT_E_END)
@@ -286,7 +316,6 @@ int tt_replay_event(tt_session *s, struct tt_thread *t, const tt_event *act, voi
     }
     tt_diverge_reason why = TT_DIV_NONE;
     uint64_t diff = 0;
-    uint8_t k = act->kind;
     if (ev.kind != k)
         why = TT_DIV_KIND;
     else if ((k == TT_EV_ENTER || k == TT_EV_EXIT || k == TT_EV_SAFEPOINT) &&
@@ -326,7 +355,7 @@ int tt_replay_event(tt_session *s, struct tt_thread *t, const tt_event *act, voi
     if (rt->hist_len < TT_REPORT_HISTORY)
         rt->hist_len++;
     tt_reader_advance(rp->r, rt->rec);
-    atomic_fetch_add_explicit(&rp->matched, 1, memory_order_relaxed);
+    atomic_store_explicit(&rt->matched, rt->matched + 1, memory_order_relaxed);
     return TT_OK;
 }
 
@@ -339,7 +368,6 @@ int tt_replayer_close(tt_session *s, tt_error_info *err)
     bool have_first = false;
     tt_error_info e2;
     atomic_store_explicit(&s->closing, 1, memory_order_release);
-    s->head.active = 0;
     for (uint32_t i = 0; i < m->thread_count; i++) {
         tt_event ev;
         int rc;
@@ -385,11 +413,14 @@ int tt_replay_progress_get(tt_session *s, tt_replay_progress *out)
     if (!s || !s->rp)
         return TT_E_MODE;
     struct tt_replayer *rp = s->rp;
-    out->matched = atomic_load_explicit(&rp->matched, memory_order_relaxed);
     out->total = tt_reader_manifest(rp->r)->event_count;
     out->divergences = atomic_load_explicit(&s->divergences, memory_order_relaxed);
     pthread_mutex_lock(&s->lock);
     out->threads_seen = s->nthreads;
+    /* each thread counts its own matches; call this from the replaying threads' quiet points
+     * (or after joining them) for an exact figure */
+    for (uint32_t i = 0; i < s->nthreads; i++)
+        out->matched += atomic_load_explicit(&s->threads[i]->rp->matched, memory_order_relaxed);
     pthread_mutex_unlock(&s->lock);
     int rc;
     struct tt_thread *t = tt_thread_lookup_slow(s, &rc);

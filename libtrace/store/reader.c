@@ -864,3 +864,45 @@ uint64_t tt_reader_chunks_read_(const tt_reader *r)
 {
     return r->chunks;
 }
+
+/* Replay's fast path for enter and exit: matches the next event of a per-thread cursor against
+ * (@kind, @function) straight from the encoded bytes and consumes it. Returns false, with the
+ * cursor untouched, whenever the general path has to decide (a chunk boundary, a peeked event, a
+ * mismatch); the general path then reports what differs. */
+bool tt_reader_match_fn_(tt_reader *r, uint32_t cursor, uint8_t kind, uint32_t function,
+                         uint64_t *seq, uint64_t *time)
+{
+    struct tt_cursor *c = &r->cursors[cursor];
+    if (TT_UNLIKELY(c->peeked || c->left <= 1 || !c->loaded))
+        return false;
+    const uint8_t *p = c->p;
+    uint8_t tag = p[0];
+    if ((tag & (TT_TAG_KIND | TT_TAG_OUT | TT_TAG_RESERVED)) != kind)
+        return false;
+    uint64_t dt;
+    uint32_t fn = c->prev_fn;
+    if (TT_LIKELY(p[1] < 0x80)) {
+        dt = p[1];
+        p += 2;
+    } else {
+        p++;
+        if (tt_get_varint(&p, c->end, &dt) != 0)
+            return false;
+    }
+    if (!(tag & TT_TAG_FSAME)) {
+        uint64_t v;
+        if (tt_get_varint(&p, c->end, &v) != 0 || v > UINT32_MAX)
+            return false;
+        fn = (uint32_t)v;
+    }
+    if (fn != function || p > c->end || dt > UINT64_MAX - c->prev_time)
+        return false;
+    *seq = c->seq;
+    *time = c->prev_time + dt;
+    c->p = p;
+    c->left--;
+    c->prev_time += dt;
+    c->prev_fn = fn;
+    c->seq++;
+    return true;
+}

@@ -701,7 +701,6 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
     atomic_store_explicit(&s->closing, 1, memory_order_seq_cst);
     if (!w->membarrier_ok || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
         atomic_thread_fence(memory_order_seq_cst);
-    s->head.active = 0;
     pthread_mutex_lock(&s->lock);
     uint32_t n = s->nthreads;
     pthread_mutex_unlock(&s->lock);
