@@ -108,6 +108,7 @@ struct tt_thread {
     uint32_t ended;
     uint32_t nest;           /* nesting guard */
     uint64_t serial;         /* unique per OS thread for the life of the process */
+    uint32_t carved;         /* lives in caller storage: not freed */
     /* swapper side: touched only by the swapper thread */
     uint64_t seq;
     uint64_t pending;        /* raw payload bytes of an event that goes on in the next buffer */
@@ -177,6 +178,8 @@ void tt_writer_free(tt_session *s);
 int tt_writer_refill(tt_session *s, struct tt_thread *t, bool last);
 void tt_writer_stats(tt_session *s, tt_session_stats *st);
 int tt_writer_thread_init(tt_session *s, struct tt_thread *t);
+/* Zeroed per-thread state: from caller storage when the session has some, else calloc. */
+struct tt_thread *tt_writer_thread_alloc(tt_session *s);
 /* Appends a long record with payload (splits only payloads > buffer/4). */
 int tt_writer_append_long(tt_session *s, struct tt_thread *t, const struct tt_raw_long *rec,
                           const void *payload);

@@ -184,7 +184,8 @@ struct tt_thread *tt_thread_lookup_slow(tt_session *s, int *rc)
             *rc = TT_E_CLOSED;
         } else if (s->nthreads >= s->cfg.max_threads) {
             *rc = TT_E_THREADS;
-        } else if (!(t = calloc(1, sizeof *t))) {
+        } else if (!(t = s->head.mode == TT_MODE_RECORD ? tt_writer_thread_alloc(s)
+                                                         : calloc(1, sizeof *t))) {
             *rc = TT_E_NOMEM;
         } else {
             t->s = s;
@@ -194,7 +195,8 @@ struct tt_thread *tt_thread_lookup_slow(tt_session *s, int *rc)
             *rc = s->head.mode == TT_MODE_RECORD ? tt_writer_thread_init(s, t)
                                                  : tt_replay_thread_init(s, t);
             if (*rc != TT_OK) {
-                free(t);
+                if (!t->carved)
+                    free(t);
                 t = NULL;
             } else {
                 s->threads[s->nthreads++] = t;
@@ -287,7 +289,8 @@ int tt_session_close(tt_session *s, tt_error_info *err)
     else
         tt_replayer_free(s);
     for (uint32_t i = 0; i < s->nthreads; i++)
-        free(s->threads[i]);
+        if (!s->threads[i]->carved)
+            free(s->threads[i]);
     /* a later session may get this address: the uid in the cache tells them apart */
     for (int i = 0; i < TLS_WAYS; i++)
         if (tt_tls_cache[i].s == s)

@@ -48,6 +48,8 @@ struct tt_writer {
     uint64_t buffer_bytes;
     uint8_t *storage;          /* caller storage, or NULL */
     uint64_t storage_used, storage_len;
+    uint8_t *threads_area;     /* caller storage for per-thread state */
+    uint64_t threads_used, threads_len;
     bool stop;
     pthread_t swapper;
     bool swapper_started;
@@ -95,7 +97,7 @@ int tt_writer_capacity_of(const tt_writer_limits *lim, tt_writer_capacity *cap, 
     if (lim->max_threads == 0)
         return tt_fail(err, TT_E_CAPACITY, 0, UINT64_MAX, "max_threads is 0");
     uint64_t n = lim->memory_bytes / lim->buffer_bytes;
-    cap->buffers = n * (lim->buffer_bytes + 64);
+    cap->buffers = n * (lim->buffer_bytes + 128); /* a buffer, its header, alignment */
     cap->swapper = (tt_chunk_body_max(lim->buffer_bytes) + TT_CHUNK_HEADER + 63) / 64 * 64 +
                    lim->block_bytes;
     cap->threads = (uint64_t)lim->max_threads * (sizeof(struct tt_thread) + 64);
@@ -434,6 +436,21 @@ static int append_structural(tt_session *s, struct tt_thread *t, uint32_t kind, 
     return tt_writer_append_long(s, t, &r, NULL);
 }
 
+struct tt_thread *tt_writer_thread_alloc(tt_session *s)
+{
+    struct tt_writer *w = s->w;
+    if (!w || !w->threads_area)
+        return calloc(1, sizeof(struct tt_thread));
+    uint64_t need = (sizeof(struct tt_thread) + 63) & ~(uint64_t)63;
+    if (w->threads_used + need > w->threads_len)
+        return NULL;
+    struct tt_thread *t = (struct tt_thread *)(void *)(w->threads_area + w->threads_used);
+    w->threads_used += need;
+    memset(t, 0, sizeof *t);
+    t->carved = 1;
+    return t;
+}
+
 int tt_writer_thread_init(tt_session *s, struct tt_thread *t)
 {
     int rc = tt_writer_refill(s, t, false);
@@ -540,6 +557,8 @@ int tt_writer_open(tt_session *s, tt_error_info *err)
         w->storage_len = cap.buffers;
         w->chunk = w->storage + cap.buffers;
         w->block = w->chunk + (cap.swapper - c->block_bytes);
+        w->threads_area = w->chunk + cap.swapper;
+        w->threads_len = cap.threads;
     fail_rc:
         if (rc != TT_OK) {
             free(w);

@@ -98,7 +98,9 @@ TT_API void tt_config_set_callback_sink(tt_config *cfg, tt_sink_write_fn fn, voi
 /* Replay from a caller source instead of TT_PARAM_FILE. @src must outlive the session. */
 TT_API void tt_config_set_source(tt_config *cfg, const tt_source *src);
 /* Run the recorder inside caller storage of tt_writer_capacity_of().total bytes, 64-byte
- * aligned; the session then allocates nothing for buffers, threads or names. */
+ * aligned: thread buffers, the swapper's chunk and block buffers and per-thread state then come
+ * from it, and recording allocates nothing per buffer or per thread. The session object and the
+ * intern table (bounded by TT_PARAM_OBJECT_BYTES) are still allocated at open and tt_intern. */
 TT_API int tt_config_set_writer_storage(tt_config *cfg, void *storage, size_t len,
                                         tt_error_info *err);
 
