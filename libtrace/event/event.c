@@ -74,6 +74,10 @@ int tt_event_full_(tt_session *s, const tt_event *ev, void *in_buf, size_t in_ca
     int rc = TT_OK;
     if (!tt_active_(s))
         return TT_OK;
+    /* exported, so checked: only the kinds with a long record, and a direction only for io */
+    if (ev->kind < TT_EV_SAFEPOINT || ev->kind > TT_EV_CRASH || ev->dir > TT_IO_OUT ||
+        (ev->dir && ev->kind != TT_EV_IO))
+        return TT_E_INVAL;
     if (ev->payload_len > s->cfg.max_event)
         return TT_E_LIMIT;
     if (ev->payload_len && !ev->payload)

@@ -67,12 +67,6 @@ int tt_replayer_open(tt_session *s, tt_error_info *err)
     tt_reader_capacity cap;
     if ((rc = tt_reader_probe(rp->src, &lim, TT_CURSORS_PER_THREAD, &m, &cap, err)) != TT_OK)
         goto fail;
-    if (m.flags & TT_MF_INCOMPLETE) {
-        rc = tt_fail(err, TT_E_INCOMPLETE, m.write_errno, TT_M_FLAGS,
-                     "%s: the recording stopped after a write error (errno %d) and does not hold "
-                     "the whole run; it cannot be replayed", rp->src->name, m.write_errno);
-        goto fail;
-    }
     rp->storage = aligned_alloc(16, (cap.total + 15) & ~(uint64_t)15);
     rp->bound = calloc(m.thread_count ? m.thread_count : 1, 1);
     if (!rp->storage || !rp->bound) {

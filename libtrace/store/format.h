@@ -24,7 +24,7 @@
  * Only payloads larger than a quarter of a buffer are ever split.
  *
  * An event is a tag byte (kind in bits 0-4, bit 5 "same function as the previous event in this
- * chunk", bit 6 "direction out", bit 7 zero), a varint time delta from the previous event (the
+ * chunk" — for a chunk's first event, "function 0" — bit 6 "direction out", bit 7 zero), a varint time delta from the previous event (the
  * first from base_time), the function id as varint unless bit 5 is set, and for every kind but
  * enter and exit: varints site, arg, addr, payload length, then the payload bytes.
  *
@@ -91,9 +91,6 @@ struct tt_raw_long {
     uint64_t addr;
     uint64_t len;       /* payload bytes that follow, then padding to 8 */
 };
-
-/* Largest encoding of one event without its payload: tag + 5 varints of 10 + 1 of 5. */
-#define TT_ENC_HEAD_MAX 56u
 
 static inline void tt_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static inline void tt_put32(uint8_t *p, uint32_t v)

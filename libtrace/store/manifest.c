@@ -152,8 +152,8 @@ int tt_manifest_decode(const uint8_t in[TT_MANIFEST_SIZE], uint64_t size, tt_man
                        m->build_id_len, TT_BUILD_ID_MAX);
     if (memchr(m->caller, 0, TT_CALLER_MAX) == NULL)
         return tt_fail(err, TT_E_CORRUPT, 0, TT_M_CALLER, "caller string is not terminated");
-    if (!(m->flags & TT_MF_FINALIZED))
-        return TT_OK; /* a partial file: the rest is provisional (see tinytrace recover) */
+    if (!(m->flags & TT_MF_FINALIZED) || (m->flags & TT_MF_INCOMPLETE))
+        return TT_OK; /* partial or cut short by a write error: the rest need not hold */
     if (m->block_size < 4096 || (m->block_size & (m->block_size - 1)))
         return tt_fail(err, TT_E_CORRUPT, 0, TT_M_BLOCK, "block size %u is invalid", m->block_size);
     if (m->data_offset != TT_MANIFEST_SIZE)

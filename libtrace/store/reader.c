@@ -253,7 +253,7 @@ int tt_reader_probe(const tt_source *src, const tt_reader_limits *lim, tt_cursor
         lim = &dl;
     }
     if (src->size < TT_MANIFEST_SIZE) {
-        /* a short file may still announce another format or version: say so if it does */
+        /* a short file may still announce another format: say so if it does */
         uint8_t head[12] = { 0 };
         size_t got = 0;
         if (src->size >= 12 && src->read(src->ctx, 0, head, 12, &got) == TT_OK && got == 12 &&
@@ -285,6 +285,10 @@ int tt_reader_probe(const tt_source *src, const tt_reader_limits *lim, tt_cursor
         }
         return rc;
     }
+    if (m.flags & TT_MF_INCOMPLETE)
+        return tt_fail(err, TT_E_INCOMPLETE, m.write_errno, TT_M_FLAGS,
+                       "%s: the recording stopped after a write error (%s); the file does not "
+                       "hold the whole run", src->name, strerror(m.write_errno));
     if (!(m.flags & TT_MF_FINALIZED))
         return tt_fail(err, TT_E_TRUNCATED, 0, TT_M_FLAGS,
                        "%s: the recording was never closed (no final manifest); "

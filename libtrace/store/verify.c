@@ -91,11 +91,5 @@ int tt_verify(const tt_source *src, const tt_reader_limits *lim, tt_verify_resul
     }
     res->bytes = rc == TT_OK ? m.file_size : 0;
     free(mem);
-    if (rc == TT_OK && (m.flags & TT_MF_INCOMPLETE)) {
-        tt_fail(&err, TT_E_INCOMPLETE, m.write_errno, TT_M_FLAGS,
-                "%s: the recording stopped after a write error (errno %d); the file is complete "
-                "up to that point but not the whole run", src->name, m.write_errno);
-        return finish(res, TT_E_INCOMPLETE, &err);
-    }
     return finish(res, rc, &err);
 }

@@ -134,8 +134,9 @@ static int sink_write(struct tt_writer *w, uint64_t off, const void *data, size_
             ms->len = off + len;
     } else {
         const uint8_t *p = data;
-        while (len) {
-            ssize_t k = pwrite(w->fd, p, len, (off_t)off);
+        size_t left = len;
+        while (left) {
+            ssize_t k = pwrite(w->fd, p, left, (off_t)off);
             if (k < 0) {
                 if (errno == EINTR)
                     continue;
@@ -148,7 +149,7 @@ static int sink_write(struct tt_writer *w, uint64_t off, const void *data, size_
             }
             p += k;
             off += (uint64_t)k;
-            len -= (size_t)k;
+            left -= (size_t)k;
         }
     }
 out:

@@ -36,7 +36,7 @@ typedef enum tt_event_kind {
     TT_EV_SESSION_START = 1, /* arg = process id; first event of the first thread */
     TT_EV_SESSION_END = 2,   /* last event of the thread that closed the session */
     TT_EV_THREAD_START = 3,  /* arg = OS thread id; first event of every thread */
-    TT_EV_THREAD_END = 4,    /* last event of a thread that ended before the session */
+    TT_EV_THREAD_END = 4,    /* arg = OS thread id; last event of a thread that ended early */
     TT_EV_ENTER = 5,         /* function entry: sp.function */
     TT_EV_EXIT = 6,          /* function exit: sp.function */
     TT_EV_SAFEPOINT = 7,     /* sp.function + sp.site */

@@ -9,8 +9,9 @@
  *
  * Record mode: every thread appends to its own buffer; a full buffer is handed to the session's
  * swapper thread, which encodes, checksums and writes it. The file is written as
- * "<file>.<pid>.partial", created 0600 with O_EXCL|O_NOFOLLOW, and renamed to <file> only when
- * tt_session_close succeeds. When the memory budget is spent the recording thread waits: nothing
+ * "<file>.<pid>.partial", created 0600 with O_EXCL|O_NOFOLLOW, and renamed to <file> by
+ * tt_session_close. After a write error the file is still renamed, marked incomplete in its
+ * manifest (readers and replay refuse it with TT_E_INCOMPLETE), and close returns TT_E_IO. When the memory budget is spent the recording thread waits: nothing
  * is dropped, and the waits are counted (tt_session_stats).
  *
  * Replay mode: see replay.h.
