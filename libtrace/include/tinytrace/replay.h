@@ -24,9 +24,9 @@
 extern "C" {
 #endif
 
-/* What the recording calls do on a divergence when nothing checks their result (function hooks):
- * ABORT is the default for instrumentation; COUNT counts and goes on. The C API always returns
- * TT_E_DIVERGED either way. */
+/* What instrumentation that has no caller to check a result (function hooks) does on a
+ * divergence: RETURN (the default) stops there with the report; COUNT counts and goes on. The C
+ * API always returns TT_E_DIVERGED either way, and the count is in tt_replay_progress. */
 typedef enum tt_divergence_policy { TT_DIVERGE_RETURN = 0, TT_DIVERGE_COUNT = 1 } tt_divergence_policy;
 
 /* Why a call diverged. */

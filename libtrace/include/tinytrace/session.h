@@ -128,6 +128,9 @@ TT_API int tt_session_close(tt_session *s, tt_error_info *err);
 TT_API tt_mode tt_session_mode(const tt_session *s);
 
 /* Session statistics, any mode. Thread-safe. */
+/* Record mode: events, payload_bytes, chunks and bytes_written count what the swapper has
+ * encoded and written so far, not what threads still hold in their buffers; after every buffer
+ * was handed over (tt_session_flush_thread, tt_session_thread_end) they are exact. */
 typedef struct tt_session_stats {
     uint64_t events;
     uint64_t payload_bytes;
