@@ -147,6 +147,10 @@ int tt_manifest_decode(const uint8_t in[TT_MANIFEST_SIZE], uint64_t size, tt_man
     for (unsigned i = TT_M_RESERVED; i < TT_M_CHECKSUM; i++)
         if (in[i])
             return tt_fail(err, TT_E_CORRUPT, 0, i, "reserved manifest byte %u is not zero", i);
+    if (m->flags & ~(TT_MF_FINALIZED | TT_MF_INCOMPLETE | TT_MF_RECOVERED | TT_MF_CRASHED | TT_MF_TSC))
+        return tt_fail(err, TT_E_CORRUPT, 0, TT_M_FLAGS, "unknown manifest flags 0x%x", m->flags);
+    if (m->write_errno && !(m->flags & TT_MF_INCOMPLETE))
+        return tt_fail(err, TT_E_CORRUPT, 0, TT_M_ERRNO, "a write error without the incomplete flag");
     if (m->build_id_len > TT_BUILD_ID_MAX)
         return tt_fail(err, TT_E_CORRUPT, 0, TT_M_BIDLEN, "build-id length %u exceeds %u",
                        m->build_id_len, TT_BUILD_ID_MAX);

@@ -285,6 +285,10 @@ int tt_reader_probe(const tt_source *src, const tt_reader_limits *lim, tt_cursor
         }
         return rc;
     }
+    /* from here on the manifest is decoded: give it to the caller even when refusing the file,
+     * so a tool can show the flags, the write error and the counts of what it refuses */
+    if (mout)
+        *mout = m;
     if (m.flags & TT_MF_INCOMPLETE)
         return tt_fail(err, TT_E_INCOMPLETE, m.write_errno, TT_M_FLAGS,
                        "%s: the recording stopped after a write error (%s); the file does not "
@@ -296,8 +300,6 @@ int tt_reader_probe(const tt_source *src, const tt_reader_limits *lim, tt_cursor
     rc = capacity(src, &m, lim, mode, &cap, err);
     if (rc != TT_OK)
         return rc;
-    if (mout)
-        *mout = m;
     if (cout)
         *cout = cap;
     return TT_OK;

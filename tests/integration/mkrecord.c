@@ -2,8 +2,9 @@
  * tool's integration test.
  *
  * Thread 0 ("main") records, per iteration, enter, safepoint, alloc, io in, io out, user, free and
- * exit; thread 1 ("worker") records enter, user, safepoint and exit, concurrently, so the two
- * threads interleave in time. Every event carries its own value (sizes, tags, payload bytes and
+ * exit; thread 1 ("worker ...", a name the tool must escape: quotes, a tab, a backslash, UTF-8
+ * and one invalid byte) records enter, user, safepoint and exit, concurrently, so the two threads
+ * interleave in time. Every event carries its own value (sizes, tags, payload bytes and
  * addresses differ from one iteration to the next): a reader that hands back the wrong record
  * cannot pass the test by luck. Once, main records a user payload larger than a thread buffer.
  *
@@ -121,8 +122,9 @@ static void expect_event(struct expect *e, unsigned thread, const char *kind, ui
     char buf[512], pv[2 * PREVIEW + 1];
     int n = snprintf(buf, sizeof buf, "{\"thread\":%u,\"kind\":\"%s\"", thread, kind);
     if (function != 0)
-        n += snprintf(buf + n, sizeof buf - (size_t)n, ",\"function\":\"%s\",\"function_id\":%" PRIu32,
-                      name_of(function), function);
+        n += snprintf(buf + n, sizeof buf - (size_t)n,
+                      ",\"function\":\"%s\",\"function_id\":%" PRIu32, name_of(function),
+                      function);
     if (site != 0)
         n += snprintf(buf + n, sizeof buf - (size_t)n, ",\"site\":\"%s\",\"site_id\":%" PRIu32,
                       name_of(site), site);
@@ -158,7 +160,8 @@ static void *worker(void *arg)
     struct expect *e = &expect_worker;
     (void)arg;
 
-    check("tt_thread_name(worker)", tt_thread_name(session, "worker"));
+    /* a name that needs escaping: quotes, a tab, a backslash, UTF-8 and an invalid byte */
+    check("tt_thread_name(worker)", tt_thread_name(session, "worker \"q\"\t\\\xc3\xa9\xff"));
     pthread_barrier_wait(&start);
     for (unsigned j = 0; j < iterations; j++) {
         unsigned char data[8];

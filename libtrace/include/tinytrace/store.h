@@ -149,7 +149,9 @@ typedef struct tt_reader tt_reader;
 
 /* Reads and checks the manifest and computes the capacity. Returns TT_E_CAPACITY
  * (TraceReaderCapacityError) when the file needs more than @lim allows, naming the limit.
- * @m and @cap may be NULL. No chunk is read. */
+ * @m and @cap may be NULL. No chunk is read. Once the manifest has decoded (magic, version and
+ * checksum hold), *@m is filled even if the file is then refused (incomplete, never closed,
+ * truncated, over the limits). */
 TT_API int tt_reader_probe(const tt_source *src, const tt_reader_limits *lim, tt_cursor_mode mode,
                            tt_manifest *m, tt_reader_capacity *cap, tt_error_info *err);
 

@@ -1,0 +1,250 @@
+/* tinytrace info — the manifest and the thread table of a trace.
+ *
+ * Reads the manifest (probe) and the tables (tt_reader_open with one sequential cursor); no event
+ * chunk is read, so this is cheap on any size of file. When the manifest reads but the tables do
+ * not, the manifest is still printed and the error follows it.
+ */
+#include "tool.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+
+static const char usage[] =
+    "Usage: tinytrace info [--json] [--max-memory MB] FILE\n"
+    "\n"
+    "Prints the manifest of trace FILE (format and library version, flags, build id, caller,\n"
+    "counts, largest chunk and event, table offsets, clock, time origin, stalls, write error,\n"
+    "pid) and its thread table (id, OS tid, name, events, chunks, first and last time in ns).\n"
+    "\n"
+    "Options:\n"
+    "  -j, --json          print one JSON object: {\"file\", \"manifest\", \"threads\"}\n"
+    TOOL_MAX_MEMORY_HELP
+    "  -h, --help          print this help\n"
+    "\n"
+    "Exits 0 when manifest and tables were read; 3 when the file is not a readable trace;\n"
+    "7 when it is marked incomplete (a write error stopped the recording: the reader refuses\n"
+    "it, and the message names the error); 6 when it cannot be opened.\n";
+
+static void print_build_id(FILE *f, const tt_manifest *m)
+{
+    uint32_t n = m->build_id_len <= TT_BUILD_ID_MAX ? m->build_id_len : TT_BUILD_ID_MAX;
+    if (n == 0)
+        fputs("none", f);
+    else
+        tool_print_hex(f, m->build_id, n);
+}
+
+static void print_text(const tool_trace *t)
+{
+    const tt_manifest *m = &t->m;
+    char flags[128], origin[64];
+    size_t caller_len = strnlen(m->caller, sizeof m->caller);
+
+    tool_format_flags(m->flags, ",", flags, sizeof flags);
+    tool_format_time(m->realtime_origin_ns, origin, sizeof origin);
+
+    printf("file:             ");
+    tool_print_text(stdout, t->path, strlen(t->path));
+    printf("\n");
+    printf("format version:   %" PRIu32 "\n", m->version);
+    printf("flags:            0x%" PRIx32 " (%s)\n", m->flags, flags);
+    printf("library version:  %" PRIu32 ".%" PRIu32 ".%" PRIu32 "\n", (m->lib_version >> 16) & 0xff,
+           (m->lib_version >> 8) & 0xff, m->lib_version & 0xff);
+    printf("build id:         ");
+    print_build_id(stdout, m);
+    printf("\ncaller:           ");
+    if (caller_len == 0)
+        printf("-");
+    else
+        tool_print_text(stdout, m->caller, caller_len);
+    printf("\n");
+    printf("pid:              %" PRIu32 "\n", m->pid);
+    printf("events:           %" PRIu64 "\n", m->event_count);
+    printf("payload bytes:    %" PRIu64 "\n", m->payload_bytes);
+    printf("chunks:           %" PRIu64 "\n", m->chunk_count);
+    printf("blocks:           %" PRIu64 " of %" PRIu32 " bytes\n", m->block_count, m->block_size);
+    printf("largest chunk:    %" PRIu64 " bytes\n", m->largest_chunk);
+    printf("largest event:    %" PRIu64 " bytes\n", m->largest_event);
+    printf("largest split:    %" PRIu64 " bytes\n", m->largest_split);
+    printf("threads:          %" PRIu32 "\n", m->thread_count);
+    printf("objects:          %" PRIu32 "\n", m->object_count);
+    printf("data:             offset %" PRIu64 ", end %" PRIu64 "\n", m->data_offset, m->data_end);
+    printf("thread table:     offset %" PRIu64 ", length %" PRIu64 "\n", m->threads_offset,
+           m->threads_length);
+    printf("object table:     offset %" PRIu64 ", length %" PRIu64 "\n", m->objects_offset,
+           m->objects_length);
+    printf("file size:        %" PRIu64 "\n", m->file_size);
+    printf("ticks per second: %" PRIu64 "%s\n", m->ticks_per_sec,
+           (m->flags & TT_MF_TSC) ? " (TSC)" : "");
+    printf("tick origin:      %" PRIu64 "\n", m->tick_origin);
+    printf("time origin:      %s\n", origin);
+    printf("events checksum:  %016" PRIx64 "\n", m->events_checksum);
+    printf("stalls:           %" PRIu64 " (%" PRIu64 " ns)\n", m->stall_count, m->stall_ns);
+    if (m->write_errno != 0)
+        printf("write errno:      %" PRId32 " (%s)\n", m->write_errno, strerror(m->write_errno));
+    else
+        printf("write errno:      0\n");
+}
+
+static void print_threads_text(const tool_trace *t)
+{
+    const tt_manifest *m = &t->m;
+    printf("\n%6s %10s %12s %10s %20s %20s  %s\n", "thread", "os-tid", "events", "chunks",
+           "first-ns", "last-ns", "name");
+    for (uint32_t i = 0; i < m->thread_count; i++) {
+        const tt_thread_entry *e = tt_reader_thread(t->r, i);
+        if (e == NULL) {
+            printf("%6" PRIu32 " (no entry in the thread table)\n", i);
+            continue;
+        }
+        printf("%6" PRIu32 " %10" PRIu32 " %12" PRIu64 " %10" PRIu64 " %20" PRIu64 " %20" PRIu64
+               "  ",
+               e->id, e->os_tid, e->event_count, e->chunk_count,
+               tool_ticks_to_ns(e->first_time, m->ticks_per_sec),
+               tool_ticks_to_ns(e->last_time, m->ticks_per_sec));
+        tool_print_object(stdout, t->r, e->name);
+        printf("\n");
+    }
+}
+
+static void print_manifest_json(tool_json *j, const tool_trace *t)
+{
+    const tt_manifest *m = &t->m;
+    char buf[128];
+    uint32_t n = m->build_id_len <= TT_BUILD_ID_MAX ? m->build_id_len : TT_BUILD_ID_MAX;
+
+    tj_object_begin(j, "manifest");
+    tj_u64(j, "version", m->version);
+    tj_u64(j, "flags", m->flags);
+    tj_array_begin(j, "flag_names");
+    {
+        /* the same names as the text output, one array element each */
+        char *save = NULL, *tok;
+        tool_format_flags(m->flags, ",", buf, sizeof buf);
+        if (strcmp(buf, "-") != 0)
+            for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save))
+                tj_str(j, NULL, tok);
+    }
+    tj_array_end(j);
+    snprintf(buf, sizeof buf, "%" PRIu32 ".%" PRIu32 ".%" PRIu32, (m->lib_version >> 16) & 0xff,
+             (m->lib_version >> 8) & 0xff, m->lib_version & 0xff);
+    tj_str(j, "lib_version", buf);
+    tj_u64(j, "lib_version_number", m->lib_version);
+    tj_u64(j, "block_size", m->block_size);
+    tj_hex(j, "build_id", m->build_id, n);
+    tj_strn(j, "caller", m->caller, strnlen(m->caller, sizeof m->caller));
+    tj_u64(j, "event_count", m->event_count);
+    tj_u64(j, "payload_bytes", m->payload_bytes);
+    tj_u64(j, "chunk_count", m->chunk_count);
+    tj_u64(j, "block_count", m->block_count);
+    tj_u64(j, "largest_chunk", m->largest_chunk);
+    tj_u64(j, "largest_event", m->largest_event);
+    tj_u64(j, "largest_split", m->largest_split);
+    tj_u64(j, "thread_count", m->thread_count);
+    tj_u64(j, "object_count", m->object_count);
+    tj_u64(j, "data_offset", m->data_offset);
+    tj_u64(j, "data_end", m->data_end);
+    tj_u64(j, "threads_offset", m->threads_offset);
+    tj_u64(j, "threads_length", m->threads_length);
+    tj_u64(j, "objects_offset", m->objects_offset);
+    tj_u64(j, "objects_length", m->objects_length);
+    tj_u64(j, "file_size", m->file_size);
+    tj_u64(j, "ticks_per_sec", m->ticks_per_sec);
+    tj_u64(j, "tick_origin", m->tick_origin);
+    tj_i64(j, "realtime_origin_ns", m->realtime_origin_ns);
+    tool_format_time(m->realtime_origin_ns, buf, sizeof buf);
+    tj_str(j, "time_origin", buf);
+    snprintf(buf, sizeof buf, "%016" PRIx64, m->events_checksum);
+    tj_str(j, "events_checksum", buf);
+    tj_u64(j, "stall_count", m->stall_count);
+    tj_u64(j, "stall_ns", m->stall_ns);
+    tj_i64(j, "write_errno", m->write_errno);
+    tj_u64(j, "pid", m->pid);
+    tj_object_end(j);
+}
+
+static void print_threads_json(tool_json *j, const tool_trace *t)
+{
+    tj_array_begin(j, "threads");
+    for (uint32_t i = 0; i < t->m.thread_count; i++) {
+        const tt_thread_entry *e = tt_reader_thread(t->r, i);
+        if (e == NULL)
+            continue;
+        tj_object_begin(j, NULL);
+        tj_u64(j, "id", e->id);
+        tj_u64(j, "os_tid", e->os_tid);
+        tj_u64(j, "name_id", e->name);
+        tj_object_name(j, "name", t->r, e->name);
+        tj_u64(j, "flags", e->flags);
+        tj_u64(j, "events", e->event_count);
+        tj_u64(j, "chunks", e->chunk_count);
+        tj_u64(j, "first_time", e->first_time);
+        tj_u64(j, "last_time", e->last_time);
+        tj_u64(j, "first_ns", tool_ticks_to_ns(e->first_time, t->m.ticks_per_sec));
+        tj_u64(j, "last_ns", tool_ticks_to_ns(e->last_time, t->m.ticks_per_sec));
+        tj_object_end(j);
+    }
+    tj_array_end(j);
+}
+
+int cmd_info(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"max-memory", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int json = 0, c, rc;
+    uint64_t max_mb = 0;
+    tt_reader_limits lim;
+    tool_trace t;
+    tool_json j;
+
+    while ((c = getopt_long(argc, argv, "jh", options, NULL)) != -1) {
+        switch (c) {
+        case 'j':
+            json = 1;
+            break;
+        case 'm':
+            if (tool_parse_u64(argv[0], "--max-memory", optarg, 1, UINT64_MAX >> 20, &max_mb))
+                return TOOL_EXIT_USAGE;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return tool_finish_stdout(TOOL_EXIT_OK);
+        default: /* getopt named the option */
+            return tool_usage_hint(argv[0]);
+        }
+    }
+    if (optind >= argc)
+        return tool_usage_error(argv[0], "missing FILE");
+    if (argc - optind > 1)
+        return tool_usage_error(argv[0], "takes one FILE, not %d", argc - optind);
+
+    tool_limits(&lim, max_mb);
+    rc = tool_trace_probe(&t, argv[optind], &lim, TT_CURSORS_SEQUENTIAL);
+    if (rc == TOOL_EXIT_OK) {
+        /* The manifest read: show it even if the tables then fail to. */
+        if (!json)
+            print_text(&t);
+        rc = tool_trace_open(&t);
+        if (json) {
+            tj_init(&j, stdout);
+            tj_object_begin(&j, NULL);
+            tj_str(&j, "file", t.path);
+            print_manifest_json(&j, &t);
+            if (rc == TOOL_EXIT_OK)
+                print_threads_json(&j, &t);
+            else
+                tj_null(&j, "threads");
+            tj_object_end(&j);
+            tj_newline(&j);
+        } else if (rc == TOOL_EXIT_OK) {
+            print_threads_text(&t);
+        }
+    }
+    tool_trace_close(&t);
+    return tool_finish_stdout(rc);
+}

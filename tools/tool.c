@@ -1,0 +1,622 @@
+/* tinytrace — helpers the verbs of the tool share: messages, exit codes, option values, opening a
+ * trace through the bounded reader, and text and JSON output of untrusted bytes.
+ *
+ * Everything printed from a trace file is treated as hostile: names are escaped for the terminal
+ * and for JSON, and no size is taken from the file except through the library's probe.
+ */
+#include "tool.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char tool_exit_codes_help[] =
+    "Exit codes:\n"
+    "  0  success; replay matched the recording\n"
+    "  1  replay diverged from the recording; diff: the traces differ\n"
+    "  2  usage error\n"
+    "  3  trace corrupt, truncated or beyond the reader limits (verify failed, read error\n"
+    "     in the middle of a dump)\n"
+    "  4  the program is not the build that was recorded\n"
+    "  5  the program ended before the recording did\n"
+    "  6  I/O or system error (file not found, out of memory, ...)\n"
+    "  7  the trace is marked incomplete (a write error stopped the recording)\n";
+
+/* ---- messages ---- */
+
+void tool_error(const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout); /* keep the order of stdout and stderr when both go to one place */
+    fputs("tinytrace: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int tool_usage_error(const char *prog, const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout);
+    fprintf(stderr, "%s: ", prog);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry '%s --help'.\n", prog);
+    return TOOL_EXIT_USAGE;
+}
+
+int tool_usage_hint(const char *prog)
+{
+    fprintf(stderr, "Try '%s --help'.\n", prog);
+    return TOOL_EXIT_USAGE;
+}
+
+int tool_exit_for_error(int code)
+{
+    switch (code) {
+    case TT_OK:
+        return TOOL_EXIT_OK;
+    case TT_E_FORMAT:
+    case TT_E_VERSION:
+    case TT_E_TRUNCATED:
+    case TT_E_CHECKSUM:
+    case TT_E_COUNTS:
+    case TT_E_CORRUPT:
+    case TT_E_EXHAUSTED:
+    case TT_E_CAPACITY: /* the file asks for more than the limits: unreadable as it stands */
+        return TOOL_EXIT_CORRUPT;
+    case TT_E_INCOMPLETE:
+        return TOOL_EXIT_INCOMPLETE;
+    default: /* TT_E_IO, TT_E_NOMEM, and anything that is the tool's or the system's fault */
+        return TOOL_EXIT_SYSTEM;
+    }
+}
+
+/* Codes for which the offset in the file is what the reader of the message needs. Capacity and
+ * incomplete are not: their offset is that of a manifest field, and the message names the limit
+ * or the write error. */
+static int is_format_error(int code)
+{
+    return code != TT_E_CAPACITY && tool_exit_for_error(code) == TOOL_EXIT_CORRUPT;
+}
+
+void tool_error_info_init(tt_error_info *err)
+{
+    memset(err, 0, sizeof *err);
+    err->offset = UINT64_MAX;
+}
+
+const char *tool_strip_path(const char *msg, const char *path)
+{
+    /* The library names its source in front of a message: the full path, or the first 255
+     * bytes of it that fit in tt_source.name. */
+    size_t n = strlen(path);
+    if (strncmp(msg, path, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+        return msg + n + 2;
+    n = strnlen(path, sizeof ((tt_source *)0)->name - 1);
+    if (strncmp(msg, path, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+        return msg + n + 2;
+    return msg;
+}
+
+int tool_report(const char *path, const char *what, int code, const tt_error_info *err)
+{
+    const char *msg = tt_strerror(code);
+    size_t msg_len;
+    int has_message = err != NULL && err->message[0] != '\0';
+
+    if (has_message)
+        msg = tool_strip_path(err->message, path);
+    msg_len = strnlen(msg, sizeof err->message);
+    fflush(stdout);
+    fputs("tinytrace: ", stderr);
+    tool_print_text(stderr, path, strlen(path));
+    fputs(": ", stderr);
+    if (what != NULL)
+        fprintf(stderr, "%s: ", what);
+    tool_print_text(stderr, msg, msg_len);
+    if (err != NULL && err->offset != UINT64_MAX && is_format_error(code) &&
+        strstr(msg, "offset") == NULL)
+        fprintf(stderr, " (offset %" PRIu64 ")", err->offset);
+    if (err != NULL && err->sys_errno != 0 && code == TT_E_IO && !has_message)
+        fprintf(stderr, " (%s)", strerror(err->sys_errno));
+    fprintf(stderr, " [%s]\n", tt_error_name(code));
+    if (code == TT_E_CAPACITY && strstr(msg, "max_total") != NULL)
+        fputs("tinytrace: a larger limit can be given with --max-memory MB\n", stderr);
+    return tool_exit_for_error(code);
+}
+
+int tool_finish_stdout(int rc)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int e = errno;
+        fprintf(stderr, "tinytrace: writing the output failed: %s\n", strerror(e));
+        return TOOL_EXIT_SYSTEM;
+    }
+    return rc;
+}
+
+/* ---- option values ---- */
+
+int tool_parse_u64(const char *prog, const char *option, const char *s, uint64_t min,
+                   uint64_t max, uint64_t *out)
+{
+    char *end = NULL;
+    unsigned long long v;
+    if (s[0] < '0' || s[0] > '9')
+        return tool_usage_error(prog, "%s expects a number, not '%s'", option, s);
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return tool_usage_error(prog, "%s expects a number, not '%s'", option, s);
+    if (v < min || v > max)
+        return tool_usage_error(prog, "%s must be between %" PRIu64 " and %" PRIu64 ", not '%s'",
+                                option, min, max, s);
+    *out = (uint64_t)v;
+    return TOOL_EXIT_OK;
+}
+
+void tool_limits(tt_reader_limits *lim, uint64_t max_memory_mb)
+{
+    tt_reader_limits_default(lim);
+    if (max_memory_mb != 0)
+        lim->max_total = max_memory_mb << 20; /* the parser bounds MB to UINT64_MAX >> 20 */
+}
+
+/* ---- opening a trace ---- */
+
+int tool_trace_probe(tool_trace *t, const char *path, const tt_reader_limits *lim,
+                     tt_cursor_mode mode)
+{
+    tt_error_info err;
+    int rc;
+
+    memset(t, 0, sizeof *t);
+    t->path = path;
+    t->lim = *lim;
+    t->mode = mode;
+    t->src.fd = -1;
+
+    tool_error_info_init(&err);
+    rc = tt_source_file(&t->src, path, &err);
+    if (rc != TT_OK)
+        return tool_report(path, "cannot open", rc, &err);
+    t->src_open = 1;
+
+    tool_error_info_init(&err);
+    rc = tt_reader_probe(&t->src, &t->lim, mode, &t->m, &t->cap, &err);
+    if (rc != TT_OK)
+        return tool_report(path, NULL, rc, &err);
+    return TOOL_EXIT_OK;
+}
+
+int tool_trace_open(tool_trace *t)
+{
+    tt_error_info err;
+    size_t len;
+    int rc;
+
+    /* The capacity is the probe's: computed from the manifest and bounded by our limits. The
+     * reader wants 16-byte aligned storage; aligned_alloc wants a multiple of the alignment. */
+    if (t->cap.total == 0 || t->cap.total > SIZE_MAX - 15) {
+        tool_error("%s: the reader asks for %" PRIu64 " bytes of storage", t->path, t->cap.total);
+        return TOOL_EXIT_SYSTEM;
+    }
+    len = ((size_t)t->cap.total + 15) & ~(size_t)15;
+    t->mem = aligned_alloc(16, len);
+    if (t->mem == NULL) {
+        tool_error("%s: cannot allocate %" PRIu64 " bytes for the reader: %s", t->path,
+                   t->cap.total, strerror(errno));
+        return TOOL_EXIT_SYSTEM;
+    }
+
+    tool_error_info_init(&err);
+    rc = tt_reader_open(&t->src, &t->lim, t->mode, t->mem, len, &t->r, &err);
+    if (rc != TT_OK) {
+        t->r = NULL;
+        return tool_report(t->path, NULL, rc, &err);
+    }
+    return TOOL_EXIT_OK;
+}
+
+void tool_trace_close(tool_trace *t)
+{
+    if (t->r != NULL)
+        tt_reader_close(t->r);
+    t->r = NULL;
+    free(t->mem);
+    t->mem = NULL;
+    if (t->src_open)
+        tt_source_close(&t->src);
+    t->src_open = 0;
+}
+
+/* ---- formatting ---- */
+
+/* GCC and clang have a 128-bit integer; __extension__ keeps -Wpedantic quiet about it. */
+__extension__ typedef unsigned __int128 tool_u128;
+
+uint64_t tool_ticks_to_ns(uint64_t ticks, uint64_t ticks_per_sec)
+{
+    tool_u128 ns;
+    if (ticks_per_sec == 0 || ticks_per_sec == 1000000000u)
+        return ticks;
+    ns = (tool_u128)ticks * 1000000000u / ticks_per_sec;
+    return ns > UINT64_MAX ? UINT64_MAX : (uint64_t)ns;
+}
+
+void tool_format_time(int64_t ns, char *buf, size_t cap)
+{
+    int64_t sec = ns / 1000000000;
+    int64_t frac = ns % 1000000000;
+    time_t tt;
+    struct tm tm;
+
+    if (frac < 0) { /* floor division: 1969 is before the epoch, not after it */
+        frac += 1000000000;
+        sec -= 1;
+    }
+    tt = (time_t)sec;
+    if ((int64_t)tt != sec || gmtime_r(&tt, &tm) == NULL || tm.tm_year > 9999 - 1900 ||
+        tm.tm_year < -1900) {
+        snprintf(buf, cap, "%" PRId64 " ns since the epoch", ns);
+        return;
+    }
+    snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%09dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)frac);
+}
+
+void tool_format_flags(uint32_t flags, const char *sep, char *buf, size_t cap)
+{
+    static const struct {
+        uint32_t bit;
+        const char *name;
+    } names[] = {
+        {TT_MF_FINALIZED, "finalized"}, {TT_MF_INCOMPLETE, "incomplete"},
+        {TT_MF_RECOVERED, "recovered"}, {TT_MF_CRASHED, "crashed"},
+        {TT_MF_TSC, "tsc"},
+    };
+    size_t used = 0;
+    uint32_t rest = flags;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if ((flags & names[i].bit) == 0)
+            continue;
+        rest &= ~names[i].bit;
+        if (used < cap)
+            used += (size_t)snprintf(buf + used, cap - used, "%s%s", used ? sep : "",
+                                     names[i].name);
+    }
+    if (rest != 0 && used < cap)
+        used += (size_t)snprintf(buf + used, cap - used, "%s0x%" PRIx32, used ? sep : "", rest);
+    if (used == 0)
+        snprintf(buf, cap, "-");
+}
+
+void tool_print_hex(FILE *f, const void *data, size_t len)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *p = data;
+    char buf[128];
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        buf[n++] = digits[p[i] >> 4];
+        buf[n++] = digits[p[i] & 15];
+        if (n == sizeof buf) {
+            fwrite(buf, 1, n, f);
+            n = 0;
+        }
+    }
+    fwrite(buf, 1, n, f);
+}
+
+void tool_print_u64(FILE *f, uint64_t v)
+{
+    char buf[20];
+    size_t i = sizeof buf;
+    do {
+        buf[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    fwrite(buf + i, 1, sizeof buf - i, f);
+}
+
+/* Length of the valid UTF-8 sequence at @s (1 to 4), or 0 when the byte at @s does not start one.
+ * Overlong forms, surrogates and code points above U+10FFFF are invalid (RFC 3629). */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    unsigned char lo = 0x80, hi = 0xbf;
+    size_t len;
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+        len = 3;
+    else if (c >= 0xf0 && c <= 0xf4)
+        len = 4;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    if (c == 0xe0)
+        lo = 0xa0;
+    else if (c == 0xed)
+        hi = 0x9f;
+    else if (c == 0xf0)
+        lo = 0x90;
+    else if (c == 0xf4)
+        hi = 0x8f;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return len;
+}
+
+void tool_print_text(FILE *f, const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        size_t n = utf8_len(p + i, len - i);
+        /* C1 controls (U+0080..U+009F, C2 80..C2 9F) act on terminals like C0 ones. */
+        int c1 = n == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0;
+        if (n == 1 && p[i] >= 0x20 && p[i] != 0x7f && p[i] != '\\') {
+            fputc(p[i], f);
+        } else if (n == 1 && p[i] == '\\') {
+            fputs("\\\\", f);
+        } else if (n > 1 && !c1) {
+            fwrite(p + i, 1, n, f);
+        } else {
+            size_t k = n == 0 ? 1 : n;
+            for (size_t j = 0; j < k; j++)
+                fprintf(f, "\\x%02x", p[i + j]);
+            n = k;
+        }
+        i += n;
+    }
+}
+
+const char *tool_object_name(const tt_reader *r, uint32_t id, size_t *len)
+{
+    tt_object_entry o;
+    if (id == 0 || tt_reader_object(r, id, &o) != TT_OK || (o.name == NULL && o.name_len != 0))
+        return NULL;
+    *len = o.name_len;
+    return o.name != NULL ? o.name : "";
+}
+
+void tool_print_object(FILE *f, const tt_reader *r, uint32_t id)
+{
+    size_t len = 0;
+    const char *name;
+    if (id == 0) {
+        fputc('-', f);
+        return;
+    }
+    name = tool_object_name(r, id, &len);
+    if (name == NULL || len == 0)
+        fprintf(f, "#%" PRIu32, id);
+    else
+        tool_print_text(f, name, len);
+}
+
+/* ---- JSON ----
+ * The writer formats into its own buffer and hands stdio one piece per line (or per 8 KiB): a
+ * JSON dump is millions of short fields, and a stdio call per field costs more than the read. */
+
+static void jflush(tool_json *j)
+{
+    if (j->len > 0)
+        fwrite(j->buf, 1, j->len, j->f);
+    j->len = 0;
+}
+
+static void jput(tool_json *j, const void *data, size_t n)
+{
+    if (n > sizeof j->buf - j->len) {
+        jflush(j);
+        if (n > sizeof j->buf) {
+            fwrite(data, 1, n, j->f);
+            return;
+        }
+    }
+    memcpy(j->buf + j->len, data, n);
+    j->len += n;
+}
+
+static void jputc(tool_json *j, char c)
+{
+    if (j->len == sizeof j->buf)
+        jflush(j);
+    j->buf[j->len++] = c;
+}
+
+static void jputs(tool_json *j, const char *s)
+{
+    jput(j, s, strlen(s));
+}
+
+void tj_init(tool_json *j, FILE *f)
+{
+    j->f = f;
+    j->depth = 0;
+    j->len = 0;
+    memset(j->first, 0, sizeof j->first);
+    j->first[0] = 1;
+}
+
+/* Writes the comma and the key in front of a value. */
+static void tj_key(tool_json *j, const char *key)
+{
+    if (!j->first[j->depth])
+        jputc(j, ',');
+    j->first[j->depth] = 0;
+    if (key != NULL) { /* keys are the tool's own ASCII words: nothing to escape */
+        jputc(j, '"');
+        jputs(j, key);
+        jput(j, "\":", 2);
+    }
+}
+
+static void tj_open(tool_json *j, const char *key, char c)
+{
+    tj_key(j, key);
+    jputc(j, c);
+    /* Deeper levels than the writer tracks never happen in the tool; stay correct anyway by
+     * not going past the last slot (commas would then be the only damage). */
+    if (j->depth + 1 < sizeof j->first)
+        j->depth++;
+    j->first[j->depth] = 1;
+}
+
+static void tj_close(tool_json *j, char c)
+{
+    if (j->depth > 0)
+        j->depth--;
+    jputc(j, c);
+}
+
+void tj_object_begin(tool_json *j, const char *key) { tj_open(j, key, '{'); }
+void tj_object_end(tool_json *j) { tj_close(j, '}'); }
+void tj_array_begin(tool_json *j, const char *key) { tj_open(j, key, '['); }
+void tj_array_end(tool_json *j) { tj_close(j, ']'); }
+
+static void jput_u64(tool_json *j, uint64_t v)
+{
+    char buf[20];
+    size_t i = sizeof buf;
+    do {
+        buf[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    jput(j, buf + i, sizeof buf - i);
+}
+
+void tj_u64(tool_json *j, const char *key, uint64_t v)
+{
+    tj_key(j, key);
+    jput_u64(j, v);
+}
+
+void tj_i64(tool_json *j, const char *key, int64_t v)
+{
+    tj_key(j, key);
+    if (v < 0) {
+        jputc(j, '-');
+        jput_u64(j, (uint64_t)0 - (uint64_t)v); /* INT64_MIN too: the negation is unsigned */
+    } else {
+        jput_u64(j, (uint64_t)v);
+    }
+}
+
+void tj_bool(tool_json *j, const char *key, int v)
+{
+    tj_key(j, key);
+    jputs(j, v ? "true" : "false");
+}
+
+void tj_null(tool_json *j, const char *key)
+{
+    tj_key(j, key);
+    jputs(j, "null");
+}
+
+void tj_str(tool_json *j, const char *key, const char *s)
+{
+    tj_strn(j, key, s, strlen(s));
+}
+
+void tj_strn(tool_json *j, const char *key, const char *s, size_t len)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+
+    tj_key(j, key);
+    jputc(j, '"');
+    while (i < len) {
+        size_t n, run = i;
+        unsigned char c;
+        /* the common case, plain printable ASCII, goes out in one piece */
+        while (run < len && p[run] >= 0x20 && p[run] < 0x7f && p[run] != '"' && p[run] != '\\')
+            run++;
+        if (run > i) {
+            jput(j, p + i, run - i);
+            i = run;
+            continue;
+        }
+        n = utf8_len(p + i, len - i);
+        c = p[i];
+        if (n == 0) {
+            jputs(j, "\\ufffd");
+            n = 1;
+        } else if (n > 1) {
+            jput(j, p + i, n);
+        } else if (c == '"' || c == '\\') {
+            jputc(j, '\\');
+            jputc(j, (char)c);
+        } else if (c == '\n') {
+            jputs(j, "\\n");
+        } else if (c == '\t') {
+            jputs(j, "\\t");
+        } else if (c == '\r') {
+            jputs(j, "\\r");
+        } else { /* the other control characters and DEL */
+            char u[6] = {'\\', 'u', '0', '0', digits[c >> 4], digits[c & 15]};
+            jput(j, u, sizeof u);
+        }
+        i += n;
+    }
+    jputc(j, '"');
+}
+
+void tj_hex(tool_json *j, const char *key, const void *data, size_t len)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *p = data;
+    tj_key(j, key);
+    jputc(j, '"');
+    for (size_t i = 0; i < len; i++) {
+        jputc(j, digits[p[i] >> 4]);
+        jputc(j, digits[p[i] & 15]);
+    }
+    jputc(j, '"');
+}
+
+void tj_object_name(tool_json *j, const char *key, const tt_reader *r, uint32_t id)
+{
+    size_t len = 0;
+    const char *name;
+    char buf[16];
+    if (id == 0) {
+        tj_null(j, key);
+        return;
+    }
+    name = tool_object_name(r, id, &len);
+    if (name == NULL || len == 0) {
+        snprintf(buf, sizeof buf, "#%" PRIu32, id);
+        tj_str(j, key, buf);
+    } else {
+        tj_strn(j, key, name, len);
+    }
+}
+
+void tj_newline(tool_json *j)
+{
+    jputc(j, '\n');
+    jflush(j);
+    j->depth = 0;
+    memset(j->first, 0, sizeof j->first);
+    j->first[0] = 1;
+}
