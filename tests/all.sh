@@ -15,15 +15,17 @@ failed=0
 status=0
 
 count() { # count BUILDDIR: add the results of the last meson test run
-    python3 - "$1/meson-logs/testlog.json" <<'PY'
-import json, sys
+    # meson names the log after the wrapper (testlog-setarch.json): take the newest
+    python3 - "$1/meson-logs" <<'PY'
+import glob, json, os, sys
 p = f = 0
+logs = sorted(glob.glob(os.path.join(sys.argv[1], "testlog*.json")), key=os.path.getmtime)
 try:
-    for line in open(sys.argv[1]):
+    for line in open(logs[-1]):
         r = json.loads(line).get("result")
         if r in ("OK", "EXPECTEDFAIL"): p += 1
         elif r != "SKIP": f += 1
-except FileNotFoundError:
+except (FileNotFoundError, IndexError):
     f = 1
 print(p, f)
 PY
