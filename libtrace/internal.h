@@ -17,6 +17,9 @@
 #define TT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define TT_HIDDEN __attribute__((visibility("hidden")))
 
+/* Resolves a provisional function id on the swapper (instrument/hooks.c). */
+typedef uint32_t (*tt_fn_resolver)(tt_session *s, uint32_t provisional);
+
 /* ---- errors ---- */
 int tt_fail(tt_error_info *err, int code, int sys_errno, uint64_t offset, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -150,6 +153,9 @@ struct tt_session {
 
     /* replay */
     struct tt_replayer *rp;
+
+    /* instrumentation: resolves provisional function ids on the swapper */
+    _Atomic(tt_fn_resolver) fn_resolver;
 };
 
 /* session.c: the thread-local cache that maps a session to the calling thread's state */
@@ -206,7 +212,19 @@ int tt_checkpoint_collect(tt_session *s, uint8_t **out, size_t *len);
 void tt_checkpoint_retain(tt_session *s, const void *data, size_t len, tt_timepoint tp);
 void tt_checkpoint_free(tt_session *s);
 
-/* unwind.c: a backtrace as text, one frame a line; returns bytes written. Signal-safe. */
+/* unwind.c: a backtrace as text, one frame a line; returns bytes written. */
 size_t tt_backtrace(char *buf, size_t cap, int skip);
+/* The ASLR-proof name of the function at @addr: "symbol" in the main executable,
+ * "libname.so!symbol" elsewhere, "module+0xoffset" without a symbol. */
+void tt_symbolize(uintptr_t addr, char *buf, size_t cap);
+
+/* ---- instrumentation support ---- */
+/* Function ids with this bit are provisional: the swapper resolves them (hooks.c). */
+#define TT_FN_PROVISIONAL 0x80000000u
+void tt_session_set_fn_resolver_(tt_session *s, tt_fn_resolver fn);
+/* Marks a recording as finalized by the crash handler. */
+void tt_session_mark_crashed_(tt_session *s);
+/* Held by any thread while tinytrace itself runs (the swapper for its whole life). */
+extern __thread int tt_in_tracer TT_HIDDEN;
 
 #endif

@@ -23,6 +23,7 @@ static _Atomic uint64_t next_serial = 1;
 
 /* initial-exec TLS (see meson.build): a plain %fs-relative load on the hot path */
 __thread struct tls_way tt_tls_cache[TLS_WAYS];
+__thread int tt_in_tracer;
 static __thread uint64_t tls_serial;
 
 /* ---------------------------------------------------------------- intern table */
@@ -173,6 +174,7 @@ struct tt_thread *tt_thread_lookup_slow(tt_session *s, int *rc)
         tls_serial = atomic_fetch_add_explicit(&next_serial, 1, memory_order_relaxed);
     pthread_mutex_lock(&s->lock);
     struct tt_thread *t = NULL;
+    bool fresh = false;
     /* registered before, then pushed out of the cache by other sessions */
     for (uint32_t i = 0; i < s->nthreads; i++)
         if (s->threads[i]->serial == tls_serial)
@@ -192,20 +194,24 @@ struct tt_thread *tt_thread_lookup_slow(tt_session *s, int *rc)
             t->id = s->nthreads;
             t->serial = tls_serial;
             t->os_tid = (uint32_t)syscall(SYS_gettid);
-            *rc = s->head.mode == TT_MODE_RECORD ? tt_writer_thread_init(s, t)
-                                                 : tt_replay_thread_init(s, t);
-            if (*rc != TT_OK) {
-                if (!t->carved)
-                    free(t);
-                t = NULL;
-            } else {
-                s->threads[s->nthreads++] = t;
-            }
+            s->threads[s->nthreads++] = t;
+            fresh = true;
         }
     }
     pthread_mutex_unlock(&s->lock);
-    if (t)
-        tls_insert(s, t);
+    if (!t)
+        return NULL;
+    if (fresh) {
+        /* outside the session lock: taking a buffer may wait for the swapper, and the swapper
+         * takes the session lock to intern function names */
+        *rc = s->head.mode == TT_MODE_RECORD ? tt_writer_thread_init(s, t)
+                                             : tt_replay_thread_init(s, t);
+        if (*rc != TT_OK) {
+            t->ended = 1; /* registered, but records nothing */
+            return NULL;
+        }
+    }
+    tls_insert(s, t);
     return t;
 }
 
@@ -313,4 +319,9 @@ void tt_session_stats_get(tt_session *s, tt_session_stats *st)
     pthread_mutex_lock(&s->lock);
     st->threads = s->nthreads;
     pthread_mutex_unlock(&s->lock);
+}
+
+void tt_session_set_fn_resolver_(tt_session *s, tt_fn_resolver fn)
+{
+    atomic_store_explicit(&s->fn_resolver, fn, memory_order_release);
 }

@@ -242,6 +242,11 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
             prev_time = rel;
             first = false;
         }
+        if (TT_UNLIKELY(sr.function & TT_FN_PROVISIONAL)) {
+            /* instrumentation hooks left the name to us: resolve it once per function */
+            tt_fn_resolver res = atomic_load_explicit(&s->fn_resolver, memory_order_acquire);
+            sr.function = res ? res(s, sr.function) : 0;
+        }
         uint8_t tag = (uint8_t)kind | (dir ? TT_TAG_OUT : 0);
         bool same = sr.function == prev_fn;
         if (same)
@@ -302,6 +307,7 @@ static void *swapper_main(void *arg)
 {
     tt_session *s = arg;
     struct tt_writer *w = s->w;
+    tt_in_tracer = 1; /* never trace the swapper (its malloc, its symbol lookups) */
     pthread_mutex_lock(&w->qlock);
     for (;;) {
         while (!w->qhead && !w->stop)
@@ -837,4 +843,10 @@ void tt_writer_stats(tt_session *s, tt_session_stats *st)
     pthread_mutex_unlock(&w->qlock);
     st->stalls = atomic_load_explicit(&w->stalls, memory_order_relaxed);
     st->stall_ns = atomic_load_explicit(&w->stall_ns, memory_order_relaxed);
+}
+
+void tt_session_mark_crashed_(tt_session *s)
+{
+    if (s->w)
+        s->w->m.flags |= TT_MF_CRASHED;
 }

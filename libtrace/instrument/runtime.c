@@ -1,0 +1,351 @@
+/* The in-process runtime: one session per process, opened from the environment.
+ *
+ * Life: a constructor opens the session when TINYTRACE_MODE is set and records the command line
+ * and working directory as META objects; a destructor flushes stdio (so the program's last
+ * output is still seen) and closes it, and in replay writes the report. A fork child is not
+ * traced: its copy of the session is dropped, so it never writes into the parent's file.
+ *
+ * Crashes while recording: a fatal signal appends a crash event (signal number, backtrace) on
+ * the crashing thread, closes the session — every thread's buffer is flushed, the tables and the
+ * manifest are written, the file is renamed — and re-raises the signal with its default action,
+ * so the program dies exactly as it would have. Closing from a signal handler takes locks that
+ * the crashing thread might hold; a crash inside tinytrace itself is therefore not finalized
+ * (the guard tells), and its partial file is left for `tinytrace recover`.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "instrument/runtime.h"
+
+static tt_session *_Atomic g_session;
+static tt_mode g_mode;
+static pid_t g_pid;
+static bool opt_alloc, opt_check_output, opt_keep_going;
+static char report_path[4096];
+static _Atomic int g_closing;
+
+/* the guard is the library's own per-thread flag, which the swapper holds for its whole life */
+#define guard tt_in_tracer
+
+bool tt_rt_guard_enter(void)
+{
+    if (guard)
+        return false;
+    guard = 1;
+    return true;
+}
+
+void tt_rt_guard_leave(void)
+{
+    guard = 0;
+}
+
+tt_session *tt_rt_session(void)
+{
+    /* acquire: pairs with the release store in rt_init, so the session is fully built */
+    return atomic_load_explicit(&g_session, memory_order_acquire);
+}
+
+tt_mode tt_rt_mode(void)
+{
+    return tt_rt_session() ? g_mode : TT_MODE_OFF;
+}
+
+bool tt_rt_record_allocs(void)
+{
+    return opt_alloc;
+}
+
+bool tt_rt_check_output(void)
+{
+    return opt_check_output;
+}
+
+static bool env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+/* ---------------------------------------------------------------- the report */
+
+static void json_str(FILE *f, const char *s, size_t n)
+{
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20 || c >= 0x7f)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_event(FILE *f, tt_session *s, const tt_report_event *re)
+{
+    const tt_event *ev = &re->ev;
+    const char *fn = ev->sp.function ? tt_replay_name(s, ev->sp.function) : NULL;
+    const char *site = ev->sp.site ? tt_replay_name(s, ev->sp.site) : NULL;
+    fprintf(f, "{\"kind\": \"%s\", \"seq\": %" PRIu64 ", \"function\": ",
+            tt_event_kind_name(ev->kind), ev->tp.seq);
+    if (fn)
+        json_str(f, fn, strlen(fn));
+    else
+        fprintf(f, "%u", ev->sp.function);
+    fputs(", \"site\": ", f);
+    if (site)
+        json_str(f, site, strlen(site));
+    else
+        fprintf(f, "%u", ev->sp.site);
+    fprintf(f, ", \"arg\": %" PRIu64 ", \"len\": %" PRIu64 ", \"dir\": \"%s\"}", ev->arg,
+            ev->payload_len, ev->dir == TT_IO_OUT ? "out" : "in");
+}
+
+/* Writes the JSON report; @d may be NULL. */
+static void write_report(tt_session *s, const char *status, int code, const char *message,
+                         const tt_divergence *d, const char *bt, uint64_t divergences)
+{
+    if (!report_path[0])
+        return;
+    FILE *f = fopen(report_path, "w");
+    if (!f)
+        return;
+    fprintf(f, "{\"status\": \"%s\", \"divergences\": %" PRIu64 ", \"error\": \"%s\", ", status,
+            divergences, tt_error_name(code));
+    fputs("\"message\": ", f);
+    json_str(f, message, strlen(message));
+    if (d) {
+        static const char *const reason[] = {
+            "none", "kind", "function", "site", "arg", "size", "length", "payload", "direction",
+            "end", "thread", "order",
+        };
+        fprintf(f, ", \"thread\": %u, \"seq\": %" PRIu64 ", \"reason\": \"%s\", \"first_diff\": %" PRIu64,
+                d->tp.thread, d->tp.seq,
+                (unsigned)d->reason < sizeof reason / sizeof reason[0] ? reason[d->reason] : "?",
+                d->first_diff);
+        fputs(", \"expected\": ", f);
+        if (d->has_expected)
+            json_event(f, s, &d->expected);
+        else
+            fputs("null", f);
+        fputs(", \"actual\": ", f);
+        json_event(f, s, &d->actual);
+        fputs(", \"history\": [", f);
+        for (uint32_t i = 0; i < d->history_len; i++) {
+            if (i)
+                fputs(", ", f);
+            json_event(f, s, &d->history[i]);
+        }
+        fputs("]", f);
+    }
+    if (bt) {
+        fputs(", \"backtrace\": [", f);
+        const char *p = bt;
+        bool first = true;
+        while (*p) {
+            const char *nl = strchr(p, '\n');
+            size_t n = nl ? (size_t)(nl - p) : strlen(p);
+            if (!first)
+                fputs(", ", f);
+            json_str(f, p, n);
+            first = false;
+            p += n + (nl ? 1 : 0);
+        }
+        fputs("]", f);
+    }
+    fputs("}\n", f);
+    fclose(f);
+}
+
+void tt_rt_failed(int rc, const char *what)
+{
+    tt_session *s = tt_rt_session();
+    if (!s || rc == TT_OK)
+        return;
+    if (rc == TT_E_DIVERGED) {
+        tt_divergence d;
+        char text[8192], bt[4096];
+        tt_backtrace(bt, sizeof bt, 1);
+        if (tt_replay_divergence(s, &d) != TT_OK)
+            memset(&d, 0, sizeof d);
+        size_t n = tt_divergence_format(s, &d, text, sizeof text);
+        fprintf(stderr, "tinytrace: in %s: %.*s  backtrace of the diverging call:\n%s", what,
+                (int)n, text, bt);
+        tt_replay_progress p;
+        tt_replay_progress_get(s, &p);
+        write_report(s, "diverged", rc, d.message, &d, bt, p.divergences);
+        if (opt_keep_going)
+            return;
+        fflush(stderr);
+        _exit(TT_RT_EXIT_DIVERGED);
+    }
+    /* another error: say it once, stop tracing, let the program go on */
+    static _Atomic int said;
+    if (!atomic_exchange(&said, 1)) {
+        fprintf(stderr, "tinytrace: %s failed: %s (%s); tracing stops\n", what, tt_strerror(rc),
+                tt_error_name(rc));
+        if (g_mode == TT_MODE_REPLAY) {
+            write_report(s, "error", rc, tt_strerror(rc), NULL, NULL, 0);
+            fflush(stderr);
+            _exit(TT_RT_EXIT_DIVERGED);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- crash handling */
+
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS };
+#define NFATAL (sizeof fatal_signals / sizeof fatal_signals[0])
+static struct sigaction old_actions[NFATAL];
+
+static void crash_handler(int sig, siginfo_t *info, void *uctx)
+{
+    (void)info;
+    (void)uctx;
+    tt_session *s = tt_rt_session();
+    /* inside tinytrace (the guard is held) the locks may be ours: do not finalize then */
+    if (s && !guard && !atomic_exchange(&g_closing, 1)) {
+        guard = 1;
+        char bt[4096];
+        size_t n = tt_backtrace(bt, sizeof bt, 1);
+        tt_event ev = { .kind = TT_EV_CRASH, .arg = (uint64_t)sig, .payload = bt,
+                        .payload_len = n };
+        tt_event_full_(s, &ev, NULL, 0, NULL);
+        tt_error_info err;
+        atomic_store_explicit(&g_session, NULL, memory_order_release);
+        tt_session_mark_crashed_(s);
+        tt_session_close(s, &err);
+    }
+    /* die as the program would have: default action, signal unblocked, raised again */
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    raise(sig);
+}
+
+static void install_crash_handlers(void)
+{
+    static char stack[64 * 1024];
+    stack_t ss = { .ss_sp = stack, .ss_size = sizeof stack };
+    sigaltstack(&ss, NULL); /* a stack overflow still gets its crash event (main thread) */
+    for (size_t i = 0; i < NFATAL; i++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = crash_handler;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        sigaction(fatal_signals[i], &sa, &old_actions[i]);
+    }
+}
+
+/* ---------------------------------------------------------------- life */
+
+static void fork_child(void)
+{
+    /* The child is not traced: its copy of the session shares the parent's file descriptor and
+     * would write into the parent's trace. Drop it without closing anything. */
+    atomic_store_explicit(&g_session, NULL, memory_order_relaxed);
+}
+
+static void record_meta(tt_session *s)
+{
+    char buf[4096 + 8];
+    uint32_t id;
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd)) {
+        snprintf(buf, sizeof buf, "cwd=%s", cwd);
+        tt_intern(s, TT_OBJ_META, buf, &id);
+    }
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    static char cmd[65536];
+    ssize_t n = read(fd, cmd, sizeof cmd - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    cmd[n] = '\0';
+    int argc = 0;
+    for (ssize_t i = 0; i < n; i += (ssize_t)strlen(cmd + i) + 1) {
+        snprintf(buf, sizeof buf, "argv[%d]=%s", argc, cmd + i);
+        tt_intern(s, TT_OBJ_META, buf, &id);
+        argc++;
+    }
+    snprintf(buf, sizeof buf, "argc=%d", argc);
+    tt_intern(s, TT_OBJ_META, buf, &id);
+}
+
+__attribute__((constructor(101))) static void rt_init(void)
+{
+    const char *mode = getenv("TINYTRACE_MODE");
+    if (!mode || !*mode || !strcmp(mode, "off"))
+        return;
+    guard = 1;
+    tt_config cfg;
+    tt_error_info err;
+    tt_session *s;
+    tt_config_init(&cfg);
+    if (tt_config_from_env(&cfg, &err) != TT_OK || tt_session_open(&cfg, &s, &err) != TT_OK) {
+        /* a bad setting is refused now, before the program runs */
+        fprintf(stderr, "tinytrace: %s\n", err.message);
+        fflush(stderr);
+        _exit(2);
+    }
+    g_mode = tt_session_mode(s);
+    g_pid = getpid();
+    opt_alloc = env_flag("TINYTRACE_ALLOC");
+    opt_check_output = env_flag("TINYTRACE_CHECK_OUTPUT");
+    opt_keep_going = env_flag("TINYTRACE_KEEP_GOING");
+    const char *rp = getenv("TINYTRACE_REPORT");
+    if (rp)
+        snprintf(report_path, sizeof report_path, "%s", rp);
+    if (g_mode == TT_MODE_RECORD) {
+        record_meta(s);
+        install_crash_handlers();
+    }
+    pthread_atfork(NULL, NULL, fork_child);
+    atomic_store_explicit(&g_session, s, memory_order_release);
+    guard = 0;
+}
+
+__attribute__((destructor(101))) static void rt_fini(void)
+{
+    tt_session *s = tt_rt_session();
+    if (!s || getpid() != g_pid || atomic_exchange(&g_closing, 1))
+        return;
+    /* the program's buffered output is still part of the run */
+    fflush(NULL);
+    guard = 1;
+    atomic_store_explicit(&g_session, NULL, memory_order_release);
+    tt_error_info err;
+    tt_replay_progress p = { 0 };
+    if (g_mode == TT_MODE_REPLAY)
+        tt_replay_progress_get(s, &p);
+    int rc = tt_session_close(s, &err);
+    if (g_mode == TT_MODE_REPLAY) {
+        if (rc == TT_OK && p.divergences == 0)
+            write_report(s, "matched", rc, "replay matched the recording", NULL, NULL, 0);
+        else if (rc == TT_OK)
+            write_report(s, "diverged", TT_E_DIVERGED, "divergences were counted", NULL, NULL,
+                         p.divergences);
+        else if (rc == TT_E_UNCONSUMED)
+            write_report(s, "unconsumed", rc, err.message, NULL, NULL, p.divergences);
+        else
+            write_report(s, "error", rc, err.message, NULL, NULL, p.divergences);
+    }
+    if (rc != TT_OK)
+        fprintf(stderr, "tinytrace: %s\n", err.message);
+}

@@ -1,0 +1,65 @@
+/* The in-process runtime shared by the -finstrument-functions hooks and the preload library.
+ *
+ * A program run under `tinytrace record|replay` (or linked with tinytrace and started with
+ * TINYTRACE_MODE set) gets one process-wide session, opened from the TINYTRACE_* environment by
+ * a constructor and closed at exit. Everything here is private to the library.
+ *
+ * The nesting guard: every interposed function and hook calls tt_rt_guard_enter() first and does
+ * nothing but forward to the real function when it returns false. The guard is per thread and is
+ * held while tinytrace itself runs, so the tracer never traces itself — not from its own malloc
+ * calls, not from its swapper thread (which holds the guard for its whole life), not from a
+ * signal handler that interrupts it.
+ *
+ * Environment (set by `tinytrace record` / `tinytrace replay`, readable by anyone):
+ *   TINYTRACE_MODE, TINYTRACE_FILE and the other session settings (session.h)
+ *   TINYTRACE_REPORT   replay: path of a JSON report the runtime writes on divergence and at exit
+ *   TINYTRACE_ALLOC    1: record and compare allocations
+ *   TINYTRACE_CHECK_OUTPUT 1: replay compares the program's writes to stdout/stderr
+ *   TINYTRACE_KEEP_GOING   1: count divergences instead of stopping at the first
+ */
+#ifndef TT_INSTRUMENT_RUNTIME_H
+#define TT_INSTRUMENT_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tinytrace/tinytrace.h>
+
+/* Exit status of a replayed program that the runtime stopped at a divergence. The tool learns
+ * the reason from the report file, not from this number. */
+#define TT_RT_EXIT_DIVERGED 86
+
+/* io channels of the environment, fixed so that recording and replay agree. */
+enum tt_rt_channel {
+    TT_CH_CLOCK = 1,      /* clock_gettime, gettimeofday, time */
+    TT_CH_RANDOM = 2,     /* getrandom, getentropy, reads of /dev/urandom and /dev/random */
+    TT_CH_READ = 3,       /* read on pipes, sockets, terminals (arg of the io event = channel) */
+    TT_CH_RECV = 4,       /* recv, recvfrom, recvmsg */
+    TT_CH_PID = 5,        /* getpid */
+    TT_CH_HOSTNAME = 6,   /* gethostname */
+    TT_CH_STDOUT = 7,     /* writes to fd 1, compared with --check-output */
+    TT_CH_STDERR = 8,     /* writes to fd 2 */
+};
+
+/* The process-wide session, or NULL when the runtime is not active (no TINYTRACE_MODE, off
+ * mode, in a forked child, or after exit began). Cheap: one load. */
+tt_session *tt_rt_session(void);
+tt_mode tt_rt_mode(void);
+
+/* Enters the calling thread's nesting guard. Returns false when the thread is already inside
+ * tinytrace (then the caller must only forward to the real function). Async-signal-safe. */
+bool tt_rt_guard_enter(void);
+void tt_rt_guard_leave(void);
+
+/* Options from the environment, read once at start. */
+bool tt_rt_record_allocs(void);
+bool tt_rt_check_output(void);
+
+/* Called when a recording call made on the program's behalf returned @rc != TT_OK. For
+ * TT_E_DIVERGED it writes the report (stderr, and TINYTRACE_REPORT as JSON) and, unless
+ * TINYTRACE_KEEP_GOING is set, ends the process with TT_RT_EXIT_DIVERGED. Other errors are
+ * reported once and tracing stops. Returns only when the program may go on. */
+void tt_rt_failed(int rc, const char *what);
+
+#endif
