@@ -12,6 +12,7 @@
  * the crashing thread might hold; a crash inside tinytrace itself is therefore not finalized
  * (the guard tells), and its partial file is left for `tinytrace recover`.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -251,6 +252,70 @@ static void install_crash_handlers(void)
     }
 }
 
+/* ---------------------------------------------------------------- threads
+ *
+ * Replay must pair each live thread with the recorded thread that did the same work. The order
+ * in which threads reach their first event is a race; the order in which one thread creates
+ * others is program order. So every thread is named by its creation path — "main", "main/1"
+ * for the first thread main created, "main/1/2" for the second thread that one created — and
+ * replay binds threads by those names. */
+
+static __thread char thread_path[96];
+static __thread unsigned thread_children;
+
+struct start_args {
+    void *(*fn)(void *);
+    void *arg;
+    char path[96];
+};
+
+static void name_thread(const char *path)
+{
+    snprintf(thread_path, sizeof thread_path, "%s", path);
+    thread_children = 0;
+    tt_session *s = tt_rt_session();
+    if (s) {
+        int rc = tt_thread_name(s, path);
+        if (rc != TT_OK)
+            tt_rt_failed(rc, "thread start");
+    }
+}
+
+static void *thread_trampoline(void *p)
+{
+    struct start_args a = *(struct start_args *)p;
+    free(p);
+    guard = 1;
+    name_thread(a.path);
+    guard = 0;
+    return a.fn(a.arg);
+}
+
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+__attribute__((visibility("default"))) int pthread_create(pthread_t *th, const pthread_attr_t *attr,
+                                                          void *(*fn)(void *), void *arg)
+{
+    static pthread_create_fn real;
+    if (!real)
+        real = (pthread_create_fn)(uintptr_t)dlsym(RTLD_NEXT, "pthread_create");
+    if (guard || !tt_rt_session())
+        return real(th, attr, fn, arg);
+    guard = 1;
+    struct start_args *a = malloc(sizeof *a);
+    guard = 0;
+    if (!a)
+        return real(th, attr, fn, arg);
+    a->fn = fn;
+    a->arg = arg;
+    snprintf(a->path, sizeof a->path, "%.80s/%u", thread_path[0] ? thread_path : "main",
+             ++thread_children);
+    int rc = real(th, attr, thread_trampoline, a);
+    if (rc != 0)
+        free(a);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- life */
 
 static void fork_child(void)
@@ -298,7 +363,10 @@ __attribute__((constructor(101))) static void rt_init(void)
     tt_error_info err;
     tt_session *s;
     tt_config_init(&cfg);
-    if (tt_config_from_env(&cfg, &err) != TT_OK || tt_session_open(&cfg, &s, &err) != TT_OK) {
+    int rc = tt_config_from_env(&cfg, &err);
+    if (rc == TT_OK && env_flag("TINYTRACE_KEEP_GOING"))
+        rc = tt_config_set(&cfg, TT_PARAM_DIVERGENCE, TT_DIVERGE_COUNT, &err);
+    if (rc != TT_OK || tt_session_open(&cfg, &s, &err) != TT_OK) {
         /* a bad setting is refused now, before the program runs */
         fprintf(stderr, "tinytrace: %s\n", err.message);
         fflush(stderr);
@@ -318,6 +386,7 @@ __attribute__((constructor(101))) static void rt_init(void)
     }
     pthread_atfork(NULL, NULL, fork_child);
     atomic_store_explicit(&g_session, s, memory_order_release);
+    name_thread("main");
     guard = 0;
 }
 

@@ -9,6 +9,7 @@
  * retained checkpoint untouched, so the corrected call succeeds on retry.
  */
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,11 @@ struct tt_replay_thread {
 };
 
 struct tt_replayer {
+    /* ordered replay: per recorded thread, the time of its next non-structural event
+     * (UINT64_MAX when it has none); written by that thread only */
+    _Atomic uint64_t *next_time;
+    uint32_t nthreads;
+    bool ordered;
     tt_source own_src;
     const tt_source *src;
     void *storage;
@@ -37,6 +43,48 @@ static bool structural(uint8_t kind)
 {
     return kind == TT_EV_SESSION_START || kind == TT_EV_SESSION_END ||
            kind == TT_EV_THREAD_START || kind == TT_EV_THREAD_END;
+}
+
+/* Ordered replay: steps @rec's cursor over structural events and publishes the time of its
+ * next real event. Called by the thread bound to @rec (or at open, before any thread runs). */
+static int publish_next(struct tt_replayer *rp, uint32_t rec, tt_error_info *err)
+{
+    tt_event ev;
+    int rc;
+    while ((rc = tt_reader_peek(rp->r, rec, &ev, err)) == TT_OK && structural(ev.kind))
+        tt_reader_advance(rp->r, rec);
+    uint64_t t = rc == TT_OK ? ev.time : UINT64_MAX;
+    /* release: a thread that sees this time sees that @rec is done with everything before it */
+    atomic_store_explicit(&rp->next_time[rec], t, memory_order_release);
+    return rc == TT_E_END ? TT_OK : rc;
+}
+
+/* Ordered replay: waits until @rec's next event at @t is the globally next one, that is until no
+ * other thread has an earlier unconsumed event (ties go to the lower thread id). */
+static bool wait_turn(tt_session *s, uint32_t rec, uint64_t t)
+{
+    struct tt_replayer *rp = s->rp;
+    uint64_t deadline = 0;
+    for (unsigned spins = 0;; spins++) {
+        bool mine = true;
+        for (uint32_t u = 0; u < rp->nthreads && mine; u++) {
+            if (u == rec)
+                continue;
+            uint64_t tu = atomic_load_explicit(&rp->next_time[u], memory_order_acquire);
+            if (tu < t || (tu == t && u < rec))
+                mine = false;
+        }
+        if (mine)
+            return true;
+        if (spins < 64)
+            continue;
+        uint64_t now = tt_mono_ns();
+        if (!deadline)
+            deadline = now + s->cfg.order_timeout_ms * 1000000u;
+        else if (now > deadline)
+            return false;
+        sched_yield();
+    }
 }
 
 int tt_replayer_open(tt_session *s, tt_error_info *err)
@@ -89,6 +137,19 @@ int tt_replayer_open(tt_session *s, tt_error_info *err)
         }
     }
     s->names.base_count = m.object_count;
+    rp->nthreads = m.thread_count;
+    rp->ordered = s->cfg.ordered != 0;
+    if (rp->ordered) {
+        rp->next_time = calloc(m.thread_count ? m.thread_count : 1, sizeof *rp->next_time);
+        if (!rp->next_time) {
+            rc = tt_fail(err, TT_E_NOMEM, 0, UINT64_MAX, "out of memory");
+            goto fail;
+        }
+        for (uint32_t i = 0; i < m.thread_count; i++) {
+            if ((rc = publish_next(rp, i, err)) != TT_OK)
+                goto fail;
+        }
+    }
     return TT_OK;
 fail:
     tt_replayer_free(s);
@@ -107,6 +168,7 @@ void tt_replayer_free(tt_session *s)
     tt_source_close(&rp->own_src);
     free(rp->storage);
     free(rp->bound);
+    free((void *)rp->next_time);
     pthread_mutex_destroy(&rp->lock);
     free(rp);
     s->rp = NULL;
@@ -245,6 +307,14 @@ static int diverge(tt_session *s, struct tt_thread *t, tt_diverge_reason why, co
     rp->has_last = true;
     pthread_mutex_unlock(&rp->lock);
     atomic_fetch_add_explicit(&s->divergences, 1, memory_order_relaxed);
+    if (s->cfg.divergence == TT_DIVERGE_COUNT && exp && why != TT_DIV_ORDER) {
+        /* counting: the recorded event is used up, so the replay moves on past it */
+        tt_reader_advance(rp->r, t->rp->rec);
+        if (rp->ordered) {
+            tt_error_info e2;
+            publish_next(rp, t->rp->rec, &e2);
+        }
+    }
     return TT_E_DIVERGED;
 }
 
@@ -262,7 +332,7 @@ int tt_replay_fn(tt_session *s, struct tt_thread *t, uint8_t k, uint32_t functio
 {
     struct tt_replay_thread *rt = t->rp;
     uint64_t seq, time;
-    if (TT_LIKELY(rt->rec != UINT32_MAX && !t->ended) &&
+    if (TT_LIKELY(rt->rec != UINT32_MAX && !t->ended && !s->rp->ordered) &&
         tt_reader_match_fn_(s->rp->r, rt->rec, k, function, &seq, &time)) {
         /* only the fields a history line shows; the slot's payload preview is cleared */
         tt_report_event *h = &rt->hist[rt->hist_pos];
@@ -308,6 +378,8 @@ int tt_replay_event(tt_session *s, struct tt_thread *t, const tt_event *act, voi
             break;
         tt_reader_advance(rp->r, rt->rec);
     }
+    if (rp->ordered && !wait_turn(s, rt->rec, ev.time))
+        return diverge(s, t, TT_DIV_ORDER, &ev, act, 0);
     tt_diverge_reason why = TT_DIV_NONE;
     uint64_t diff = 0;
     if (ev.kind != k)
@@ -350,6 +422,12 @@ int tt_replay_event(tt_session *s, struct tt_thread *t, const tt_event *act, voi
         rt->hist_len++;
     tt_reader_advance(rp->r, rt->rec);
     atomic_store_explicit(&rt->matched, rt->matched + 1, memory_order_relaxed);
+    if (rp->ordered) {
+        tt_error_info e2;
+        int rc2 = publish_next(rp, rt->rec, &e2);
+        if (rc2 != TT_OK)
+            return rc2;
+    }
     return TT_OK;
 }
 

@@ -24,9 +24,11 @@
 extern "C" {
 #endif
 
-/* What instrumentation that has no caller to check a result (function hooks) does on a
- * divergence: RETURN (the default) stops there with the report; COUNT counts and goes on. The C
- * API always returns TT_E_DIVERGED either way, and the count is in tt_replay_progress. */
+/* Divergence policy (TT_PARAM_DIVERGENCE). RETURN (the default): a diverging call returns
+ * TT_E_DIVERGED and changes nothing, so the corrected call can be retried. COUNT: it returns
+ * TT_E_DIVERGED too, but the recorded event it was compared with is consumed, so the replay goes
+ * on and later calls are compared with later events (`tinytrace replay --keep-going`). Either
+ * way the count is in tt_replay_progress. */
 typedef enum tt_divergence_policy { TT_DIVERGE_RETURN = 0, TT_DIVERGE_COUNT = 1 } tt_divergence_policy;
 
 /* Why a call diverged. */
