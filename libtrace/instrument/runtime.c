@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -68,6 +69,13 @@ bool tt_rt_record_allocs(void)
 bool tt_rt_check_output(void)
 {
     return opt_check_output;
+}
+
+/* Ends the process at once, past the interposed _exit below. */
+static _Noreturn void exit_now(int status)
+{
+    for (;;)
+        syscall(SYS_exit_group, status);
 }
 
 static bool env_flag(const char *name)
@@ -189,7 +197,7 @@ void tt_rt_failed(int rc, const char *what)
         if (opt_keep_going)
             return;
         fflush(stderr);
-        _exit(TT_RT_EXIT_DIVERGED);
+        exit_now(TT_RT_EXIT_DIVERGED);
     }
     /* another error: say it once, stop tracing, let the program go on */
     static _Atomic int said;
@@ -199,7 +207,7 @@ void tt_rt_failed(int rc, const char *what)
         if (g_mode == TT_MODE_REPLAY) {
             write_report(s, "error", rc, tt_strerror(rc), NULL, NULL, 0);
             fflush(stderr);
-            _exit(TT_RT_EXIT_DIVERGED);
+            exit_now(TT_RT_EXIT_DIVERGED);
         }
     }
 }
@@ -358,6 +366,14 @@ __attribute__((constructor(101))) static void rt_init(void)
     const char *mode = getenv("TINYTRACE_MODE");
     if (!mode || !*mode || !strcmp(mode, "off"))
         return;
+    /* Only the process that was started for tracing traces: a program it execs inherits the
+     * environment, and would otherwise finish its own file under the same final name. */
+    char me[32];
+    snprintf(me, sizeof me, "%ld", (long)getpid());
+    const char *owner = getenv("TINYTRACE_PID");
+    if (owner && strcmp(owner, me) != 0)
+        return;
+    setenv("TINYTRACE_PID", me, 1);
     guard = 1;
     tt_config cfg;
     tt_error_info err;
@@ -366,11 +382,23 @@ __attribute__((constructor(101))) static void rt_init(void)
     int rc = tt_config_from_env(&cfg, &err);
     if (rc == TT_OK && env_flag("TINYTRACE_KEEP_GOING"))
         rc = tt_config_set(&cfg, TT_PARAM_DIVERGENCE, TT_DIVERGE_COUNT, &err);
-    if (rc != TT_OK || tt_session_open(&cfg, &s, &err) != TT_OK) {
-        /* a bad setting is refused now, before the program runs */
+    if (rc == TT_OK)
+        rc = tt_session_open(&cfg, &s, &err);
+    if (rc == TT_E_CONFIG || (rc != TT_OK && getenv("TINYTRACE_REPORT"))) {
+        /* a bad setting, or a replay that cannot start, is refused before the program runs */
         fprintf(stderr, "tinytrace: %s\n", err.message);
+        if (getenv("TINYTRACE_REPORT")) {
+            snprintf(report_path, sizeof report_path, "%s", getenv("TINYTRACE_REPORT"));
+            write_report(NULL, "error", rc, err.message, NULL, NULL, 0);
+        }
         fflush(stderr);
-        _exit(2);
+        exit_now(2);
+    }
+    if (rc != TT_OK) {
+        /* tracing must not break the program: say why and run it untraced */
+        fprintf(stderr, "tinytrace: not tracing this process: %s\n", err.message);
+        guard = 0;
+        return;
     }
     g_mode = tt_session_mode(s);
     g_pid = getpid();
@@ -417,4 +445,20 @@ __attribute__((destructor(101))) static void rt_fini(void)
     }
     if (rc != TT_OK)
         fprintf(stderr, "tinytrace: %s\n", err.message);
+}
+
+/* Programs that end with _exit (shells do) skip destructors: close the session first. exit()
+ * reaches the kernel through glibc's internal alias, not through here. */
+__attribute__((visibility("default"), noreturn)) void _exit(int status)
+{
+    if (!guard)
+        rt_fini();
+    exit_now(status);
+}
+
+__attribute__((visibility("default"), noreturn)) void _Exit(int status)
+{
+    if (!guard)
+        rt_fini();
+    exit_now(status);
 }
