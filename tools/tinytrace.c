@@ -19,6 +19,8 @@ struct verb {
 static int cmd_help(int argc, char **argv);
 
 static const struct verb verbs[] = {
+    {"record", cmd_record, "run a program under tinytrace and write its trace"},
+    {"replay", cmd_replay, "run a recorded program again against its trace"},
     {"info", cmd_info, "print the manifest and the thread table of a trace"},
     {"verify", cmd_verify, "check a whole trace: frames, checksums, counts"},
     {"dump", cmd_dump, "print every event in recorded order"},
@@ -42,7 +44,7 @@ static void print_usage(FILE *f)
           "       tinytrace VERB --help\n"
           "       tinytrace --version\n"
           "\n"
-          "Look at and check tinytrace recordings.\n"
+          "Record and replay programs; look at and check tinytrace recordings.\n"
           "\n"
           "Verbs:\n",
           f);
@@ -50,7 +52,7 @@ static void print_usage(FILE *f)
         fprintf(f, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
     fprintf(f,
             "\n"
-            "Verbs that read a trace accept --max-memory MB: the memory the bounded reader may\n"
+            "info, verify and dump accept --max-memory MB: the memory the bounded reader may\n"
             "use (default %llu MiB). A trace that needs more is refused before it is read.\n"
             "\n",
             (unsigned long long)(lim.max_total >> 20));

@@ -15,15 +15,18 @@
 
 const char tool_exit_codes_help[] =
     "Exit codes:\n"
-    "  0  success; replay matched the recording\n"
-    "  1  replay diverged from the recording; diff: the traces differ\n"
-    "  2  usage error\n"
+    "  0  success; replay: the program matched the recording\n"
+    "  1  replay: the program diverged from the recording; diff: the traces differ\n"
+    "  2  usage error: bad option, operand or TINYTRACE_* setting (nothing was run)\n"
     "  3  trace corrupt, truncated or beyond the reader limits (verify failed, read error\n"
-    "     in the middle of a dump)\n"
-    "  4  the program is not the build that was recorded\n"
-    "  5  the program ended before the recording did\n"
-    "  6  I/O or system error (file not found, out of memory, ...)\n"
-    "  7  the trace is marked incomplete (a write error stopped the recording)\n";
+    "     in the middle of a dump; replay checks the whole trace before it runs anything)\n"
+    "  4  replay: the program is not the build that was recorded (nothing was run)\n"
+    "  5  replay: the program ended before the recording did\n"
+    "  6  I/O or system error (file not found, out of memory, the program or the runtime\n"
+    "     cannot be run; record: no trace was written; replay: the program left no report)\n"
+    "  7  the trace is marked incomplete (a write error stopped the recording)\n"
+    "record exits with the program's own status (128+N when signal N killed it), and with\n"
+    "2, 3, 6 or 7 only for its own errors.\n";
 
 /* ---- messages ---- */
 

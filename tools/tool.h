@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include <tinytrace/tinytrace.h>
 
@@ -24,17 +25,26 @@
  * The same table is printed by `tinytrace help` (tools/tinytrace.c).
  *
  *   code  name                    meaning
- *   0     TOOL_EXIT_OK            success; replay matched the recording
- *   1     TOOL_EXIT_DIVERGED      replay diverged from the recording; diff: the traces differ
- *   2     TOOL_EXIT_USAGE         bad command line (unknown verb or option, missing operand)
+ *   0     TOOL_EXIT_OK            success; replay: the program matched the recording
+ *   1     TOOL_EXIT_DIVERGED      replay: the program diverged from the recording (the first
+ *                                 divergence, or with --keep-going at least one); diff: the
+ *                                 traces differ
+ *   2     TOOL_EXIT_USAGE         bad command line (unknown verb or option, missing operand, a
+ *                                 bad option value or TINYTRACE_* setting); nothing was run
  *   3     TOOL_EXIT_CORRUPT       trace corrupt, truncated or unreadable within the limits
- *                                 (verify failed, a read error in the middle of a dump)
- *   4     TOOL_EXIT_BUILD         the program is not the build that was recorded
- *   5     TOOL_EXIT_EARLY_END     the program ended before the recording did
- *   6     TOOL_EXIT_SYSTEM        I/O or system error (file not found, out of memory, EPIPE…)
+ *                                 (verify failed, a read error in the middle of a dump; replay
+ *                                 checks the whole trace before it runs anything)
+ *   4     TOOL_EXIT_BUILD         replay: the program is not the build that was recorded (its
+ *                                 GNU build-id differs); nothing was run
+ *   5     TOOL_EXIT_EARLY_END     replay: the program ended before the recording did
+ *   6     TOOL_EXIT_SYSTEM        I/O or system error (file not found, out of memory, EPIPE, the
+ *                                 program or the runtime library cannot be found or run, record:
+ *                                 no trace was written, replay: no report was written)
  *   7     TOOL_EXIT_INCOMPLETE    the manifest marks the trace incomplete (TT_MF_INCOMPLETE)
  *
- * 1, 4 and 5 are reserved for `replay` and `diff`; no verb of this version returns them.
+ * `record` exits with the recorded program's own status (128 + N when signal N killed it, as a
+ * shell does), so that it can be run until the program fails; only its own failures use the
+ * codes above (2 before the program ran; 3, 6 or 7 when no usable trace came out).
  */
 enum tool_exit {
     TOOL_EXIT_OK = 0,
@@ -54,6 +64,8 @@ extern const char tool_exit_codes_help[];
 int cmd_info(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_record(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
 
 /* ---- messages ---- */
 
@@ -186,5 +198,112 @@ void tj_hex(tool_json *j, const char *key, const void *data, size_t len);
 void tj_object_name(tool_json *j, const char *key, const tt_reader *r, uint32_t id);
 /* Ends a top-level value with a newline. */
 void tj_newline(tool_json *j);
+
+/* ---- JSON input (json-read.c) ----
+ * A strict reader for small documents (the replay report): the whole text is parsed into a tree
+ * of values in one array; strings are decoded and NUL-terminated. Pointers stay valid until
+ * tool_json_free. */
+typedef enum tool_jtype {
+    TOOL_J_NULL,
+    TOOL_J_BOOL,
+    TOOL_J_NUMBER,
+    TOOL_J_STRING,
+    TOOL_J_ARRAY,
+    TOOL_J_OBJECT,
+} tool_jtype;
+
+typedef struct tool_jvalue {
+    tool_jtype type;
+    int boolean;
+    const char *key;      /* a member of an object: its key (decoded), else NULL */
+    size_t key_len;
+    const char *str;      /* string: decoded bytes; number: its text; both NUL-terminated */
+    size_t len;
+    uint32_t child, next; /* indexes of the first child and the next sibling; 0: none */
+} tool_jvalue;
+
+typedef struct tool_jdoc {
+    tool_jvalue *v;
+    uint32_t n, cap;
+    char *text;
+} tool_jdoc;
+
+/* Parses @len bytes of @src. Returns 0, or -1 with the reason (and byte offset) in @why. Call
+ * tool_json_free in both cases. */
+int tool_json_parse(tool_jdoc *d, const char *src, size_t len, char *why, size_t why_cap);
+const tool_jvalue *tool_json_root(const tool_jdoc *d);
+/* Member @key of object @obj, or NULL (also when @obj is NULL or not an object). */
+const tool_jvalue *tool_json_member(const tool_jdoc *d, const tool_jvalue *obj, const char *key);
+/* The first element (or member) of @v, and the one after @v; NULL at the end. */
+const tool_jvalue *tool_json_first(const tool_jdoc *d, const tool_jvalue *v);
+const tool_jvalue *tool_json_next(const tool_jdoc *d, const tool_jvalue *v);
+/* A non-negative integer; -1 when @v is not one (or NULL). */
+int tool_json_u64(const tool_jvalue *v, uint64_t *out);
+/* The string member @key of @obj, or NULL; *@len (may be NULL) its length. */
+const char *tool_json_str(const tool_jdoc *d, const tool_jvalue *obj, const char *key,
+                          size_t *len);
+void tool_json_free(tool_jdoc *d);
+
+/* ---- programs (elf-buildid.c, program.c) ---- */
+
+#define TOOL_BUILD_ID_MAX 64
+
+/* What the program file at a path is, as far as record and replay need to know. */
+typedef struct tool_elf_info {
+    int is_elf;             /* starts with the ELF magic */
+    int is_elf64;           /* and is a 64-bit ELF file we read the headers of */
+    int has_interp;         /* has PT_INTERP: dynamically linked, LD_PRELOAD applies */
+    int is_script;          /* starts with "#!"; interp and interp_arg are its first line */
+    char interp[256];
+    char interp_arg[256];
+    size_t build_id_len;    /* the note's length; 0 when none was found */
+    uint8_t build_id[TOOL_BUILD_ID_MAX]; /* its first TOOL_BUILD_ID_MAX bytes */
+    char problem[96];       /* why no build-id was found ("not an ELF file", ...) */
+} tool_elf_info;
+
+/* Reads the GNU build-id note (NT_GNU_BUILD_ID) of the ELF64 file @path, the first one in its
+ * PT_NOTE segments (else in its SHT_NOTE sections) — the same note the runtime finds in the
+ * running program. Every read is bounded by the file size. Returns 0 when the file could be
+ * read, whatever it holds (see @info), or an errno when it could not be opened or read. */
+int tool_elf_read(const char *path, tool_elf_info *info);
+
+/* Finds program @name like execvp: a name with a slash as it is, else the first executable
+ * regular file in $PATH (default /bin:/usr/bin). Relative results are taken relative to @dir
+ * when @dir is not NULL. Writes the path into @out. Returns 0 or an errno (ENOENT, EACCES,
+ * ENAMETOOLONG). */
+int tool_find_program(const char *name, const char *dir, char *out, size_t cap);
+
+/* @path made absolute against the current directory (symbolic links are kept). 0 or errno. */
+int tool_absolute_path(const char *path, char *out, size_t cap);
+
+/* Checks that @path (@what: "the trace", "the report") can be created: its directory exists and
+ * is writable and it is not a directory. A usage error of @prog otherwise. */
+int tool_check_output_path(const char *prog, const char *path, const char *what);
+
+/* Finds the runtime library: $TINYTRACE_PRELOAD; else, relative to the tool's executable,
+ * ../libtrace/instrument/ (build tree), ../LIBDIR/tinytrace/, ../lib/tinytrace/; else the
+ * installed path. Writes its canonical absolute path into @out. Reports a failure (naming every
+ * place it looked) and returns TOOL_EXIT_SYSTEM; TOOL_EXIT_OK on success. */
+int tool_find_preload(char *out, size_t cap);
+
+/* Sets (@value not NULL) or removes an environment variable; reports failures. */
+int tool_setenv(const char *name, const char *value);
+/* Puts @preload first in LD_PRELOAD, keeping what was there. */
+int tool_set_preload_env(const char *preload);
+/* Checks the TINYTRACE_* environment with tt_config_from_env, as the runtime will read it;
+ * a refused setting is a usage error of @prog (its message names the variable). */
+int tool_check_env(const char *prog);
+
+/* Runs @path with @argv (argv[0] as the program should see it) in directory @dir (NULL: the
+ * current one) with the tool's environment, and waits for it like a shell waits for a foreground
+ * job (see program.c). *@pid receives its process id, *@status its wait status. A program that could not be started
+ * (chdir or exec failed) is reported, naming @shown or @path, and gives TOOL_EXIT_SYSTEM. */
+int tool_run_program(const char *shown, const char *path, char *const argv[], const char *dir,
+                     pid_t *pid, int *status);
+
+/* The exit code a shell would give for wait status @status: the exit status, or 128 + signal. */
+int tool_shell_status(int status);
+/* "exited with status N" / "was killed by signal N (Segmentation fault)". */
+void tool_describe_status(int status, char *buf, size_t cap);
 
 #endif

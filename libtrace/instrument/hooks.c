@@ -100,6 +100,9 @@ static inline uint32_t fn_id(tt_session *s, void *fn)
     }
 }
 
+void __cyg_profile_func_enter(void *fn, void *call_site);
+void __cyg_profile_func_exit(void *fn, void *call_site);
+
 __attribute__((visibility("default"), no_instrument_function)) void
 __cyg_profile_func_enter(void *fn, void *call_site)
 {

@@ -421,7 +421,14 @@ __attribute__((constructor(101))) static void rt_init(void)
 __attribute__((destructor(101))) static void rt_fini(void)
 {
     tt_session *s = tt_rt_session();
-    if (!s || getpid() != g_pid || atomic_exchange(&g_closing, 1))
+    if (!s)
+        return;
+    /* the real pid: with the guard held, getpid is not recorded or replayed */
+    int was = guard;
+    guard = 1;
+    pid_t me = getpid();
+    guard = was;
+    if (me != g_pid || atomic_exchange(&g_closing, 1))
         return;
     /* the program's buffered output is still part of the run */
     fflush(NULL);

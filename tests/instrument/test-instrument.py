@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Integration tests of issue 3 through `tinytrace record` and `tinytrace replay`:
+function hooks and a rebuilt program, a crash while recording, fork, and the flaky example.
+
+Usage: test-instrument.py TINYTRACE PRELOAD PROG_CALLS PROG_CALLS_EXTRA PROG_CRASH PROG_FORK FLAKY
+Each test runs in its own temporary directory, removed afterwards.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+TT, PRELOAD, CALLS, CALLS_EXTRA, CRASH, FORK, FLAKY = sys.argv[1:8]
+ENV = dict(os.environ, TINYTRACE_PRELOAD=PRELOAD)
+failures = []
+passed = 0
+
+
+def run(args, stdin=None, cwd=None, timeout=120):
+    return subprocess.run(args, input=stdin, capture_output=True, text=True, env=ENV, cwd=cwd,
+                          timeout=timeout)
+
+
+def events(path):
+    out = run([TT, "dump", "--json", path])
+    assert out.returncode == 0, f"dump {path}: {out.returncode} {out.stderr}"
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def check(name, fn):
+    global passed
+    d = tempfile.mkdtemp(prefix="tt-instr-")
+    try:
+        fn(d)
+        passed += 1
+        print(f"ok   {name}")
+    except AssertionError as e:
+        failures.append(name)
+        print(f"FAIL {name}: {e}")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def rebuilt_program_diverges_naming_both_functions_and_the_caller(d):
+    trace = os.path.join(d, "calls.tt")
+    r = run([TT, "record", "-o", trace, "--", CALLS])
+    assert r.returncode == 0, f"record: {r.returncode} {r.stderr}"
+    ev = events(trace)
+    enters = [e["function"] for e in ev if e["kind"] == "enter"]
+    assert enters[:2] == ["main", "leaf"], enters[:6]
+    assert enters.count("fib") == 67, f"fib(8) makes 67 calls, saw {enters.count('fib')}"
+    ok = run([TT, "replay", trace, "--", CALLS])
+    assert ok.returncode == 0, f"clean replay: {ok.returncode} {ok.stderr}"
+    report = os.path.join(d, "report.json")
+    bad = run([TT, "replay", trace, "--allow-build-mismatch", "--report", report, "--",
+               CALLS_EXTRA])
+    assert bad.returncode == 1, f"replay of the rebuilt program: {bad.returncode} {bad.stderr}"
+    rep = json.load(open(report))
+    assert rep["status"] == "diverged", rep
+    assert rep["expected"]["function"] == "fib", rep["expected"]
+    assert rep["actual"]["function"] == "extra_step", rep["actual"]
+    bt = "\n".join(rep.get("backtrace", []))
+    assert "caller_of_new_code" in bt, bt
+    assert "extra_step" in bad.stderr and "fib" in bad.stderr, bad.stderr
+
+
+def crash_keeps_every_event_and_dies_by_sigsegv(d):
+    trace = os.path.join(d, "crash.tt")
+    r = run([TT, "record", "-o", trace, "--", CRASH])
+    assert r.returncode == 128 + signal.SIGSEGV, f"record exit {r.returncode}: {r.stderr}"
+    v = run([TT, "verify", trace])
+    assert v.returncode == 0, v.stdout + v.stderr
+    info = run([TT, "info", "--json", trace])
+    assert "crashed" in info.stdout, info.stdout
+    ev = events(trace)
+    # workers are main/1, main/2, main/3 and make 5000, 5001, 5002 calls of work()
+    by_thread = {}
+    for e in ev:
+        if e["kind"] == "enter" and e["function"] == "work":
+            by_thread[e["thread"]] = by_thread.get(e["thread"], 0) + 1
+    assert sorted(by_thread.values()) == [5000, 5001, 5002], by_thread
+    crash = [e for e in ev if e["kind"] == "crash"]
+    assert len(crash) == 1 and crash[0]["arg"] == signal.SIGSEGV, crash
+    assert crash[0]["len"] > 0 and bytes.fromhex(crash[0]["payload"]).startswith(b"#0 "), crash
+    last = [e for e in ev if e["thread"] == crash[0]["thread"]][-2:]
+    assert last[0]["kind"] == "crash", last
+    enters = [e["function"] for e in ev if e["thread"] == crash[0]["thread"] and e["kind"] == "enter"]
+    assert enters[-1] == "crash_here", enters[-3:]
+
+
+def fork_child_leaves_the_parent_trace_intact(d):
+    trace = os.path.join(d, "fork.tt")
+    r = run([TT, "record", "-o", trace, "--", FORK])
+    assert r.returncode == 0, f"record: {r.returncode} {r.stderr}"
+    assert "child-status 0" in r.stdout, r.stdout
+    v = run([TT, "verify", trace])
+    assert v.returncode == 0, v.stdout + v.stderr
+    ev = events(trace)
+    names = [e["function"] for e in ev if e["kind"] == "enter"]
+    assert names.count("parent_step") == 200, names.count("parent_step")
+    assert "child_step" not in names, "the child is not traced (docs/REPLAY.md)"
+    leftovers = [f for f in os.listdir(d) if f.endswith(".partial")]
+    assert not leftovers, leftovers
+    ok = run([TT, "replay", trace])
+    assert ok.returncode == 0, f"replay: {ok.returncode} {ok.stderr}"
+
+
+def flaky_failing_and_passing_recordings_replay_20_of_20(d):
+    got = {}
+    for attempt in range(200):
+        want = 1 if 1 not in got else 0
+        if want in got:
+            break
+        trace = os.path.join(d, f"flaky-{attempt}.tt")
+        r = run([TT, "record", "-o", trace, "--", FLAKY], stdin="7\n")
+        assert r.returncode in (0, 1), f"record: {r.returncode} {r.stderr}"
+        if r.returncode not in got:
+            got[r.returncode] = (trace, r.stdout)
+        if 0 in got and 1 in got:
+            break
+    assert 0 in got and 1 in got, f"no failing and passing run in 200 tries: {list(got)}"
+    for status, (trace, line) in got.items():
+        for i in range(20):
+            rep = run([TT, "replay", trace], stdin="3\n")
+            assert rep.returncode == 0, f"replay {i} of the {status} run: {rep.returncode} {rep.stderr}"
+            assert rep.stdout == line, f"replay {i}: {rep.stdout!r} != {line!r}"
+            assert f"program exited with status {status}" in rep.stderr, rep.stderr
+
+
+check("rebuilt program diverges naming both functions and the caller",
+      rebuilt_program_diverges_naming_both_functions_and_the_caller)
+check("crash keeps every event and dies by SIGSEGV", crash_keeps_every_event_and_dies_by_sigsegv)
+check("fork child leaves the parent trace intact", fork_child_leaves_the_parent_trace_intact)
+check("flaky failing and passing recordings replay 20 of 20",
+      flaky_failing_and_passing_recordings_replay_20_of_20)
+print(f"{passed} passed, {len(failures)} failed")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,280 @@
+/* tinytrace record — run a program under the runtime and keep its trace.
+ *
+ * The tool itself records nothing: it finds the runtime library, sets LD_PRELOAD and the
+ * TINYTRACE_* variables, runs the program and waits. The runtime, loaded into the program,
+ * opens the session from those variables, stores the command line, the working directory and the
+ * build-id, and writes the trace file (under a temporary name, renamed when it closes).
+ *
+ * Everything that can be checked is checked before the program runs (lesson 7 of the design):
+ * option values, the output directory, the runtime library, the program itself, and the whole
+ * TINYTRACE_* environment through tt_config_from_env, exactly as the runtime will read it.
+ *
+ * The exit code is the program's own (128 + N for a signal), so that a shell loop can record
+ * until the program fails. The tool's own codes are used only when there is no usable trace:
+ * a new file must exist after the program ended — a file of the same name from an earlier run
+ * does not count — and its manifest must read.
+ *
+ * The manifest's caller string records the options that change what is recorded
+ * ("tinytrace record --alloc --check-output"): replay must interpose the same calls to meet the
+ * same events, and reads them back from there.
+ */
+#include "tool.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "Usage: tinytrace record [-o FILE] [--alloc] [--check-output] [--buffer-kb N]\n"
+    "                        [--memory-mb N] [--] PROG [ARGS...]\n"
+    "\n"
+    "Runs PROG with ARGS under the tinytrace runtime (LD_PRELOAD) and writes its trace. The\n"
+    "calls through which PROG reads its environment (clocks, random bytes, reads from pipes,\n"
+    "sockets and terminals, pid, host name) are recorded, with the command line, the working\n"
+    "directory and PROG's build-id, so that `tinytrace replay FILE` can run it again.\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output FILE   the trace file (default: PROG's base name + \".tt\", here)\n"
+    "  -a, --alloc         also record allocations (malloc, free, ...); replay compares sizes\n"
+    "  -c, --check-output  also record what PROG writes to stdout and stderr, so that replay\n"
+    "                      compares it\n"
+    "  --buffer-kb N       one thread's buffer, KiB (4 to 65536, a multiple of 4)\n"
+    "  --memory-mb N       all buffers together, MiB (1 to 65536; at least two buffers)\n"
+    "  -h, --help          print this help\n"
+    "\n"
+    "Environment: TINYTRACE_PRELOAD names the runtime library (default: found next to the\n"
+    "tool); other TINYTRACE_* settings (TINYTRACE_BLOCK_KB, TINYTRACE_MAX_THREADS, ...) pass\n"
+    "through and are checked before PROG runs.\n"
+    "\n"
+    "Prints one line on stderr when PROG has ended: the file, its events and bytes, and how\n"
+    "PROG ended. Exits with PROG's own exit status (128+N when signal N killed it), so that\n"
+    "  while tinytrace record -o run.tt -- ./prog; do :; done\n"
+    "keeps the first failing run. Its own errors: 2 for a bad command line (nothing runs);\n"
+    "6 when PROG or the runtime cannot be found or run, or no trace was written (PROG was\n"
+    "killed before the runtime could finish the file, or did not load the runtime); 3 or 7\n"
+    "when the trace written cannot be read or is marked incomplete.\n";
+
+/* The identity of a file, to tell a new trace from an old one of the same name. */
+struct file_id {
+    int exists;
+    dev_t dev;
+    ino_t ino;
+    struct timespec mtime, ctime;
+};
+
+static void file_id_get(const char *path, struct file_id *id)
+{
+    struct stat st;
+    memset(id, 0, sizeof *id);
+    if (stat(path, &st) != 0)
+        return;
+    id->exists = 1;
+    id->dev = st.st_dev;
+    id->ino = st.st_ino;
+    id->mtime = st.st_mtim;
+    id->ctime = st.st_ctim;
+}
+
+static int file_id_same(const struct file_id *a, const struct file_id *b)
+{
+    return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino &&
+           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+           a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+/* The default trace name: the program's base name + ".tt". */
+static int default_output(const char *prog, char *out, size_t cap)
+{
+    size_t len = strlen(prog);
+    const char *base;
+    size_t n;
+    while (len > 1 && prog[len - 1] == '/')
+        len--;
+    base = prog + len;
+    while (base > prog && base[-1] != '/')
+        base--;
+    n = (size_t)(prog + len - base);
+    if (n == 0 || (n == 1 && base[0] == '/') || (n == 1 && base[0] == '.') ||
+        (n == 2 && base[0] == '.' && base[1] == '.'))
+        return snprintf(out, cap, "trace.tt") >= (int)cap ? ENAMETOOLONG : 0;
+    if (n + 4 > cap)
+        return ENAMETOOLONG;
+    memcpy(out, base, n);
+    memcpy(out + n, ".tt", 4);
+    return 0;
+}
+
+/* The program must be found, and be something LD_PRELOAD applies to. */
+static int check_program(const char *name, char *path, size_t cap)
+{
+    tool_elf_info info;
+    int e = tool_find_program(name, NULL, path, cap);
+    if (e != 0) {
+        tool_error("cannot run '%s': %s", name, strerror(e));
+        return TOOL_EXIT_SYSTEM;
+    }
+    if (tool_elf_read(path, &info) == 0 && info.is_elf64 && !info.has_interp) {
+        tool_error("cannot record '%s': it is statically linked, and the runtime can only be "
+                   "loaded (LD_PRELOAD) into a dynamically linked program", path);
+        return TOOL_EXIT_SYSTEM;
+    }
+    return TOOL_EXIT_OK;
+}
+
+/* After the program: the trace, or why there is none. Returns the tool's code for a missing or
+ * unusable trace, or -1 when the trace is fine (then the program's status decides). */
+static int summarize(const char *shown, const char *abs, const struct file_id *before,
+                     pid_t pid, int status)
+{
+    struct file_id after;
+    char how[128], partial[PATH_MAX + 32];
+    tt_reader_limits lim;
+    tool_trace t;
+    int rc;
+
+    tool_describe_status(status, how, sizeof how);
+    file_id_get(abs, &after);
+    if (!after.exists || file_id_same(before, &after)) {
+        tool_error("no trace was written to %s; the program %s", shown, how);
+        snprintf(partial, sizeof partial, "%s.%ld.partial", abs, (long)pid);
+        if (access(partial, F_OK) == 0)
+            tool_error("the runtime did not finish the recording; what it wrote is in %s",
+                       partial);
+        else
+            tool_error("did the program load the runtime? (a setuid program ignores "
+                       "LD_PRELOAD; one that exec()s another program leaves that one's trace)");
+        return TOOL_EXIT_SYSTEM;
+    }
+    tool_limits(&lim, 0);
+    rc = tool_trace_probe(&t, shown, &lim, TT_CURSORS_SEQUENTIAL);
+    tool_trace_close(&t);
+    if (rc != TOOL_EXIT_OK) {
+        tool_error("the program %s", how);
+        return rc;
+    }
+    fprintf(stderr,
+            "tinytrace: recorded %s: %" PRIu64 " events, %" PRIu64 " bytes, %" PRIu32
+            " thread%s%s; the program %s\n",
+            shown, t.m.event_count, t.m.file_size, t.m.thread_count,
+            t.m.thread_count == 1 ? "" : "s",
+            (t.m.flags & TT_MF_CRASHED) ? ", ends with its crash" : "", how);
+    if (t.m.build_id_len == 0)
+        tool_error("note: the program has no GNU build-id; replay cannot check that it runs "
+                   "the same build");
+    return -1;
+}
+
+int cmd_record(int argc, char **argv)
+{
+    enum { OPT_BUFFER = 256, OPT_MEMORY };
+    static const struct option options[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"alloc", no_argument, NULL, 'a'},
+        {"check-output", no_argument, NULL, 'c'},
+        {"buffer-kb", required_argument, NULL, OPT_BUFFER},
+        {"memory-mb", required_argument, NULL, OPT_MEMORY},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *output = NULL;
+    int alloc = 0, check_out = 0, c, rc, status = 0;
+    uint64_t buffer_kb = 0, memory_mb = 0;
+    char def_out[PATH_MAX], abs[PATH_MAX], preload[PATH_MAX], prog_path[PATH_MAX], num[32];
+    char caller[TT_CALLER_MAX];
+    struct file_id before;
+    pid_t pid;
+
+    /* "+": options end at PROG, whose own options are its business */
+    while ((c = getopt_long(argc, argv, "+o:ach", options, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            output = optarg;
+            break;
+        case 'a':
+            alloc = 1;
+            break;
+        case 'c':
+            check_out = 1;
+            break;
+        case OPT_BUFFER:
+            if (tool_parse_u64(argv[0], "--buffer-kb", optarg, 4, 65536, &buffer_kb))
+                return TOOL_EXIT_USAGE;
+            if (buffer_kb % 4 != 0)
+                return tool_usage_error(argv[0], "--buffer-kb must be a multiple of 4, not '%s'",
+                                        optarg);
+            break;
+        case OPT_MEMORY:
+            if (tool_parse_u64(argv[0], "--memory-mb", optarg, 1, 65536, &memory_mb))
+                return TOOL_EXIT_USAGE;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return tool_finish_stdout(TOOL_EXIT_OK);
+        default:
+            return tool_usage_hint(argv[0]);
+        }
+    }
+    if (optind >= argc)
+        return tool_usage_error(argv[0], "missing PROG: tinytrace record [OPTIONS] -- PROG "
+                                         "[ARGS...]");
+    if (buffer_kb != 0 && memory_mb != 0 && memory_mb * 1024 < 2 * buffer_kb)
+        return tool_usage_error(argv[0],
+                                "--memory-mb %" PRIu64 " cannot hold two buffers of "
+                                "--buffer-kb %" PRIu64,
+                                memory_mb, buffer_kb);
+    if (output == NULL) {
+        if (default_output(argv[optind], def_out, sizeof def_out) != 0)
+            return tool_usage_error(argv[0], "program name too long");
+        output = def_out;
+    }
+    if ((rc = tool_check_output_path(argv[0], output, "the trace")) != TOOL_EXIT_OK)
+        return rc;
+    if (tool_absolute_path(output, abs, sizeof abs) != 0)
+        return tool_usage_error(argv[0], "cannot make '%s' an absolute path", output);
+
+    /* The environment of the program, checked as the runtime will read it. The file is given
+     * absolute: the program may change its directory before the runtime renames the file.
+     * TINYTRACE_PID is the runtime's mark of the process it traces (programs that one execs are
+     * not traced): one inherited from a traced parent of the tool would leave ours untraced. */
+    snprintf(caller, sizeof caller, "tinytrace record%s%s", alloc ? " --alloc" : "",
+             check_out ? " --check-output" : "");
+    if (tool_setenv("TINYTRACE_MODE", "record") || tool_setenv("TINYTRACE_FILE", abs) ||
+        tool_setenv("TINYTRACE_ALLOC", alloc ? "1" : NULL) ||
+        tool_setenv("TINYTRACE_CHECK_OUTPUT", check_out ? "1" : NULL) ||
+        tool_setenv("TINYTRACE_CALLER", caller) ||
+        tool_setenv("TINYTRACE_REPORT", NULL) || tool_setenv("TINYTRACE_KEEP_GOING", NULL) ||
+        tool_setenv("TINYTRACE_PID", NULL))
+        return TOOL_EXIT_SYSTEM;
+    if (buffer_kb != 0) {
+        snprintf(num, sizeof num, "%" PRIu64, buffer_kb);
+        if (tool_setenv("TINYTRACE_BUFFER_KB", num))
+            return TOOL_EXIT_SYSTEM;
+    }
+    if (memory_mb != 0) {
+        snprintf(num, sizeof num, "%" PRIu64, memory_mb);
+        if (tool_setenv("TINYTRACE_MEMORY_MB", num))
+            return TOOL_EXIT_SYSTEM;
+    }
+    if ((rc = tool_check_env(argv[0])) != TOOL_EXIT_OK)
+        return rc;
+
+    if ((rc = tool_find_preload(preload, sizeof preload)) != TOOL_EXIT_OK)
+        return rc;
+    if ((rc = check_program(argv[optind], prog_path, sizeof prog_path)) != TOOL_EXIT_OK)
+        return rc;
+    if ((rc = tool_set_preload_env(preload)) != TOOL_EXIT_OK)
+        return rc;
+
+    file_id_get(abs, &before);
+    rc = tool_run_program(argv[optind], prog_path, argv + optind, NULL, &pid, &status);
+    if (rc != TOOL_EXIT_OK)
+        return rc;
+    rc = summarize(output, abs, &before, pid, status);
+    return rc >= 0 ? rc : tool_shell_status(status);
+}

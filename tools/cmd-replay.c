@@ -1,0 +1,770 @@
+/* tinytrace replay — run a recorded program again against its recording.
+ *
+ * Before anything runs, the tool makes sure the run can mean something:
+ *   1. the trace reads and verifies whole (every chunk and checksum: a replay must not stop half
+ *      way through a program because of a damaged file);
+ *   2. the command line and the working directory come from the META objects the runtime
+ *      stored while recording ("cwd=…", "argc=…", "argv[i]=…"), unless `-- PROG ARGS` is given;
+ *   3. the program file that will run — found like execvp finds it, following a "#!" line to its
+ *      interpreter, which is what the runtime saw as the main executable — carries the GNU
+ *      build-id of the manifest; another build is refused (exit 4) naming both ids, unless
+ *      --allow-build-mismatch;
+ *   4. the TINYTRACE_* environment passes tt_config_from_env, as the runtime will read it.
+ *
+ * The runtime in the program does the replay itself and leaves its verdict in a JSON report
+ * (TINYTRACE_REPORT, a file in a private temporary directory). The tool learns the outcome only
+ * from that report, never from the program's exit status, which belongs to the program: a
+ * program that fails in the same way as when it was recorded still *matched*.
+ *
+ * The manifest's caller string, written by `tinytrace record`, says which optional calls were
+ * recorded (--alloc, --check-output): the replay must interpose the same calls to meet the same
+ * events, so those settings follow the recording, not the replay's command line.
+ */
+#include "tool.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The exit status with which the runtime ends a program it stopped at a divergence
+ * (TT_RT_EXIT_DIVERGED, libtrace/instrument/runtime.h). Only used to word a message: the
+ * outcome comes from the report. */
+#define RUNTIME_EXIT_DIVERGED 86
+#define REPORT_MAX (16u << 20)
+
+static const char usage[] =
+    "Usage: tinytrace replay FILE [--report OUT.json] [--keep-going] [--ordered]\n"
+    "                        [--check-output] [--allow-build-mismatch] [-- PROG [ARGS...]]\n"
+    "\n"
+    "Runs the program recorded in trace FILE again, under the tinytrace runtime: the calls\n"
+    "through which it reads its environment return the recorded results, and every call is\n"
+    "compared with the recording. Without `-- PROG ARGS` the recorded command line runs, in\n"
+    "the recorded working directory if it still exists (else in the current one); with it,\n"
+    "PROG runs here instead.\n"
+    "\n"
+    "Before PROG runs, FILE is verified whole, and PROG's GNU build-id is compared with the\n"
+    "recorded one: another build is refused, naming both ids.\n"
+    "\n"
+    "Options:\n"
+    "  -r, --report OUT.json      also write the runtime's report as JSON to OUT.json:\n"
+    "                             {\"status\": \"matched\"|\"diverged\"|\"unconsumed\"|\"error\",\n"
+    "                             \"divergences\", \"message\", \"error\", \"thread\", \"seq\",\n"
+    "                             \"reason\", \"expected\", \"actual\", \"history\",\n"
+    "                             \"backtrace\", ...}; only \"status\" is always there\n"
+    "  -k, --keep-going           count divergences instead of stopping at the first\n"
+    "  --ordered                  also enforce the recorded interleaving of threads\n"
+    "  -c, --check-output         compare what PROG writes with the recording (implied when\n"
+    "                             FILE was recorded with --check-output; refused when it was\n"
+    "                             recorded without)\n"
+    "  --allow-build-mismatch     run PROG even if its build-id differs from the recorded one\n"
+    "  -h, --help                 print this help\n"
+    "\n"
+    "Environment: TINYTRACE_PRELOAD names the runtime library (default: found next to the\n"
+    "tool); other TINYTRACE_* settings pass through and are checked before PROG runs.\n"
+    "\n"
+    "Prints how PROG ended (\"the program exited with status N\") and the verdict on stderr;\n"
+    "a divergence is reported by the runtime with the expected and the actual call, the last\n"
+    "matched events and a backtrace. Exits 0 when the replay matched the recording (whatever\n"
+    "PROG's own status), 1 when it diverged, 5 when PROG ended before the recording did,\n"
+    "4 when PROG is another build, 3 when FILE is corrupt or truncated, 7 when it is marked\n"
+    "incomplete, 2 for a bad command line, 6 for a system error or when PROG ended without\n"
+    "leaving a report (killed by a signal before the runtime could write it).\n";
+
+enum { OPT_ORDERED = 256, OPT_ALLOW_MISMATCH };
+
+static const struct option options[] = {
+    {"report", required_argument, NULL, 'r'},
+    {"keep-going", no_argument, NULL, 'k'},
+    {"ordered", no_argument, NULL, OPT_ORDERED},
+    {"check-output", no_argument, NULL, 'c'},
+    {"allow-build-mismatch", no_argument, NULL, OPT_ALLOW_MISMATCH},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+static const char short_options[] = "r:kch";
+
+/* Where "--" ends the tool's own arguments. getopt would move FILE behind it while permuting,
+ * so we find it first, skipping the value of an option that takes one ("--report --"). */
+static int find_dashes(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0)
+            return i;
+        if (a[0] == '-' && a[1] == '-') {
+            size_t n = strlen(a + 2);
+            if (strchr(a, '=') != NULL)
+                continue;
+            for (const struct option *o = options; o->name != NULL; o++)
+                if (o->has_arg == required_argument && strncmp(o->name, a + 2, n) == 0) {
+                    i++;
+                    break;
+                }
+        } else if (a[0] == '-' && a[1] != '\0') {
+            for (const char *c = a + 1; *c != '\0'; c++) {
+                const char *s = strchr(short_options, *c);
+                if (s != NULL && *c != ':' && s[1] == ':') {
+                    if (c[1] == '\0')
+                        i++;
+                    break;
+                }
+            }
+        }
+    }
+    return argc;
+}
+
+/* ---- the recorded command line ---- */
+
+struct meta {
+    char *cwd;
+    char **argv;  /* argc + 1 entries, NULL-terminated */
+    uint64_t argc;
+    int found;    /* any META object at all */
+};
+
+static void meta_free(struct meta *mt)
+{
+    if (mt->argv != NULL)
+        for (uint64_t i = 0; i < mt->argc; i++)
+            free(mt->argv[i]);
+    free(mt->argv);
+    free(mt->cwd);
+    memset(mt, 0, sizeof *mt);
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d != NULL) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* Parses decimal digits of s[0..n) into *v; 0 on success. */
+static int parse_dec(const char *s, size_t n, uint64_t *v)
+{
+    uint64_t x = 0;
+    if (n == 0 || n > 19)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        x = x * 10 + (uint64_t)(s[i] - '0');
+    }
+    *v = x;
+    return 0;
+}
+
+static int meta_corrupt(const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int meta_corrupt(const char *path, const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout);
+    fputs("tinytrace: ", stderr);
+    tool_print_text(stderr, path, strlen(path));
+    fputs(": the recorded command line is damaged: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return TOOL_EXIT_CORRUPT;
+}
+
+static int meta_read(const tool_trace *t, struct meta *mt)
+{
+    uint32_t count = tt_reader_manifest(t->r)->object_count;
+    int have_argc = 0;
+
+    memset(mt, 0, sizeof *mt);
+    /* two passes: argc sizes the array, then the arguments fill it */
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t id = 1; id <= count; id++) {
+            tt_object_entry o;
+            const char *name, *eq, *close;
+            size_t len;
+            uint64_t idx;
+
+            if (tt_reader_object(t->r, id, &o) != TT_OK || o.kind != TT_OBJ_META)
+                continue;
+            mt->found = 1;
+            name = o.name;
+            len = o.name_len;
+            if (name == NULL || memchr(name, '\0', len) != NULL)
+                return meta_corrupt(t->path, "object %" PRIu32 " holds a NUL byte", id);
+            if (pass == 0 && len >= 5 && memcmp(name, "argc=", 5) == 0) {
+                if (have_argc || parse_dec(name + 5, len - 5, &mt->argc) != 0 ||
+                    mt->argc > count)
+                    return meta_corrupt(t->path, "a bad or second argc (object %" PRIu32 ")",
+                                        id);
+                have_argc = 1;
+            } else if (pass == 0 && len >= 4 && memcmp(name, "cwd=", 4) == 0) {
+                if (mt->cwd != NULL)
+                    return meta_corrupt(t->path, "a second cwd (object %" PRIu32 ")", id);
+                if ((mt->cwd = dup_n(name + 4, len - 4)) == NULL)
+                    goto nomem;
+            } else if (pass == 1 && len >= 5 && memcmp(name, "argv[", 5) == 0) {
+                close = memchr(name, ']', len);
+                eq = close != NULL && (size_t)(close - name) + 1 < len ? close + 1 : NULL;
+                if (eq == NULL || *eq != '=' ||
+                    parse_dec(name + 5, (size_t)(close - name) - 5, &idx) != 0)
+                    return meta_corrupt(t->path, "a bad argv entry (object %" PRIu32 ")", id);
+                if (!have_argc || idx >= mt->argc)
+                    return meta_corrupt(t->path, "argv[%" PRIu64 "] beyond argc", idx);
+                if (mt->argv[idx] != NULL)
+                    return meta_corrupt(t->path, "argv[%" PRIu64 "] twice", idx);
+                if ((mt->argv[idx] = dup_n(eq + 1, len - (size_t)(eq + 1 - name))) == NULL)
+                    goto nomem;
+            }
+        }
+        if (pass == 0) {
+            if (!have_argc || mt->argc == 0)
+                return TOOL_EXIT_OK; /* no command line: the caller decides */
+            if ((mt->argv = calloc((size_t)mt->argc + 1, sizeof *mt->argv)) == NULL)
+                goto nomem;
+        }
+    }
+    for (uint64_t i = 0; i < mt->argc; i++)
+        if (mt->argv[i] == NULL)
+            return meta_corrupt(t->path, "argv[%" PRIu64 "] is missing", i);
+    return TOOL_EXIT_OK;
+nomem:
+    tool_error("out of memory");
+    return TOOL_EXIT_SYSTEM;
+}
+
+/* The options `tinytrace record` noted in the caller string; 0 when the trace was not made by
+ * it (then the replay's own options are all we know). */
+static int recorded_options(const tt_manifest *m, int *alloc, int *check_output)
+{
+    char caller[TT_CALLER_MAX + 1];
+    char *save = NULL, *tok;
+    memcpy(caller, m->caller, TT_CALLER_MAX);
+    caller[TT_CALLER_MAX] = '\0';
+    *alloc = *check_output = 0;
+    if (strncmp(caller, "tinytrace record", 16) != 0 || (caller[16] != '\0' && caller[16] != ' '))
+        return 0;
+    for (tok = strtok_r(caller + 16, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save)) {
+        if (strcmp(tok, "--alloc") == 0)
+            *alloc = 1;
+        else if (strcmp(tok, "--check-output") == 0)
+            *check_output = 1;
+    }
+    return 1;
+}
+
+/* ---- the build ---- */
+
+static void format_id(char *out, size_t cap, const uint8_t *id, size_t len)
+{
+    static const char digits[] = "0123456789abcdef";
+    size_t n = 0;
+    if (len == 0) {
+        snprintf(out, cap, "none");
+        return;
+    }
+    for (size_t i = 0; i < len && n + 3 <= cap; i++) {
+        out[n++] = digits[id[i] >> 4];
+        out[n++] = digits[id[i] & 15];
+    }
+    out[n] = '\0';
+}
+
+/* Reads the build-id of the file that will be the main executable when @path runs: @path
+ * itself, or for a "#!" script its interpreter (through `env` to the program it names). The
+ * file read is named in @which. Returns 0 or an errno. */
+static int program_build(const char *path, const char *dir, tool_elf_info *info, char *which,
+                         size_t cap)
+{
+    char cur[PATH_MAX], next[PATH_MAX];
+    int e;
+
+    snprintf(cur, sizeof cur, "%s", path);
+    for (int depth = 0;; depth++) {
+        const char *base, *word = NULL;
+        char args[256], *save = NULL, *tok;
+
+        snprintf(which, cap, "%s", cur);
+        if ((e = tool_elf_read(cur, info)) != 0)
+            return e;
+        if (!info->is_script || info->interp[0] == '\0' || depth == 4)
+            return 0;
+        base = strrchr(info->interp, '/');
+        base = base != NULL ? base + 1 : info->interp;
+        if (strcmp(base, "env") == 0) {
+            /* "#!/usr/bin/env [-S] [NAME=VALUE...] prog ..." */
+            snprintf(args, sizeof args, "%s", info->interp_arg);
+            for (tok = strtok_r(args, " \t", &save); tok != NULL;
+                 tok = strtok_r(NULL, " \t", &save))
+                if (tok[0] != '-' && strchr(tok, '=') == NULL) {
+                    word = tok;
+                    break;
+                }
+            if (word == NULL || tool_find_program(word, dir, next, sizeof next) != 0)
+                return 0; /* what env would run is unknown: keep the script's verdict */
+        } else if (tool_find_program(info->interp, dir, next, sizeof next) != 0) {
+            return 0;
+        }
+        snprintf(cur, sizeof cur, "%s", next);
+    }
+}
+
+/* Compares the build of @path with the manifest's. Returns TOOL_EXIT_OK to go on. */
+static int check_build(const char *path, const char *dir, const tt_manifest *m, int allow)
+{
+    tool_elf_info info;
+    char which[PATH_MAX], want[2 * TT_BUILD_ID_MAX + 1], have[2 * TOOL_BUILD_ID_MAX + 1];
+    size_t want_len = m->build_id_len <= TT_BUILD_ID_MAX ? m->build_id_len : TT_BUILD_ID_MAX;
+    size_t cmp_len;
+    int e = program_build(path, dir, &info, which, sizeof which);
+
+    if (e != 0) {
+        tool_error("cannot read the program %s: %s", which, strerror(e));
+        return TOOL_EXIT_SYSTEM;
+    }
+    if (info.is_elf64 && !info.has_interp) {
+        tool_error("cannot replay %s: it is statically linked, and the runtime can only be "
+                   "loaded (LD_PRELOAD) into a dynamically linked program", which);
+        return TOOL_EXIT_SYSTEM;
+    }
+    /* the manifest keeps the first TT_BUILD_ID_MAX bytes of a longer id */
+    cmp_len = info.build_id_len < TT_BUILD_ID_MAX ? info.build_id_len : TT_BUILD_ID_MAX;
+    format_id(want, sizeof want, m->build_id, want_len);
+    format_id(have, sizeof have, info.build_id,
+              info.build_id_len < TOOL_BUILD_ID_MAX ? info.build_id_len : TOOL_BUILD_ID_MAX);
+    if (cmp_len == want_len && memcmp(info.build_id, m->build_id, cmp_len) == 0) {
+        if (want_len == 0)
+            tool_error("note: neither the recording nor %s has a GNU build-id; cannot check "
+                       "that this is the recorded build", which);
+        return TOOL_EXIT_OK;
+    }
+    tool_error("%s has build-id %s, but the recording was made by build-id %s%s%s%s", which,
+               have, want, info.build_id_len == 0 ? " (" : "",
+               info.build_id_len == 0 ? info.problem : "", info.build_id_len == 0 ? ")" : "");
+    if (allow) {
+        tool_error("note: --allow-build-mismatch: replaying with another build");
+        return TOOL_EXIT_OK;
+    }
+    tool_error("refusing to replay another build; rebuild the recorded version, or pass "
+               "--allow-build-mismatch");
+    return TOOL_EXIT_BUILD;
+}
+
+/* ---- the report ---- */
+
+/* Reads the whole file @path (at most REPORT_MAX bytes) into a new buffer. Returns 0, ENOENT
+ * when there is no report, or another errno. */
+static int read_report(const char *path, char **out, size_t *len)
+{
+    struct stat st;
+    char *buf;
+    size_t got = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return errno;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > REPORT_MAX) {
+        close(fd);
+        return EFBIG;
+    }
+    buf = malloc((size_t)st.st_size + 1);
+    if (buf == NULL) {
+        close(fd);
+        return ENOMEM;
+    }
+    while (got < (size_t)st.st_size) {
+        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    buf[got] = '\0';
+    *out = buf;
+    *len = got;
+    return 0;
+}
+
+static int write_file(const char *path, const char *data, size_t len)
+{
+    FILE *f = fopen(path, "w");
+    int e;
+    if (f == NULL)
+        return errno;
+    if (fwrite(data, 1, len, f) != len) {
+        e = errno;
+        fclose(f);
+        return e ? e : EIO;
+    }
+    if (fclose(f) != 0)
+        return errno;
+    return 0;
+}
+
+/* The report of a replay that left none, so that --report always holds one. */
+static int write_error_report(const char *path, const char *message)
+{
+    FILE *f = fopen(path, "w");
+    tool_json j;
+    if (f == NULL)
+        return errno;
+    tj_init(&j, f);
+    tj_object_begin(&j, NULL);
+    tj_str(&j, "status", "error");
+    tj_str(&j, "message", message);
+    tj_object_end(&j);
+    tj_newline(&j);
+    if (ferror(f)) {
+        fclose(f);
+        return EIO;
+    }
+    return fclose(f) != 0 ? errno : 0;
+}
+
+/* The tt_error code named @name ("TT_E_DIVERGED"), or 1 when it names none. */
+static int error_code(const char *name)
+{
+    for (int c = 0; c >= -128; c--) {
+        const char *n = tt_error_name(c);
+        if (n != NULL && strcmp(n, name) == 0)
+            return c;
+    }
+    return 1;
+}
+
+static void print_field(const char *label, const char *s, size_t n)
+{
+    if (s == NULL || n == 0)
+        return;
+    fputs(label, stderr);
+    tool_print_text(stderr, s, n);
+}
+
+/* Prints the verdict of report @d and returns the exit code for it. */
+static int verdict(const tool_jdoc *d, const char *file, const tt_manifest *m)
+{
+    const tool_jvalue *root = tool_json_root(d);
+    size_t status_len = 0, msg_len = 0, err_len = 0, reason_len = 0;
+    const char *status = tool_json_str(d, root, "status", &status_len);
+    const char *msg = tool_json_str(d, root, "message", &msg_len);
+    const char *err = tool_json_str(d, root, "error", &err_len);
+    const char *reason = tool_json_str(d, root, "reason", &reason_len);
+    uint64_t ndiv = 0, thread = 0, seq = 0, left = 0;
+    int has_div = tool_json_u64(tool_json_member(d, root, "divergences"), &ndiv) == 0;
+    int has_tp = tool_json_u64(tool_json_member(d, root, "thread"), &thread) == 0 &&
+                 tool_json_u64(tool_json_member(d, root, "seq"), &seq) == 0;
+    int has_left = tool_json_u64(tool_json_member(d, root, "events_left"), &left) == 0;
+    int rc;
+
+    if (status == NULL) {
+        tool_error("the replay report has no \"status\"");
+        return TOOL_EXIT_SYSTEM;
+    }
+    fflush(stdout);
+    if (strcmp(status, "matched") == 0) {
+        fputs("tinytrace: replay matched the recording (", stderr);
+        tool_print_text(stderr, file, strlen(file));
+        fprintf(stderr, ": %" PRIu64 " events)\n", m->event_count);
+        return TOOL_EXIT_OK;
+    }
+    if (strcmp(status, "diverged") == 0) {
+        fputs("tinytrace: replay diverged from the recording", stderr);
+        if (has_div && ndiv > 1)
+            fprintf(stderr, " (%" PRIu64 " divergences)", ndiv);
+        if (has_tp)
+            fprintf(stderr, " at thread %" PRIu64 ", sequence %" PRIu64, thread, seq);
+        if (reason != NULL) {
+            fputs(" (", stderr);
+            tool_print_text(stderr, reason, reason_len);
+            fputc(')', stderr);
+        }
+        print_field(": ", msg, msg_len);
+        fputc('\n', stderr);
+        return TOOL_EXIT_DIVERGED;
+    }
+    if (strcmp(status, "unconsumed") == 0) {
+        fputs("tinytrace: the program ended before the recording did", stderr);
+        if (has_left)
+            fprintf(stderr, " (%" PRIu64 " events left)", left);
+        print_field(": ", msg, msg_len);
+        fputc('\n', stderr);
+        return TOOL_EXIT_EARLY_END;
+    }
+    if (strcmp(status, "error") == 0) {
+        int code = err != NULL ? error_code(err) : 1;
+        if (code == TT_E_DIVERGED || code == TT_E_END)
+            rc = TOOL_EXIT_DIVERGED;
+        else if (code == TT_E_UNCONSUMED)
+            rc = TOOL_EXIT_EARLY_END;
+        else if (code == 1 || code == TT_OK)
+            rc = TOOL_EXIT_SYSTEM;
+        else
+            rc = tool_exit_for_error(code);
+        fputs("tinytrace: replay failed", stderr);
+        print_field(": ", msg, msg_len);
+        if (err != NULL) {
+            fputs(" [", stderr);
+            tool_print_text(stderr, err, err_len);
+            fputc(']', stderr);
+        }
+        fputc('\n', stderr);
+        return rc;
+    }
+    fputs("tinytrace: the replay report has an unknown status '", stderr);
+    tool_print_text(stderr, status, status_len);
+    fputs("'\n", stderr);
+    return TOOL_EXIT_SYSTEM;
+}
+
+/* ---- the verb ---- */
+
+struct replay {
+    const char *file;
+    const char *report_out;
+    int keep_going, ordered, check_output, allow_mismatch;
+    char **prog_argv; /* after "--", or NULL */
+};
+
+/* Runs the replay once everything was checked; returns the exit code. */
+static int run(const struct replay *o, const tt_manifest *m, const char *path, char **argv,
+               const char *dir)
+{
+    char tmpl[PATH_MAX], report[PATH_MAX + 16], how[128];
+    const char *tmp = getenv("TMPDIR");
+    char *text = NULL;
+    size_t len = 0;
+    int rc, e, status = 0;
+    pid_t pid = 0;
+    tool_jdoc d;
+    char why[160];
+
+    if (tmp == NULL || tmp[0] == '\0')
+        tmp = "/tmp";
+    if (snprintf(tmpl, sizeof tmpl, "%s/tinytrace-replay.XXXXXX", tmp) >= (int)sizeof tmpl ||
+        mkdtemp(tmpl) == NULL) {
+        tool_error("cannot create a temporary directory in %s: %s", tmp, strerror(errno));
+        return TOOL_EXIT_SYSTEM;
+    }
+    snprintf(report, sizeof report, "%s/report.json", tmpl);
+    if (tool_setenv("TINYTRACE_REPORT", report) != TOOL_EXIT_OK) {
+        rmdir(tmpl);
+        return TOOL_EXIT_SYSTEM;
+    }
+
+    rc = tool_run_program(argv[0], path, argv, dir, &pid, &status);
+    if (rc != TOOL_EXIT_OK) {
+        unlink(report);
+        rmdir(tmpl);
+        return rc;
+    }
+    tool_describe_status(status, how, sizeof how);
+    e = read_report(report, &text, &len);
+    unlink(report);
+    rmdir(tmpl);
+
+    fflush(stdout);
+    if (e == 0 && WIFEXITED(status) && WEXITSTATUS(status) == RUNTIME_EXIT_DIVERGED)
+        fprintf(stderr, "tinytrace: the program %s (the runtime stopped it)\n", how);
+    else
+        fprintf(stderr, "tinytrace: the program %s\n", how);
+
+    if (e != 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "the program %s without leaving a replay report%s%s", how,
+                 e == ENOENT ? "" : ": ", e == ENOENT ? "" : strerror(e));
+        tool_error("%s", msg);
+        if (o->report_out != NULL && (e = write_error_report(o->report_out, msg)) != 0)
+            tool_error("cannot write %s: %s", o->report_out, strerror(e));
+        return TOOL_EXIT_SYSTEM;
+    }
+    if (tool_json_parse(&d, text, len, why, sizeof why) != 0 ||
+        tool_json_root(&d)->type != TOOL_J_OBJECT) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "the replay report is not a JSON object: %s",
+                 why[0] ? why : "another value");
+        tool_error("%s", msg);
+        if (o->report_out != NULL && (e = write_error_report(o->report_out, msg)) != 0)
+            tool_error("cannot write %s: %s", o->report_out, strerror(e));
+        tool_json_free(&d);
+        free(text);
+        return TOOL_EXIT_SYSTEM;
+    }
+    rc = verdict(&d, o->file, m);
+    tool_json_free(&d);
+    if (o->report_out != NULL && (e = write_file(o->report_out, text, len)) != 0) {
+        tool_error("cannot write %s: %s", o->report_out, strerror(e));
+        if (rc == TOOL_EXIT_OK)
+            rc = TOOL_EXIT_SYSTEM;
+    }
+    free(text);
+    return rc;
+}
+
+int cmd_replay(int argc, char **argv)
+{
+    struct replay o;
+    int dashes = find_dashes(argc, argv);
+    int c, rc, e, rec_alloc = 0, rec_output = 0, known;
+    char abs[PATH_MAX], preload[PATH_MAX], path[PATH_MAX];
+    const char *dir = NULL;
+    char **run_argv;
+    tt_reader_limits lim;
+    tt_verify_result vr;
+    tt_manifest m;
+    struct meta mt;
+    tool_trace t;
+    struct stat st;
+
+    memset(&o, 0, sizeof o);
+    memset(&mt, 0, sizeof mt);
+    while ((c = getopt_long(dashes, argv, short_options, options, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            o.report_out = optarg;
+            break;
+        case 'k':
+            o.keep_going = 1;
+            break;
+        case OPT_ORDERED:
+            o.ordered = 1;
+            break;
+        case 'c':
+            o.check_output = 1;
+            break;
+        case OPT_ALLOW_MISMATCH:
+            o.allow_mismatch = 1;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return tool_finish_stdout(TOOL_EXIT_OK);
+        default:
+            return tool_usage_hint(argv[0]);
+        }
+    }
+    if (optind >= dashes)
+        return tool_usage_error(argv[0], "missing FILE");
+    if (dashes - optind > 1)
+        return tool_usage_error(argv[0], "takes one FILE, not %d; a program to run goes after "
+                                         "'--'", dashes - optind);
+    o.file = argv[optind];
+    if (dashes < argc) {
+        if (dashes + 1 >= argc)
+            return tool_usage_error(argv[0], "missing PROG after '--'");
+        o.prog_argv = argv + dashes + 1;
+    }
+    if (o.report_out != NULL &&
+        (rc = tool_check_output_path(argv[0], o.report_out, "the report")) != TOOL_EXIT_OK)
+        return rc;
+
+    /* 1. the trace: manifest, every chunk, the tables */
+    tool_limits(&lim, 0);
+    rc = tool_trace_probe(&t, o.file, &lim, TT_CURSORS_SEQUENTIAL);
+    if (rc == TOOL_EXIT_OK) {
+        memset(&vr, 0, sizeof vr);
+        e = tt_verify(&t.src, &lim, &vr);
+        if (e != TT_OK || vr.status != TT_VERIFY_OK) {
+            int code = e != TT_OK ? e : vr.code != TT_OK ? vr.code : TT_E_CORRUPT;
+            const char *msg = tool_strip_path(vr.message, o.file);
+            fflush(stdout);
+            fputs("tinytrace: ", stderr);
+            tool_print_text(stderr, o.file, strlen(o.file));
+            fprintf(stderr, ": refusing to replay: %s", tt_verify_status_name(vr.status));
+            if (vr.offset != UINT64_MAX)
+                fprintf(stderr, " at offset %" PRIu64, vr.offset);
+            fputs(": ", stderr);
+            if (msg[0] != '\0')
+                tool_print_text(stderr, msg, strnlen(msg, sizeof vr.message));
+            else
+                fputs(tt_strerror(code), stderr);
+            fputc('\n', stderr);
+            rc = vr.status == TT_VERIFY_INCOMPLETE ? TOOL_EXIT_INCOMPLETE
+                 : vr.status == TT_VERIFY_IO       ? TOOL_EXIT_SYSTEM
+                 : vr.status == TT_VERIFY_OK       ? tool_exit_for_error(code)
+                                                   : TOOL_EXIT_CORRUPT;
+        }
+    }
+    if (rc == TOOL_EXIT_OK)
+        rc = tool_trace_open(&t);
+    if (rc == TOOL_EXIT_OK)
+        rc = meta_read(&t, &mt);
+    m = t.m;
+    tool_trace_close(&t);
+    if (rc != TOOL_EXIT_OK)
+        goto out;
+
+    /* 2. what runs, and where */
+    if (o.prog_argv != NULL) {
+        run_argv = o.prog_argv;
+    } else if (mt.argv != NULL) {
+        run_argv = mt.argv;
+        if (mt.cwd != NULL && stat(mt.cwd, &st) == 0 && S_ISDIR(st.st_mode))
+            dir = mt.cwd;
+        else if (mt.cwd != NULL)
+            tool_error("note: the recorded directory %s is gone; running in the current one",
+                       mt.cwd);
+    } else {
+        rc = tool_usage_error(argv[0], "%s holds no command line (it was not made by "
+                              "`tinytrace record`): give the program after '--'", o.file);
+        goto out;
+    }
+
+    /* the options that decide which calls are interposed follow the recording */
+    known = recorded_options(&m, &rec_alloc, &rec_output);
+    if (known && o.check_output && !rec_output) {
+        rc = tool_usage_error(argv[0], "%s was recorded without --check-output: there is no "
+                              "output to compare", o.file);
+        goto out;
+    }
+    if (!known)
+        rec_output = o.check_output;
+
+    /* 3. the program and its build */
+    e = tool_find_program(run_argv[0], dir, path, sizeof path);
+    if (e != 0) {
+        tool_error("cannot run '%s'%s%s: %s", run_argv[0], dir ? " in " : "", dir ? dir : "",
+                   strerror(e));
+        rc = TOOL_EXIT_SYSTEM;
+        goto out;
+    }
+    if ((rc = check_build(path, dir, &m, o.allow_mismatch)) != TOOL_EXIT_OK)
+        goto out;
+
+    /* 4. the environment */
+    if ((rc = tool_find_preload(preload, sizeof preload)) != TOOL_EXIT_OK)
+        goto out;
+    if (tool_absolute_path(o.file, abs, sizeof abs) != 0) {
+        rc = tool_usage_error(argv[0], "cannot make '%s' an absolute path", o.file);
+        goto out;
+    }
+    if (tool_setenv("TINYTRACE_MODE", "replay") || tool_setenv("TINYTRACE_FILE", abs) ||
+        tool_setenv("TINYTRACE_KEEP_GOING", o.keep_going ? "1" : NULL) ||
+        tool_setenv("TINYTRACE_ORDERED", o.ordered ? "1" : NULL) ||
+        tool_setenv("TINYTRACE_CHECK_OUTPUT", rec_output ? "1" : NULL) ||
+        tool_setenv("TINYTRACE_ALLOC", rec_alloc ? "1" : NULL) ||
+        tool_setenv("TINYTRACE_PID", NULL)) { /* see cmd-record.c */
+        rc = TOOL_EXIT_SYSTEM;
+        goto out;
+    }
+    if ((rc = tool_check_env(argv[0])) != TOOL_EXIT_OK)
+        goto out;
+    if ((rc = tool_set_preload_env(preload)) != TOOL_EXIT_OK)
+        goto out;
+
+    rc = run(&o, &m, path, run_argv, dir);
+out:
+    meta_free(&mt);
+    return rc;
+}
