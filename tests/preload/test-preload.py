@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""Integration test of the preload library: real programs recorded and replayed.
+
+    test-preload.py PRELOAD_SO TINYTRACE PROBE READ_STDIN ALLOC
+
+Each program runs as `tinytrace record|replay` runs it: with LD_PRELOAD=PRELOAD_SO and
+TINYTRACE_MODE=record, then replay, and TINYTRACE_FILE naming the trace. A replay must print
+what the recording printed, although the clock, the random source and the input it is given have
+changed, and `tinytrace verify` must accept every recording. The programs: `date +%s.%N`, python3
+printing random.random(), time.time() and os.urandom(), three readers of stdin fed different
+input on replay (a C program using stdio, cat, python3), preload-probe (every interposed call,
+sockets and pipes included), the output check (TINYTRACE_CHECK_OUTPUT) and the allocation events
+(TINYTRACE_ALLOC) with a replay that must match and one that must diverge.
+
+Every check runs, failures are collected and listed at the end; the exit status is 1 if any
+failed. Each case works in its own temporary directory, removed afterwards whatever happens.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+TIMEOUT = 120           # seconds for one command: a hang is a failure, not a stuck test run
+EXIT_DIVERGED = 86      # TT_RT_EXIT_DIVERGED (libtrace/instrument/runtime.h)
+
+failures = []
+
+
+def check(cond, what, detail=""):
+    if cond:
+        print("ok   " + what)
+    else:
+        print("FAIL " + what + (("\n     " + str(detail).replace("\n", "\n     ")) if detail else ""))
+        failures.append(what)
+    return cond
+
+
+class Result:
+    def __init__(self, args, rc, out, err):
+        self.args, self.rc, self.out, self.err = args, rc, out, err
+
+    def __str__(self):
+        return "$ %s\nexit %s\nstdout: %r\nstderr: %s" % (
+            " ".join(self.args), self.rc, self.out[:2000],
+            self.err[:3000].decode(errors="replace"))
+
+
+def base_env():
+    # nothing of an outer tinytrace run may leak into ours
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("TINYTRACE_") and k != "LD_PRELOAD"}
+    env["LC_ALL"] = "C"
+    return env
+
+
+def run(args, stdin=b"", env=None, cwd=None):
+    args = [str(a) for a in args]
+    try:
+        p = subprocess.run(args, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env=env, cwd=cwd, timeout=TIMEOUT)
+        return Result(args, p.returncode, p.stdout, p.stderr)
+    except subprocess.TimeoutExpired as e:
+        return Result(args, "timeout", e.stdout or b"", e.stderr or b"")
+
+
+class Case:
+    """One test case: its own directory (removed at the end), a trace file in it, and a work
+    directory the program runs in, which the trace file never appears in."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        self.dir = tempfile.mkdtemp(prefix="tt-preload-")
+        self.work = os.path.join(self.dir, "work")
+        os.mkdir(self.work)
+        self.trace = os.path.join(self.dir, "d.tt")
+        self.report = os.path.join(self.dir, "report.json")
+        return self
+
+    def __exit__(self, *exc):
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return False
+
+    def traced(self, mode, args, stdin=b"", extra=None):
+        env = base_env()
+        env.update({"LD_PRELOAD": PRELOAD, "TINYTRACE_MODE": mode, "TINYTRACE_FILE": self.trace})
+        if mode == "replay":
+            if os.path.exists(self.report):
+                os.unlink(self.report)
+            env["TINYTRACE_REPORT"] = self.report
+        env.update(extra or {})
+        return run(args, stdin, env, self.work)
+
+    def record(self, args, stdin=b"", extra=None):
+        r = self.traced("record", args, stdin, extra)
+        check(r.rc == 0, "%s: recording exits 0" % self.name, r)
+        check(b"tinytrace" not in r.err, "%s: recording says nothing on stderr" % self.name, r)
+        v = run([TINYTRACE, "verify", self.trace])
+        check(v.rc == 0, "%s: tinytrace verify accepts the recording" % self.name, v)
+        return r
+
+    def replay(self, args, stdin=b"", extra=None):
+        return self.traced("replay", args, stdin, extra)
+
+    def report_status(self):
+        try:
+            with open(self.report) as f:
+                return json.load(f).get("status")
+        except (OSError, ValueError) as e:
+            return "no report (%s)" % e
+
+    def replay_matches(self, rec, args, stdin=b"", extra=None, what="prints the recorded output"):
+        r = self.replay(args, stdin, extra)
+        check(r.rc == 0, "%s: replay exits 0" % self.name, r)
+        check(r.out == rec.out, "%s: replay %s" % (self.name, what),
+              "recorded: %r\n%s" % (rec.out, r))
+        check(b"tinytrace" not in r.err, "%s: replay says nothing on stderr" % self.name, r)
+        status = self.report_status()
+        check(status == "matched", "%s: the replay report says matched" % self.name,
+              "status: %s\n%s" % (status, r))
+        return r
+
+
+def plain(args, stdin=b""):
+    return run(args, stdin, base_env())
+
+
+# ---------------------------------------------------------------- the cases
+
+def case_date():
+    args = ["date", "+%s.%N"]
+    with Case("date") as c:
+        rec = c.record(args)
+        check(re.fullmatch(rb"\d+\.\d{9}\n", rec.out) is not None,
+              "date: prints seconds.nanoseconds", rec)
+        c.replay_matches(rec, args, what="prints the recorded time, not the current one")
+        now = plain(args)
+        check(now.rc == 0 and now.out != rec.out, "date: a plain run prints another time",
+              "recorded %r, plain %r" % (rec.out, now.out))
+
+
+def case_python():
+    code = "import random, time, os; print(random.random(), time.time(), os.urandom(8).hex())"
+    args = [sys.executable, "-c", code]
+    with Case("python") as c:
+        rec = c.record(args)
+        check(len(rec.out.split()) == 3, "python: prints three values", rec)
+        c.replay_matches(rec, args)
+        now = plain(args)
+        check(now.rc == 0 and now.out != rec.out, "python: a plain run prints other values",
+              "recorded %r, plain %r" % (rec.out, now.out))
+
+
+def case_stdin():
+    readers = [("stdin stdio", [READ_STDIN]),
+               ("stdin python", [sys.executable, "-c",
+                                 "import sys; d = sys.stdin.read(); print(len(d), repr(d))"])]
+    cat = shutil.which("cat")
+    if cat:
+        readers.append(("stdin cat", [cat]))
+    for name, args in readers:
+        with Case(name) as c:
+            rec = c.record(args, stdin=b"abc\n")
+            check(b"abc" in rec.out, "%s: the recording read its input" % name, rec)
+            c.replay_matches(rec, args, stdin=b"xyz\n",
+                             what="fed xyz prints what abc made it print")
+            # a replay with nothing at all on stdin gets the same
+            c.replay_matches(rec, args, stdin=b"",
+                             what="fed nothing prints what abc made it print")
+
+
+def case_probe():
+    with Case("probe") as c:
+        rec = c.record([PROBE], extra={"PROBE_WORD": "alpha"})
+        lines = rec.out.decode(errors="replace").splitlines()
+        for key in ("getrandom", "getentropy", "read /dev/urandom", "fread /dev/urandom",
+                    "readv", "recv", "recvmsg", "thread getrandom", "hostname", "getpid"):
+            check(any(l.startswith(key + ":") for l in lines), "probe: prints %s" % key, rec)
+        check(b"'alpha'" in rec.out, "probe: received what it sent", rec)
+        rep = c.replay_matches(rec, [PROBE], extra={"PROBE_WORD": "omega"},
+                               what="sent omega, receives the recorded alpha")
+        check(b"omega" not in rep.out, "probe: the replay never saw what it sent", rep)
+        now = plain([PROBE], b"")
+        differ = [l for l in now.out.decode(errors="replace").splitlines()
+                  if l not in lines]
+        check(len(differ) >= 8, "probe: a plain run differs in clocks, random bytes and pid",
+              "plain run:\n" + now.out.decode(errors="replace"))
+
+
+def case_off():
+    # preloaded without TINYTRACE_MODE: the program runs untraced and nothing is written
+    with Case("off") as c:
+        env = base_env()
+        env.update({"LD_PRELOAD": PRELOAD, "TINYTRACE_FILE": c.trace})
+        r = run([PROBE], b"", env, c.work)
+        check(r.rc == 0 and b"getrandom:" in r.out, "off: the probe runs preloaded", r)
+        check(os.listdir(c.dir) == ["work"] and not os.listdir(c.work),
+              "off: no trace file is written", os.listdir(c.dir))
+
+
+def case_check_output():
+    out = {"TINYTRACE_CHECK_OUTPUT": "1"}
+    with Case("check-output date") as c:
+        args = ["date", "+%s.%N"]
+        rec = c.record(args, extra=out)
+        c.replay_matches(rec, args, extra=out)
+    code = ("import os, sys; print('word', os.environ['W']); "
+            "print('to stderr', file=sys.stderr); sys.stdout.write('no newline')")
+    args = [sys.executable, "-c", code]
+    with Case("check-output python") as c:
+        rec = c.record(args, extra=dict(out, W="one"))
+        c.replay_matches(rec, args, extra=dict(out, W="one"))
+        r = c.replay(args, extra=dict(out, W="two"))
+        check(r.rc == EXIT_DIVERGED, "check-output python: other output diverges (exit %d)"
+              % EXIT_DIVERGED, r)
+        check(b"diverged" in r.err and b"stdout" in r.err,
+              "check-output python: the report names the write to stdout", r)
+        check(c.report_status() == "diverged", "check-output python: the JSON report says "
+              "diverged", c.report_status())
+        # only the last line, without newline, differs: the destructor's segment
+        r = c.replay([sys.executable, "-c", code.replace("'no newline'", "'no newlinX'")],
+                     extra=dict(out, W="one"))
+        check(r.rc == EXIT_DIVERGED, "check-output python: a last line without newline is "
+              "compared too", r)
+    with Case("check-output stdio") as c:
+        rec = c.record([READ_STDIN], stdin=b"abc\n", extra=out)
+        c.replay_matches(rec, [READ_STDIN], stdin=b"xyz\n", extra=out)
+
+
+def case_alloc():
+    al = {"TINYTRACE_ALLOC": "1"}
+    with Case("alloc") as c:
+        rec = c.record([ALLOC, "100"], extra=al)
+        dump = run([TINYTRACE, "dump", c.trace])
+        for site in ("malloc", "realloc", "calloc", "posix_memalign", "aligned_alloc",
+                     "memalign", "valloc", "free"):
+            check(re.search(r"\balloc\b.*\b%s\b|\bfree\b.*\b%s\b" % (site, site),
+                            dump.out.decode()) is not None,
+                  "alloc: the recording holds %s" % site, dump.out.decode()[:3000])
+        c.replay_matches(rec, [ALLOC, "100"], extra=al)
+        r = c.replay([ALLOC, "101"], extra=al)
+        check(r.rc == EXIT_DIVERGED, "alloc: other sizes diverge (exit %d)" % EXIT_DIVERGED, r)
+        check(b"size" in r.err, "alloc: the report says the size differs", r)
+
+
+CASES = [case_date, case_python, case_stdin, case_probe, case_off, case_check_output,
+         case_alloc]
+
+
+def main():
+    global PRELOAD, TINYTRACE, PROBE, READ_STDIN, ALLOC
+    if len(sys.argv) != 6:
+        print(__doc__)
+        return 2
+    PRELOAD, TINYTRACE, PROBE, READ_STDIN, ALLOC = [os.path.abspath(a) for a in sys.argv[1:]]
+    if not shutil.which("date"):
+        print("SKIP: no date command")
+        return 77
+    for case in CASES:
+        case()
+    if failures:
+        print("\n%d check(s) failed:\n  %s" % (len(failures), "\n  ".join(failures)))
+        return 1
+    print("\nall checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
