@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 
-TT, PRELOAD, CALLS, CALLS_EXTRA, CRASH, FORK, FLAKY = sys.argv[1:8]
+TT, PRELOAD, CALLS, CALLS_EXTRA, CRASH, FORK, FLAKY = map(os.path.abspath, sys.argv[1:8])
 ENV = dict(os.environ, TINYTRACE_PRELOAD=PRELOAD)
 failures = []
 passed = 0
@@ -130,6 +130,24 @@ def flaky_failing_and_passing_recordings_replay_20_of_20(d):
             assert f"program exited with status {status}" in rep.stderr, rep.stderr
 
 
+def date_and_python_replay_their_recorded_line(d):
+    # the acceptance commands of issue 3, through the tool
+    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    cases = [["date", "+%s.%N"],
+             [py, "-c", "import random, time, os; "
+                        "print(random.random(), time.time(), os.urandom(8).hex())"]]
+    for i, argv in enumerate(cases):
+        trace = os.path.join(d, f"t{i}.tt")
+        r = run([TT, "record", "-o", trace, "--"] + argv, cwd=d)
+        assert r.returncode == 0, f"record {argv}: {r.returncode} {r.stderr}"
+        live = run(argv)
+        assert live.stdout != r.stdout, f"a live run printed the recorded line: {live.stdout!r}"
+        rep = run([TT, "replay", trace], cwd=d)
+        assert rep.returncode == 0, f"replay {argv}: {rep.returncode} {rep.stderr}"
+        assert rep.stdout == r.stdout, f"{argv}: replay printed {rep.stdout!r}, recorded {r.stdout!r}"
+
+
+check("date and python replay their recorded line", date_and_python_replay_their_recorded_line)
 check("rebuilt program diverges naming both functions and the caller",
       rebuilt_program_diverges_naming_both_functions_and_the_caller)
 check("crash keeps every event and dies by SIGSEGV", crash_keeps_every_event_and_dies_by_sigsegv)
