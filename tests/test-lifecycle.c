@@ -44,11 +44,13 @@ static int list_dir(const char *dir, char *out, size_t cap)
             memcpy(names[j], names[j - 1], sizeof t);
             memcpy(names[j - 1], t, sizeof t);
         }
+    size_t o = 0;
     out[0] = '\0';
-    for (int i = 0; i < n; i++) {
-        if (i > 0)
-            strncat(out, "|", cap - strlen(out) - 1);
-        strncat(out, names[i], cap - strlen(out) - 1);
+    for (int i = 0; i < n && o + 1 < cap; i++) {
+        int k = snprintf(out + o, cap - o, "%s%s", i > 0 ? "|" : "", names[i]);
+        if (k < 0)
+            break;
+        o += (size_t)k < cap - o ? (size_t)k : cap - o - 1;
     }
     return n;
 }

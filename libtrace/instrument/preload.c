@@ -30,7 +30,8 @@
  * replaced the same way when output is checked; and fopen of /dev/urandom and /dev/random
  * returns such a stream too. libstdc++'s std::cin/cout/cerr hold glibc's original FILEs, so the
  * handful of stdio functions libstdc++ calls on them (fread, getc, ungetc, fwrite, putc, fputc,
- * fputs, fflush) redirect the original streams to their replacements.
+ * fputs, fflush) redirect the original streams to their replacements. glibc makes such
+ * streams byte-only, so the wide-character functions are rebuilt over bytes on them (below).
  *
  * Output. What reaches fds 1 and 2 (through write, writev or the stdio streams) is cut into
  * segments by content alone — a segment ends after a newline or at SEG_MAX bytes — and each

@@ -202,8 +202,8 @@ void tt_rt_failed(int rc, const char *what)
     /* another error: say it once, stop tracing, let the program go on */
     static _Atomic int said;
     if (!atomic_exchange(&said, 1)) {
-        fprintf(stderr, "tinytrace: %s failed: %s (%s); tracing stops\n", what, tt_strerror(rc),
-                tt_error_name(rc));
+        fprintf(stderr, "tinytrace: %s failed: %s (%s); the event is not in the recording\n",
+                what, tt_strerror(rc), tt_error_name(rc));
         if (g_mode == TT_MODE_REPLAY) {
             write_report(s, "error", rc, tt_strerror(rc), NULL, NULL, 0);
             fflush(stderr);
@@ -373,7 +373,6 @@ __attribute__((constructor(101))) static void rt_init(void)
     const char *owner = getenv("TINYTRACE_PID");
     if (owner && strcmp(owner, me) != 0)
         return;
-    setenv("TINYTRACE_PID", me, 1);
     guard = 1;
     tt_config cfg;
     tt_error_info err;
@@ -408,6 +407,9 @@ __attribute__((constructor(101))) static void rt_init(void)
     const char *rp = getenv("TINYTRACE_REPORT");
     if (rp)
         snprintf(report_path, sizeof report_path, "%s", rp);
+    /* after every getenv: a program with its own environment code (bash) may not find
+     * variables set before it has loaded the environment */
+    setenv("TINYTRACE_PID", me, 1);
     if (g_mode == TT_MODE_RECORD) {
         record_meta(s);
         install_crash_handlers();
