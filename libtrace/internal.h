@@ -76,6 +76,9 @@ static inline const struct tt_config_impl *tt_cfg(const tt_config *c)
     return (const struct tt_config_impl *)(const void *)c;
 }
 
+/* The mode a config asks for. */
+tt_mode tt_session_mode_of_(const tt_config *cfg);
+
 /* ---- the intern table (session/session.c) ---- */
 struct tt_intern_table {
     uint8_t *arena;          /* [u8 kind][u32 len][name bytes] per object, in id order */

@@ -383,6 +383,15 @@ __attribute__((constructor(101))) static void rt_init(void)
         rc = tt_config_set(&cfg, TT_PARAM_DIVERGENCE, TT_DIVERGE_COUNT, &err);
     if (rc == TT_OK)
         rc = tt_session_open(&cfg, &s, &err);
+    if (rc == TT_E_IO && err.sys_errno == EEXIST && owner && tt_session_mode_of_(&cfg) == TT_MODE_RECORD) {
+        /* This process was traced before an exec (a shell running its last command, a wrapper
+         * script): the earlier image's file is ours and unfinished. The recording is of the
+         * program the process became, so drop it and start again. */
+        char partial[4200];
+        snprintf(partial, sizeof partial, "%s.%s.partial", getenv("TINYTRACE_FILE"), me);
+        if (unlink(partial) == 0)
+            rc = tt_session_open(&cfg, &s, &err);
+    }
     if (rc == TT_E_CONFIG || (rc != TT_OK && getenv("TINYTRACE_REPORT"))) {
         /* a bad setting, or a replay that cannot start, is refused before the program runs */
         fprintf(stderr, "tinytrace: %s\n", err.message);

@@ -292,3 +292,8 @@ int tt_config_from_env(tt_config *cfg, tt_error_info *err)
     memcpy(cfg, &tmp, sizeof tmp);
     return TT_OK;
 }
+
+tt_mode tt_session_mode_of_(const tt_config *cfg)
+{
+    return (tt_mode)tt_cfg(cfg)->mode;
+}
