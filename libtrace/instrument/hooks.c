@@ -27,6 +27,7 @@ struct fn_slot {
 
 static struct fn_slot fn_map[FN_CAP];
 static uintptr_t prov_addr[FN_CAP];
+static uint32_t prov_slot[FN_CAP];     /* the map slot of each provisional id */
 static uint32_t prov_id[FN_CAP];       /* swapper side: resolved ids */
 static uint32_t nprov;
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -52,6 +53,13 @@ static uint32_t resolve(tt_session *s, uint32_t prov)
     uint32_t id = 0;
     tt_intern(s, TT_OBJ_FUNCTION, name, &id);
     prov_id[idx] = id;
+    /* from now on the hooks hand out the final id, and events of this function no longer need
+     * the swapper's lookup; relaxed: either id is right, the provisional one just costs more */
+    pthread_mutex_lock(&map_lock);
+    uint32_t slot = prov_slot[idx];
+    pthread_mutex_unlock(&map_lock);
+    if (id)
+        atomic_store_explicit(&fn_map[slot].id, id, memory_order_relaxed);
     return id;
 }
 
@@ -72,6 +80,7 @@ static uint32_t insert(tt_session *s, uintptr_t a)
             if (nprov >= FN_CAP - 1)
                 break; /* full: the function goes untraced (id 0) */
             prov_addr[nprov] = a;
+            prov_slot[nprov] = h;
             id = TT_FN_PROVISIONAL | nprov++;
             tt_session_set_fn_resolver_(s, resolve);
         } else {

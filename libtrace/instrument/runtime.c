@@ -37,18 +37,6 @@ static _Atomic int g_closing;
 /* the guard is the library's own per-thread flag, which the swapper holds for its whole life */
 #define guard tt_in_tracer
 
-bool tt_rt_guard_enter(void)
-{
-    if (guard)
-        return false;
-    guard = 1;
-    return true;
-}
-
-void tt_rt_guard_leave(void)
-{
-    guard = 0;
-}
 
 tt_session *tt_rt_session(void)
 {

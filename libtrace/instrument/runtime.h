@@ -48,9 +48,22 @@ tt_session *tt_rt_session(void);
 tt_mode tt_rt_mode(void);
 
 /* Enters the calling thread's nesting guard. Returns false when the thread is already inside
- * tinytrace (then the caller must only forward to the real function). Async-signal-safe. */
-bool tt_rt_guard_enter(void);
-void tt_rt_guard_leave(void);
+ * tinytrace (then the caller must only forward to the real function). Async-signal-safe.
+ * Inline: the guard is the library's per-thread tt_in_tracer flag (initial-exec TLS). */
+extern __thread int tt_in_tracer __attribute__((visibility("hidden")));
+
+static inline bool tt_rt_guard_enter(void)
+{
+    if (tt_in_tracer)
+        return false;
+    tt_in_tracer = 1;
+    return true;
+}
+
+static inline void tt_rt_guard_leave(void)
+{
+    tt_in_tracer = 0;
+}
 
 /* Options from the environment, read once at start. */
 bool tt_rt_record_allocs(void);
