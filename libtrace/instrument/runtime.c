@@ -38,15 +38,35 @@ static _Atomic int g_closing;
 #define guard tt_in_tracer
 
 
+/* The session as it stands, never starting the runtime (for the runtime's own use). */
+static inline tt_session *cur(void)
+{
+    return atomic_load_explicit(&g_session, memory_order_acquire);
+}
+
+#ifndef TT_RT_PRELOAD
+static void rt_init(void);
+static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
+static _Atomic int rt_started;
+#endif
+
 tt_session *tt_rt_session(void)
 {
+#ifndef TT_RT_PRELOAD
+    /* Linked into the program (libtinytrace.so): the runtime starts at the first hook call, so
+     * a program that never runs instrumented code gets no session from it. */
+    if (TT_UNLIKELY(!atomic_load_explicit(&rt_started, memory_order_acquire))) {
+        pthread_once(&rt_once, rt_init);
+        atomic_store_explicit(&rt_started, 1, memory_order_release);
+    }
+#endif
     /* acquire: pairs with the release store in rt_init, so the session is fully built */
     return atomic_load_explicit(&g_session, memory_order_acquire);
 }
 
 tt_mode tt_rt_mode(void)
 {
-    return tt_rt_session() ? g_mode : TT_MODE_OFF;
+    return cur() ? g_mode : TT_MODE_OFF;
 }
 
 bool tt_rt_record_allocs(void)
@@ -167,7 +187,7 @@ static void write_report(tt_session *s, const char *status, int code, const char
 
 void tt_rt_failed(int rc, const char *what)
 {
-    tt_session *s = tt_rt_session();
+    tt_session *s = cur();
     if (!s || rc == TT_OK)
         return;
     if (rc == TT_E_DIVERGED) {
@@ -210,7 +230,7 @@ static void crash_handler(int sig, siginfo_t *info, void *uctx)
 {
     (void)info;
     (void)uctx;
-    tt_session *s = tt_rt_session();
+    tt_session *s = cur();
     /* inside tinytrace (the guard is held) the locks may be ours: do not finalize then */
     if (s && !guard && !atomic_exchange(&g_closing, 1)) {
         guard = 1;
@@ -269,7 +289,7 @@ static void name_thread(const char *path)
 {
     snprintf(thread_path, sizeof thread_path, "%s", path);
     thread_children = 0;
-    tt_session *s = tt_rt_session();
+    tt_session *s = cur();
     if (s) {
         int rc = tt_thread_name(s, path);
         if (rc != TT_OK)
@@ -277,6 +297,7 @@ static void name_thread(const char *path)
     }
 }
 
+#ifdef TT_RT_PRELOAD
 static void *thread_trampoline(void *p)
 {
     struct start_args a = *(struct start_args *)p;
@@ -295,7 +316,7 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *th, const p
     static pthread_create_fn real;
     if (!real)
         real = (pthread_create_fn)(uintptr_t)dlsym(RTLD_NEXT, "pthread_create");
-    if (guard || !tt_rt_session())
+    if (guard || !cur())
         return real(th, attr, fn, arg);
     guard = 1;
     struct start_args *a = malloc(sizeof *a);
@@ -311,6 +332,8 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *th, const p
         free(a);
     return rc;
 }
+
+#endif /* TT_RT_PRELOAD */
 
 /* ---------------------------------------------------------------- life */
 
@@ -349,7 +372,10 @@ static void record_meta(tt_session *s)
     tt_intern(s, TT_OBJ_META, buf, &id);
 }
 
-__attribute__((constructor(101))) static void rt_init(void)
+#ifdef TT_RT_PRELOAD
+__attribute__((constructor(101)))
+#endif
+static void rt_init(void)
 {
     const char *mode = getenv("TINYTRACE_MODE");
     if (!mode || !*mode || !strcmp(mode, "off"))
@@ -419,7 +445,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 
 __attribute__((destructor(101))) static void rt_fini(void)
 {
-    tt_session *s = tt_rt_session();
+    tt_session *s = cur();
     if (!s)
         return;
     /* the real pid: with the guard held, getpid is not recorded or replayed */
@@ -453,6 +479,7 @@ __attribute__((destructor(101))) static void rt_fini(void)
         fprintf(stderr, "tinytrace: %s\n", err.message);
 }
 
+#ifdef TT_RT_PRELOAD
 /* Programs that end with _exit (shells do) skip destructors: close the session first. exit()
  * reaches the kernel through glibc's internal alias, not through here. */
 __attribute__((visibility("default"), noreturn)) void _exit(int status)
@@ -468,3 +495,4 @@ __attribute__((visibility("default"), noreturn)) void _Exit(int status)
         rt_fini();
     exit_now(status);
 }
+#endif /* TT_RT_PRELOAD */

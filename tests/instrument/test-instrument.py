@@ -3,6 +3,7 @@
 function hooks and a rebuilt program, a crash while recording, fork, and the flaky example.
 
 Usage: test-instrument.py TINYTRACE PRELOAD PROG_CALLS PROG_CALLS_EXTRA PROG_CRASH PROG_FORK FLAKY
+       PROG_CALLS_LINKED PROG_CALLS_LINKED_EXTRA
 Each test runs in its own temporary directory, removed afterwards.
 """
 import json
@@ -13,7 +14,8 @@ import subprocess
 import sys
 import tempfile
 
-TT, PRELOAD, CALLS, CALLS_EXTRA, CRASH, FORK, FLAKY = map(os.path.abspath, sys.argv[1:8])
+TT, PRELOAD, CALLS, CALLS_EXTRA, CRASH, FORK, FLAKY, LINKED, LINKED_EXTRA = map(
+    os.path.abspath, sys.argv[1:10])
 ENV = dict(os.environ, TINYTRACE_PRELOAD=PRELOAD)
 failures = []
 passed = 0
@@ -147,7 +149,33 @@ def date_and_python_replay_their_recorded_line(d):
         assert rep.stdout == r.stdout, f"{argv}: replay printed {rep.stdout!r}, recorded {r.stdout!r}"
 
 
+def linked_program_records_into_the_session_tinytrace_configures(d):
+    trace = os.path.join(d, "linked.tt")
+    env = dict(os.environ, TINYTRACE_MODE="record", TINYTRACE_FILE=trace)
+    env.pop("LD_PRELOAD", None)
+    r = subprocess.run([LINKED], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, f"record: {r.returncode} {r.stderr}"
+    ev = events(trace)
+    enters = [e["function"] for e in ev if e["kind"] == "enter"]
+    assert enters[:2] == ["main", "leaf"] and enters.count("fib") == 67, enters[:6]
+    env["TINYTRACE_MODE"] = "replay"
+    ok = subprocess.run([LINKED], capture_output=True, text=True, env=env, timeout=60)
+    assert ok.returncode == 0, f"replay: {ok.returncode} {ok.stderr}"
+    bad = subprocess.run([LINKED_EXTRA], capture_output=True, text=True, env=env, timeout=60)
+    assert bad.returncode == 86, f"replay of the rebuilt program: {bad.returncode} {bad.stderr}"
+    assert "expected: enter function=fib" in bad.stderr, bad.stderr
+    assert "actual:   enter function=extra_step" in bad.stderr, bad.stderr
+    assert "caller_of_new_code" in bad.stderr, bad.stderr
+    # without TINYTRACE_MODE the linked program runs untraced and writes nothing
+    os.remove(trace)
+    env.pop("TINYTRACE_MODE")
+    plain = subprocess.run([LINKED], capture_output=True, text=True, env=env, timeout=60)
+    assert plain.returncode == 0 and not os.listdir(d), os.listdir(d)
+
+
 check("date and python replay their recorded line", date_and_python_replay_their_recorded_line)
+check("linked program records into the session TINYTRACE_* configures",
+      linked_program_records_into_the_session_tinytrace_configures)
 check("rebuilt program diverges naming both functions and the caller",
       rebuilt_program_diverges_naming_both_functions_and_the_caller)
 check("crash keeps every event and dies by SIGSEGV", crash_keeps_every_event_and_dies_by_sigsegv)
