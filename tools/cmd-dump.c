@@ -349,10 +349,8 @@ int cmd_dump(int argc, char **argv)
             return tool_usage_hint(argv[0]);
         }
     }
-    if (optind >= argc)
-        return tool_usage_error(argv[0], "missing FILE");
-    if (argc - optind > 1)
-        return tool_usage_error(argv[0], "takes one FILE, not %d", argc - optind);
+    if ((c = tool_one_operand(argc, argv, optind)) != TOOL_EXIT_OK)
+        return c;
 
     tool_limits(&lim, max_mb);
     rc = tool_trace_probe(&t, argv[optind], &lim, TT_CURSORS_PER_THREAD);

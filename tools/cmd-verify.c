@@ -106,10 +106,8 @@ int cmd_verify(int argc, char **argv)
             return tool_usage_hint(argv[0]);
         }
     }
-    if (optind >= argc)
-        return tool_usage_error(argv[0], "missing FILE");
-    if (argc - optind > 1)
-        return tool_usage_error(argv[0], "takes one FILE, not %d", argc - optind);
+    if ((c = tool_one_operand(argc, argv, optind)) != TOOL_EXIT_OK)
+        return c;
     if (json && quiet)
         return tool_usage_error(argv[0], "--json and --quiet exclude each other");
     path = argv[optind];

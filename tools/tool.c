@@ -623,3 +623,12 @@ void tj_newline(tool_json *j)
     memset(j->first, 0, sizeof j->first);
     j->first[0] = 1;
 }
+
+int tool_one_operand(int argc, char **argv, int optind_)
+{
+    if (optind_ >= argc)
+        return tool_usage_error(argv[0], "missing FILE");
+    if (argc - optind_ > 1)
+        return tool_usage_error(argv[0], "takes one FILE, not %d", argc - optind_);
+    return TOOL_EXIT_OK;
+}

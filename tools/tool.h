@@ -75,6 +75,8 @@ void tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "tinytrace VERB: <msg>" and "Try 'tinytrace VERB --help'." to stderr and returns
  * TOOL_EXIT_USAGE. @prog is the verb's argv[0] ("tinytrace VERB"). */
 int tool_usage_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Checks that exactly one operand (FILE) follows the options; TOOL_EXIT_USAGE otherwise. */
+int tool_one_operand(int argc, char **argv, int optind_);
 
 /* Prints "Try 'tinytrace VERB --help'." after getopt's own message; returns TOOL_EXIT_USAGE. */
 int tool_usage_hint(const char *prog);

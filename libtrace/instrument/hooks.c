@@ -112,34 +112,31 @@ static inline uint32_t fn_id(tt_session *s, void *fn)
 void __cyg_profile_func_enter(void *fn, void *call_site);
 void __cyg_profile_func_exit(void *fn, void *call_site);
 
-__attribute__((visibility("default"), no_instrument_function)) void
-__cyg_profile_func_enter(void *fn, void *call_site)
+__attribute__((no_instrument_function, always_inline)) static inline void hook(uint32_t kind,
+                                                                                void *fn)
 {
-    (void)call_site;
     if (TT_UNLIKELY(!tt_rt_guard_enter()))
         return;
     tt_session *s = tt_rt_session();
     if (s) {
         uint32_t id = fn_id(s, fn);
-        int rc = id ? tt_enter(s, id) : TT_OK;
+        int rc = id ? (kind == TT_EV_ENTER ? tt_enter(s, id) : tt_exit(s, id)) : TT_OK;
         if (TT_UNLIKELY(rc != TT_OK))
-            tt_rt_failed(rc, "function entry");
+            tt_rt_failed(rc, kind == TT_EV_ENTER ? "function entry" : "function exit");
     }
     tt_rt_guard_leave();
+}
+
+__attribute__((visibility("default"), no_instrument_function)) void
+__cyg_profile_func_enter(void *fn, void *call_site)
+{
+    (void)call_site;
+    hook(TT_EV_ENTER, fn);
 }
 
 __attribute__((visibility("default"), no_instrument_function)) void
 __cyg_profile_func_exit(void *fn, void *call_site)
 {
     (void)call_site;
-    if (TT_UNLIKELY(!tt_rt_guard_enter()))
-        return;
-    tt_session *s = tt_rt_session();
-    if (s) {
-        uint32_t id = fn_id(s, fn);
-        int rc = id ? tt_exit(s, id) : TT_OK;
-        if (TT_UNLIKELY(rc != TT_OK))
-            tt_rt_failed(rc, "function exit");
-    }
-    tt_rt_guard_leave();
+    hook(TT_EV_EXIT, fn);
 }
