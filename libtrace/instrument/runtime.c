@@ -231,8 +231,27 @@ static void crash_handler(int sig, siginfo_t *info, void *uctx)
     (void)info;
     (void)uctx;
     tt_session *s = cur();
-    /* inside tinytrace (the guard is held) the locks may be ours: do not finalize then */
-    if (s && !guard && !atomic_exchange(&g_closing, 1)) {
+    if (s && g_mode == TT_MODE_REPLAY && !guard && !atomic_exchange(&g_closing, 1)) {
+        /* Replay: did the recording crash here too, by the same signal? */
+        guard = 1;
+        char bt[4096];
+        tt_backtrace(bt, sizeof bt, 1);
+        tt_event ev = { .kind = TT_EV_CRASH, .arg = (uint64_t)sig };
+        int rc = tt_event_full_(s, &ev, NULL, 0, NULL);
+        char msg[160];
+        if (rc == TT_OK) {
+            snprintf(msg, sizeof msg, "the program died by signal %d where the recording did", sig);
+            write_report(s, "matched", TT_OK, msg, NULL, NULL, 0);
+        } else if (rc == TT_E_DIVERGED) {
+            tt_divergence d;
+            if (tt_replay_divergence(s, &d) != TT_OK)
+                memset(&d, 0, sizeof d);
+            fprintf(stderr, "tinytrace: the program died by signal %d where the recording did "
+                    "not\n%s", sig, bt);
+            write_report(s, "diverged", rc, d.message, &d, bt, 1);
+        }
+    } else if (s && !guard && !atomic_exchange(&g_closing, 1)) {
+        /* record; inside tinytrace (the guard is held) the locks may be ours: do not finalize */
         guard = 1;
         char bt[4096];
         size_t n = tt_backtrace(bt, sizeof bt, 1);
@@ -433,10 +452,9 @@ static void rt_init(void)
     /* after every getenv: a program with its own environment code (bash) may not find
      * variables set before it has loaded the environment */
     setenv("TINYTRACE_PID", me, 1);
-    if (g_mode == TT_MODE_RECORD) {
+    if (g_mode == TT_MODE_RECORD)
         record_meta(s);
-        install_crash_handlers();
-    }
+    install_crash_handlers();
     pthread_atfork(NULL, NULL, fork_child);
     atomic_store_explicit(&g_session, s, memory_order_release);
     name_thread("main");

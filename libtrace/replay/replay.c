@@ -398,6 +398,10 @@ int tt_replay_event(tt_session *s, struct tt_thread *t, const tt_event *act, voi
     else if (k == TT_EV_IO && act->dir == TT_IO_IN) {
         if (ev.payload_len > in_cap)
             why = TT_DIV_LENGTH;
+    } else if (k == TT_EV_CRASH) {
+        /* the same signal at the same point; the backtrace text holds addresses, not compared */
+        if (ev.arg != act->arg)
+            why = TT_DIV_ARG;
     } else if (ev.payload_len != act->payload_len) {
         why = TT_DIV_LENGTH;
     } else if (ev.payload_len) {

@@ -91,6 +91,10 @@ def crash_keeps_every_event_and_dies_by_sigsegv(d):
     assert last[0]["kind"] == "crash", last
     enters = [e["function"] for e in ev if e["thread"] == crash[0]["thread"] and e["kind"] == "enter"]
     assert enters[-1] == "crash_here", enters[-3:]
+    # the crash replays: same signal at the same point is a match, and the program dies again
+    rep = run([TT, "replay", trace])
+    assert rep.returncode == 0, f"replay of the crash: {rep.returncode} {rep.stderr}"
+    assert "signal 11" in rep.stderr, rep.stderr
 
 
 def fork_child_leaves_the_parent_trace_intact(d):
