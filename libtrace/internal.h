@@ -125,6 +125,7 @@ struct tt_thread {
     bool has_time;
     /* replay side */
     struct tt_replay_thread *rp;
+    struct tt_replay_thread *_Atomic rp_pub; /* rp, published for other threads */
 };
 
 struct tt_sink;

@@ -181,6 +181,8 @@ int tt_replay_thread_init(tt_session *s, struct tt_thread *t)
     if (!t->rp)
         return TT_E_NOMEM;
     t->rp->rec = UINT32_MAX;
+    /* release: tt_replay_progress_get, from another thread, sees it whole */
+    atomic_store_explicit(&t->rp_pub, t->rp, memory_order_release);
     return TT_OK;
 }
 
@@ -495,8 +497,12 @@ int tt_replay_progress_get(tt_session *s, tt_replay_progress *out)
     out->threads_seen = s->nthreads;
     /* each thread counts its own matches; call this from the replaying threads' quiet points
      * (or after joining them) for an exact figure */
-    for (uint32_t i = 0; i < s->nthreads; i++)
-        out->matched += atomic_load_explicit(&s->threads[i]->rp->matched, memory_order_relaxed);
+    for (uint32_t i = 0; i < s->nthreads; i++) {
+        /* a thread still registering has no replay state yet (it is set up outside the lock) */
+        struct tt_replay_thread *rt = atomic_load_explicit(&s->threads[i]->rp_pub, memory_order_acquire);
+        if (rt)
+            out->matched += atomic_load_explicit(&rt->matched, memory_order_relaxed);
+    }
     pthread_mutex_unlock(&s->lock);
     int rc;
     struct tt_thread *t = tt_thread_lookup_slow(s, &rc);

@@ -194,6 +194,9 @@ struct tt_thread *tt_thread_lookup_slow(tt_session *s, int *rc)
             t->id = s->nthreads;
             t->serial = tls_serial;
             t->os_tid = (uint32_t)syscall(SYS_gettid);
+            /* busy until its start events are in: a close that begins meanwhile waits for it
+             * (tt_writer_close) instead of handing over a buffer being written */
+            atomic_store_explicit(&t->busy, 1, memory_order_relaxed);
             s->threads[s->nthreads++] = t;
             fresh = true;
         }
@@ -206,10 +209,12 @@ struct tt_thread *tt_thread_lookup_slow(tt_session *s, int *rc)
          * takes the session lock to intern function names */
         *rc = s->head.mode == TT_MODE_RECORD ? tt_writer_thread_init(s, t)
                                              : tt_replay_thread_init(s, t);
-        if (*rc != TT_OK) {
+        if (*rc != TT_OK)
             t->ended = 1; /* registered, but records nothing */
+        /* release: the closer's acquire load of busy == 0 sees the start events */
+        atomic_store_explicit(&t->busy, 0, memory_order_release);
+        if (*rc != TT_OK)
             return NULL;
-        }
     }
     tls_insert(s, t);
     return t;
