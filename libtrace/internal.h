@@ -226,6 +226,10 @@ void tt_symbolize(uintptr_t addr, char *buf, size_t cap);
 /* Function ids with this bit are provisional: the swapper resolves them (hooks.c). */
 #define TT_FN_PROVISIONAL 0x80000000u
 void tt_session_set_fn_resolver_(tt_session *s, tt_fn_resolver fn);
+/* The first half of tt_session_close: the file is finished (record) or the rest of the
+ * recording checked (replay), but nothing is freed, so other threads that still hold @s do not
+ * touch freed memory. For the crash handler, which never frees. */
+int tt_session_finish_(tt_session *s, tt_error_info *err);
 /* Marks a recording as finalized by the crash handler. */
 void tt_session_mark_crashed_(tt_session *s);
 /* Held by any thread while tinytrace itself runs (the swapper for its whole life). */

@@ -261,7 +261,7 @@ static void crash_handler(int sig, siginfo_t *info, void *uctx)
         tt_error_info err;
         atomic_store_explicit(&g_session, NULL, memory_order_release);
         tt_session_mark_crashed_(s);
-        tt_session_close(s, &err);
+        tt_session_finish_(s, &err); /* not freed: other threads may still hold it */
     }
     /* die as the program would have: default action, signal unblocked, raised again */
     signal(sig, SIG_DFL);

@@ -294,7 +294,7 @@ int tt_session_close(tt_session *s, tt_error_info *err)
         return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "tt_session_close: NULL session");
     if (s == &off_session)
         return TT_OK;
-    int rc = s->head.mode == TT_MODE_RECORD ? tt_writer_close(s, err) : tt_replayer_close(s, err);
+    int rc = tt_session_finish_(s, err);
     if (s->head.mode == TT_MODE_RECORD)
         tt_writer_free(s);
     else
@@ -329,4 +329,9 @@ void tt_session_stats_get(tt_session *s, tt_session_stats *st)
 void tt_session_set_fn_resolver_(tt_session *s, tt_fn_resolver fn)
 {
     atomic_store_explicit(&s->fn_resolver, fn, memory_order_release);
+}
+
+int tt_session_finish_(tt_session *s, tt_error_info *err)
+{
+    return s->head.mode == TT_MODE_RECORD ? tt_writer_close(s, err) : tt_replayer_close(s, err);
 }
