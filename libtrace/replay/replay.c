@@ -258,6 +258,46 @@ static void checkpoint_locate(const uint8_t *p, uint64_t len, uint64_t at, uint3
     }
 }
 
+static bool same_call(const tt_event *ev, void *ctx)
+{
+    const tt_event *act = ctx;
+    if (ev->kind != act->kind || ev->sp.site != act->sp.site)
+        return false;
+    switch (ev->kind) {
+    case TT_EV_ENTER:
+    case TT_EV_EXIT:
+    case TT_EV_SAFEPOINT:
+        return ev->sp.function == act->sp.function;
+    case TT_EV_ALLOC:
+    case TT_EV_USER:
+    case TT_EV_CRASH:
+        return ev->arg == act->arg;
+    case TT_EV_IO:
+        return ev->arg == act->arg && ev->dir == act->dir;
+    default:
+        return true;
+    }
+}
+
+/* Counting policy: after a divergence, find where the replay goes on. If the actual call is
+ * among the next events of the recording, the ones before it were missed: they are consumed and
+ * so is the call's own event. If it is not, the call was an extra one: nothing is consumed. */
+static void realign(tt_session *s, struct tt_thread *t, const tt_event *act)
+{
+    struct tt_replayer *rp = s->rp;
+    uint32_t rec = t->rp->rec;
+    int k = tt_reader_find_ahead_(rp->r, rec, 64, same_call, (void *)(uintptr_t)act);
+    tt_error_info e2;
+    tt_event ev;
+    for (int i = 0; i <= k; i++) {
+        if (tt_reader_peek(rp->r, rec, &ev, &e2) != TT_OK)
+            break;
+        tt_reader_advance(rp->r, rec);
+    }
+    if (k >= 0 && rp->ordered)
+        publish_next(rp, rec, &e2);
+}
+
 static int diverge(tt_session *s, struct tt_thread *t, tt_diverge_reason why, const tt_event *exp,
                    const tt_event *act, uint64_t first_diff)
 {
@@ -309,14 +349,8 @@ static int diverge(tt_session *s, struct tt_thread *t, tt_diverge_reason why, co
     rp->has_last = true;
     pthread_mutex_unlock(&rp->lock);
     atomic_fetch_add_explicit(&s->divergences, 1, memory_order_relaxed);
-    if (s->cfg.divergence == TT_DIVERGE_COUNT && exp && why != TT_DIV_ORDER) {
-        /* counting: the recorded event is used up, so the replay moves on past it */
-        tt_reader_advance(rp->r, t->rp->rec);
-        if (rp->ordered) {
-            tt_error_info e2;
-            publish_next(rp, t->rp->rec, &e2);
-        }
-    }
+    if (s->cfg.divergence == TT_DIVERGE_COUNT && exp && why != TT_DIV_ORDER)
+        realign(s, t, act);
     return TT_E_DIVERGED;
 }
 

@@ -912,3 +912,33 @@ bool tt_reader_match_fn_(tt_reader *r, uint32_t cursor, uint8_t kind, uint32_t f
     c->seq++;
     return true;
 }
+
+/* Counting replay's re-alignment: the index (0 = the next event) of the first of the next @max
+ * events of @cursor, within its current chunk, for which @match says yes; -1 if none. Nothing
+ * moves. Payloads split over chunks end the search (following them would move buffers). */
+int tt_reader_find_ahead_(tt_reader *r, uint32_t cursor, int max,
+                          bool (*match)(const tt_event *ev, void *ctx), void *ctx)
+{
+    struct tt_cursor c = r->cursors[cursor];
+    tt_error_info err;
+    if (c.peeked) {
+        /* start from the peeked event itself */
+        c.peeked = false;
+    }
+    if (!c.loaded || c.left == 0)
+        return -1;
+    for (int i = 0; i < max && c.left > 0; i++) {
+        if (c.left == 1 && (c.h.flags & TT_CF_CONT_OUT))
+            return -1;
+        tt_event ev;
+        if (decode(r, &c, &ev, &err) != TT_OK)
+            return -1;
+        if (match(&ev, ctx))
+            return i;
+        c.p = c.pp;
+        c.left = c.pleft;
+        c.prev_time = c.ptime;
+        c.prev_fn = c.pfn;
+    }
+    return -1;
+}

@@ -26,9 +26,10 @@ extern "C" {
 
 /* Divergence policy (TT_PARAM_DIVERGENCE). RETURN (the default): a diverging call returns
  * TT_E_DIVERGED and changes nothing, so the corrected call can be retried. COUNT: it returns
- * TT_E_DIVERGED too, but the recorded event it was compared with is consumed, so the replay goes
- * on and later calls are compared with later events (`tinytrace replay --keep-going`). Either
- * way the count is in tt_replay_progress. */
+ * TT_E_DIVERGED too, and the replay re-aligns (`tinytrace replay --keep-going`): if the call is
+ * among the thread's next 64 recorded events, the ones before it are skipped as missed and the
+ * call's own event is consumed; otherwise the call is taken as an extra one and nothing moves.
+ * Either way the count is in tt_replay_progress. */
 typedef enum tt_divergence_policy { TT_DIVERGE_RETURN = 0, TT_DIVERGE_COUNT = 1 } tt_divergence_policy;
 
 /* Why a call diverged. */
