@@ -198,6 +198,7 @@ int tt_writer_append_long(tt_session *s, struct tt_thread *t, const struct tt_ra
 uint64_t tt_reader_chunks_read_(const tt_reader *r);
 int tt_reader_find_ahead_(tt_reader *r, uint32_t cursor, int max,
                           bool (*match)(const tt_event *ev, void *ctx), void *ctx);
+int tt_reader_skim_(tt_reader *r, uint64_t *events, tt_error_info *err);
 bool tt_reader_match_fn_(tt_reader *r, uint32_t cursor, uint8_t kind, uint32_t function,
                          uint64_t *seq, uint64_t *time);
 

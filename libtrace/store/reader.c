@@ -824,13 +824,20 @@ int tt_reader_peek(tt_reader *r, uint32_t cursor, tt_event *ev, tt_error_info *e
     return TT_OK;
 }
 
+static void consume(tt_reader *r, struct tt_cursor *c, const tt_event *ev);
+
 void tt_reader_advance(tt_reader *r, uint32_t cursor)
 {
     struct tt_cursor *c = &r->cursors[cursor];
     if (!c->peeked)
         return;
-    const tt_event *ev = &c->pev;
     c->peeked = false;
+    consume(r, c, &c->pev);
+}
+
+/* Moves @c past @ev, the event decode() just returned, and keeps the counts. */
+static void consume(tt_reader *r, struct tt_cursor *c, const tt_event *ev)
+{
     c->p = c->pp;
     c->left = c->pleft;
     c->prev_time = c->ptime;
@@ -941,4 +948,117 @@ int tt_reader_find_ahead_(tt_reader *r, uint32_t cursor, int max,
         c.prev_fn = c.pfn;
     }
     return -1;
+}
+
+/* The events of the current chunk that lie wholly inside it, checked as decode() checks them
+ * (its "malformed event" cases), with the per-thread counts kept once per chunk. Stops before
+ * a last event whose payload continues in the next chunk. */
+static int skim_chunk(tt_reader *r, struct tt_cursor *c, uint64_t *events, tt_error_info *err)
+{
+    const uint8_t *p = c->p, *end = c->end;
+    uint32_t left = c->left, fn = c->prev_fn;
+    uint64_t time = c->prev_time, payload = 0, largest = r->largest_event, n = 0;
+    const uint64_t max_event = r->m.largest_event;
+    const bool cont_out = (c->h.flags & TT_CF_CONT_OUT) != 0;
+    while (left > 1 || (left == 1 && !cont_out)) {
+        /* one event from @q; it is committed to p, fn, time only when it is whole */
+        const uint8_t *q = p;
+        uint64_t dt, v, len = 0;
+        uint32_t efn = fn;
+        if (q >= end)
+            goto bad;
+        uint8_t tag = *q++;
+        uint8_t kind = tag & TT_TAG_KIND;
+        if ((tag & TT_TAG_RESERVED) || kind == 0 || kind > TT_EV_KIND_MAX)
+            goto bad;
+        if (TT_LIKELY(q < end && *q < 0x80))
+            dt = *q++;
+        else if (tt_get_varint(&q, end, &dt) != 0)
+            goto bad;
+        if (dt > UINT64_MAX - time)
+            goto bad;
+        if (!(tag & TT_TAG_FSAME)) {
+            if (tt_get_varint(&q, end, &v) != 0 || v > UINT32_MAX)
+                goto bad;
+            efn = (uint32_t)v;
+        }
+        if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
+            if (tag & TT_TAG_OUT)
+                goto bad;
+        } else {
+            uint64_t site, arg, addr;
+            if (tt_get_varint(&q, end, &site) != 0 || site > UINT32_MAX ||
+                tt_get_varint(&q, end, &arg) != 0 || tt_get_varint(&q, end, &addr) != 0 ||
+                tt_get_varint(&q, end, &len) != 0)
+                goto bad;
+            if ((tag & TT_TAG_OUT) && kind != TT_EV_IO)
+                goto bad;
+            if (len > max_event || len > (uint64_t)(end - q))
+                break; /* decode() reports it in its own words */
+            q += len;
+        }
+        if (left == 1 && q != end)
+            break; /* bytes after the last event: decode() reports it */
+        p = q;
+        fn = efn;
+        time += dt;
+        payload += len;
+        if (len > largest)
+            largest = len;
+        left--;
+        n++;
+        continue;
+    bad:
+        return tt_fail(err, TT_E_CORRUPT, 0, c->chunk_off + TT_CHUNK_HEADER + (uint64_t)(p - c->chunk),
+                       "%s: malformed event at offset %" PRIu64, r->src.name,
+                       c->chunk_off + TT_CHUNK_HEADER + (uint64_t)(p - c->chunk));
+    }
+    c->p = p;
+    c->left = left;
+    c->prev_time = time;
+    c->prev_fn = fn;
+    if (n) {
+        struct thread_state *t = &r->ts[c->h.thread];
+        t->seq += n;
+        t->last_time = time;
+        r->events += n;
+        r->payload += payload;
+        r->largest_event = largest;
+        *events += n;
+    }
+    return TT_OK;
+}
+
+/* Verify's pass: every remaining event of the sequential cursor, decoded and checked exactly as
+ * tt_reader_next does, without the peek cache and the copies it makes for callers. Returns
+ * TT_E_END, with the end-of-stream checks made, or the first error. */
+int tt_reader_skim_(tt_reader *r, uint64_t *events, tt_error_info *err)
+{
+    struct tt_cursor *c = &r->cursors[0];
+    tt_event ev;
+    if (c->peeked) {
+        c->peeked = false;
+        consume(r, c, &c->pev);
+        (*events)++;
+    }
+    for (;;) {
+        if (TT_UNLIKELY(!c->loaded || c->left == 0)) {
+            if (c->done)
+                return TT_E_END;
+            int rc = load_next(r, c, err);
+            if (rc != TT_OK)
+                return rc;
+        }
+        int rc = skim_chunk(r, c, events, err);
+        if (TT_UNLIKELY(rc != TT_OK))
+            return rc;
+        if (c->left == 0)
+            continue;
+        /* the last event continues in the next chunk: the general path assembles it */
+        rc = decode(r, c, &ev, err);
+        if (TT_UNLIKELY(rc != TT_OK))
+            return rc;
+        consume(r, c, &ev);
+        (*events)++;
+    }
 }

@@ -78,10 +78,7 @@ int tt_verify(const tt_source *src, const tt_reader_limits *lim, tt_verify_resul
     tt_reader *r;
     rc = tt_reader_open(src, lim, TT_CURSORS_SEQUENTIAL, mem, cap.total, &r, &err);
     if (rc == TT_OK) {
-        tt_event ev;
-        while ((rc = tt_reader_next(r, 0, &ev, &err)) == TT_OK) {
-            res->events++;
-        }
+        rc = tt_reader_skim_(r, &res->events, &err);
         if (rc == TT_E_END)
             rc = TT_OK;
         res->chunks = tt_reader_chunks_read_(r);
