@@ -961,6 +961,17 @@ static int skim_chunk(tt_reader *r, struct tt_cursor *c, uint64_t *events, tt_er
     const uint64_t max_event = r->m.largest_event;
     const bool cont_out = (c->h.flags & TT_CF_CONT_OUT) != 0;
     while (left > 1 || (left == 1 && !cont_out)) {
+        /* the common case, two bytes: enter or exit of the same function, a short time step
+         * (not the last event, whose end decode() checks) */
+        if (left > 1 && end - p >= 2 && p[1] < 0x80 &&
+            (p[0] == (TT_EV_ENTER | TT_TAG_FSAME) || p[0] == (TT_EV_EXIT | TT_TAG_FSAME)) &&
+            time + p[1] >= time) {
+            time += p[1];
+            p += 2;
+            left--;
+            n++;
+            continue;
+        }
         /* one event from @q; it is committed to p, fn, time only when it is whole */
         const uint8_t *q = p;
         uint64_t dt, v, len = 0;
