@@ -1,0 +1,126 @@
+/* tinytrace gc — removes the temporary files of recordings whose process is gone.
+ *
+ * A recording is written as "<file>.<pid>.partial" and renamed on close; a process killed by
+ * SIGKILL (or one that called _exit from a child) leaves the partial file behind. gc removes
+ * such a file only when all of these hold: its name ends in ".<pid>.partial", it is a regular
+ * file (not followed through a symlink) that starts with the tinytrace magic, and no process
+ * with that pid exists. A live process's file is never touched; when a pid has been reused by an
+ * unrelated process, the file is kept (the safe side). What cannot be removed is reported, and
+ * gc still exits 0: it is a cleanup, not a check.
+ */
+#include "tool.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "Usage: tinytrace gc [--dry-run] [DIR]\n"
+    "\n"
+    "Removes the temporary files (NAME.PID.partial) that recordings of dead processes left in\n"
+    "DIR (default: the current directory). A file of a living process, a file that is not a\n"
+    "tinytrace trace, and a symlink are never removed. Use `tinytrace recover` first to save\n"
+    "what such a file holds.\n"
+    "\n"
+    "Options:\n"
+    "  -n, --dry-run       only say what would be removed\n"
+    "  -h, --help          print this help\n"
+    "\n"
+    "Prints one line per file it removed, kept or could not remove. Exits 0 even when some file\n"
+    "could not be removed; 2 for a usage error, 6 when DIR cannot be read.\n";
+
+/* The pid in "<anything>.<digits>.partial", or 0. */
+static long partial_pid(const char *name)
+{
+    size_t n = strlen(name);
+    const char *suffix = ".partial";
+    size_t sl = strlen(suffix);
+    if (n <= sl || strcmp(name + n - sl, suffix) != 0)
+        return 0;
+    size_t end = n - sl, start = end;
+    while (start > 0 && name[start - 1] >= '0' && name[start - 1] <= '9')
+        start--;
+    if (start == end || start == 0 || name[start - 1] != '.' || end - start > 9)
+        return 0;
+    return strtol(name + start, NULL, 10);
+}
+
+static int is_trace(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    char magic[8];
+    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+             pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
+             memcmp(magic, "TINYTRCE", sizeof magic) == 0;
+    close(fd);
+    return ok;
+}
+
+int cmd_gc(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"dry-run", no_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c, dry = 0;
+    while ((c = getopt_long(argc, argv, "nh", options, NULL)) != -1) {
+        switch (c) {
+        case 'n':
+            dry = 1;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return tool_finish_stdout(TOOL_EXIT_OK);
+        default:
+            return tool_usage_hint(argv[0]);
+        }
+    }
+    if (argc - optind > 1)
+        return tool_usage_error(argv[0], "takes at most one DIR, not %d", argc - optind);
+    const char *dir = optind < argc ? argv[optind] : ".";
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "tinytrace gc: cannot read %s: %s\n", dir, strerror(errno));
+        return TOOL_EXIT_SYSTEM;
+    }
+    int dfd = dirfd(d);
+    unsigned removed = 0, kept = 0, failed = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long pid = partial_pid(e->d_name);
+        if (pid <= 0 || !is_trace(dfd, e->d_name))
+            continue;
+        /* EPERM: the process exists but is someone else's — alive all the same */
+        if (kill((pid_t)pid, 0) == 0 || errno == EPERM) {
+            printf("kept %s/%s: process %ld is alive\n", dir, e->d_name, pid);
+            kept++;
+            continue;
+        }
+        if (dry) {
+            printf("would remove %s/%s (process %ld is gone)\n", dir, e->d_name, pid);
+            continue;
+        }
+        if (unlinkat(dfd, e->d_name, 0) != 0) {
+            printf("could not remove %s/%s: %s\n", dir, e->d_name, strerror(errno));
+            failed++;
+            continue;
+        }
+        printf("removed %s/%s (process %ld is gone)\n", dir, e->d_name, pid);
+        removed++;
+    }
+    closedir(d);
+    fprintf(stderr, "tinytrace gc: %u removed, %u kept (live), %u could not be removed\n", removed,
+            kept, failed);
+    return tool_finish_stdout(TOOL_EXIT_OK);
+}
