@@ -387,7 +387,11 @@ int tt_writer_refill(tt_session *s, struct tt_thread *t, bool last)
     struct tt_buf *b = w->free_list;
     if (!b && w->nbufs < w->nbufs_max && (b = buf_new(w)) != NULL)
         w->nbufs++;
-    else if (!b) {
+    else if (!b && w->nbufs == 0) {
+        /* no buffer exists and none could be made: waiting would never end */
+        pthread_mutex_unlock(&w->qlock);
+        return TT_E_NOMEM;
+    } else if (!b) {
         uint64_t t0 = tt_mono_ns();
         atomic_fetch_add_explicit(&w->stalls, 1, memory_order_relaxed);
         while (!w->free_list)
