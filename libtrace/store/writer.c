@@ -556,26 +556,22 @@ int tt_writer_open(tt_session *s, tt_error_info *err)
                                  (uint32_t)c->max_threads, c->max_event, c->object_bytes };
         tt_writer_capacity cap;
         int rc = tt_writer_capacity_of(&lim, &cap, err);
-        if (rc != TT_OK)
-            goto fail_rc;
-        if (c->storage_len < cap.total) {
+        if (rc == TT_OK && c->storage_len < cap.total)
             rc = tt_fail(err, TT_E_STORAGE, 0, UINT64_MAX,
                          "writer storage of %zu bytes is smaller than the capacity %llu",
                          c->storage_len, (unsigned long long)cap.total);
-            goto fail_rc;
+        if (rc != TT_OK) {
+            free(w);
+            s->w = NULL;
+            return rc;
         }
+        /* [buffers][chunk buffer ... block buffer][per-thread state][objects] */
         w->storage = c->storage;
         w->storage_len = cap.buffers;
         w->chunk = w->storage + cap.buffers;
         w->block = w->chunk + (cap.swapper - c->block_bytes);
         w->threads_area = w->chunk + cap.swapper;
         w->threads_len = cap.threads;
-    fail_rc:
-        if (rc != TT_OK) {
-            free(w);
-            s->w = NULL;
-            return rc;
-        }
     } else {
         w->chunk = malloc(TT_CHUNK_HEADER + w->chunk_cap);
         w->block = malloc(w->block_size);
