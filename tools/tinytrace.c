@@ -23,6 +23,7 @@ static const struct verb verbs[] = {
     {"replay", cmd_replay, "run a recorded program again against its trace"},
     {"info", cmd_info, "print the manifest and the thread table of a trace"},
     {"verify", cmd_verify, "check a whole trace: frames, checksums, counts"},
+    {"recover", cmd_recover, "turn the temporary file of a run that died into a valid trace"},
     {"gc", cmd_gc, "remove the temporary files of recordings whose process is gone"},
     {"dump", cmd_dump, "print every event in recorded order"},
     {"help", cmd_help, "print this help, or the help of one verb"},

@@ -322,6 +322,15 @@ static void *swapper_main(void *arg)
 
         encode_buffer(s, w, b);
 
+        /* Nothing else waiting: write the partial block now, so whatever a thread handed over
+         * is on disk (in the page cache, safe from SIGKILL) and its count is published after.
+         * Under load the queue is rarely empty and writes stay block-sized. */
+        pthread_mutex_lock(&w->qlock);
+        bool idle = w->qhead == NULL;
+        pthread_mutex_unlock(&w->qlock);
+        if (idle)
+            block_flush(w);
+
         pthread_mutex_lock(&w->qlock);
         w->pub_events = w->m.event_count;
         w->pub_payload = w->m.payload_bytes;

@@ -145,7 +145,9 @@ typedef struct tt_session_stats {
 TT_API void tt_session_stats_get(tt_session *s, tt_session_stats *st);
 
 /* Hands the calling thread's partly filled buffer to the swapper (for tests and at thread end).
- * Thread-safe for the calling thread's own buffer. */
+ * Once tt_session_stats_get counts its events, they are written to the file (so a run killed
+ * after that point keeps them for tinytrace recover). Thread-safe for the calling thread's own
+ * buffer. */
 TT_API int tt_session_flush_thread(tt_session *s);
 
 /* Called by a thread that will record no more in @s: writes its THREAD_END event and hands its

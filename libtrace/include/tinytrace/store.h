@@ -215,6 +215,27 @@ typedef struct tt_verify_result {
 TT_API int tt_verify(const tt_source *src, const tt_reader_limits *lim, tt_verify_result *res);
 TT_API const char *tt_verify_status_name(tt_verify_status st);
 
+/* ---- recovery ---- */
+
+/* What tt_recover saved. */
+typedef struct tt_recover_result {
+    uint64_t events;          /* events in the recovered file */
+    uint64_t chunks;          /* event chunks in it */
+    uint32_t threads;
+    uint64_t dropped_events;  /* whole events dropped with a split payload that did not arrive */
+    uint64_t damage_offset;   /* first byte of the source that could not be used */
+    uint64_t bytes_out;
+    char message[256];        /* what was at damage_offset */
+} tt_recover_result;
+
+/* Turns the temporary file of a run that died (even by SIGKILL) into a valid trace at
+ * @out_path: every whole chunk up to the first damaged one, a thread table rebuilt from them, no
+ * names (they are written only at close), a final manifest flagged TT_MF_RECOVERED. The file is
+ * written as "<out_path>.<pid>.partial" and renamed. TT_E_INVAL for a file that was closed.
+ * Thread-safe; allocates memory bounded by the largest chunk. */
+TT_API int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *res,
+                      tt_error_info *err);
+
 /* ---- writer limits, capacity and storage ---- */
 
 /* TraceWriterLimits: what a recording session may use. */

@@ -1,0 +1,374 @@
+/* Recovery: a valid trace from the temporary file of a run that died.
+ *
+ * A recording's "<file>.<pid>.partial" holds a provisional manifest and, after it, the chunks the
+ * swapper wrote before the process died, the last one possibly cut. Recovery walks the chunks
+ * from offset 512 and keeps each one that is whole: header sane, body inside the file, checksum
+ * right, and continuing its thread's stream (sequence numbers, split payloads). It stops at the
+ * first chunk that is not, which is where the damage began. A thread whose last kept event is a
+ * payload split over chunks that did not all arrive loses that chunk and its continuations (a
+ * reader could not give the event whole). The kept chunks are copied unchanged into a new file
+ * with a thread table rebuilt from them, an empty object table (names are written only at close,
+ * so a dead run's names are lost), and a final manifest flagged RECOVERED.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MAX_THREADS 65536u
+#define MAX_BODY (1u << 30)
+
+struct kept {
+    uint64_t off;          /* in the source */
+    uint32_t body_len;
+    uint32_t thread;
+    uint32_t count;
+    uint64_t checksum;
+    uint64_t payload;      /* payload bytes of the events that start here */
+    uint64_t largest;
+    uint64_t largest_split;
+    uint64_t first_time, last_time;
+    bool split_out;        /* its last event goes on in the next chunk of the thread */
+};
+
+struct rthread {
+    uint64_t seq, pending;
+    int64_t split_chunk;   /* index in kept[] of the chunk whose last event is still pending */
+};
+
+/* Walks the events of one chunk body; fills the per-chunk figures. Returns NULL or what is
+ * wrong. @pending: continuation bytes the thread still owes before this chunk's events. */
+static const char *walk(const uint8_t *body, const struct tt_chunk_header *h, struct kept *k,
+                        uint64_t *pending)
+{
+    const uint8_t *p = body, *end = body + h->body_len;
+    uint64_t want = *pending < h->body_len ? *pending : h->body_len;
+    if (h->cont_len != want)
+        return "its continuation does not match the thread's split payload";
+    p += h->cont_len;
+    *pending -= h->cont_len;
+    if (*pending && (h->count || !(h->flags & TT_CF_CONT_OUT)))
+        return "it ends a split payload too early";
+    uint64_t time = h->base_time;
+    uint32_t fn = 0;
+    k->first_time = time;
+    for (uint32_t i = 0; i < h->count; i++) {
+        uint64_t dt, v;
+        if (p >= end)
+            return "its events run past its body";
+        uint8_t tag = *p++, kind = tag & TT_TAG_KIND;
+        if ((tag & TT_TAG_RESERVED) || kind == 0 || kind > TT_EV_KIND_MAX ||
+            tt_get_varint(&p, end, &dt) != 0 || dt > UINT64_MAX - time)
+            return "an event is malformed";
+        if (!(tag & TT_TAG_FSAME)) {
+            if (tt_get_varint(&p, end, &v) != 0 || v > UINT32_MAX)
+                return "an event is malformed";
+            fn = (uint32_t)v;
+        }
+        (void)fn;
+        time += dt;
+        if (i == 0)
+            k->first_time = time;
+        if (kind == TT_EV_ENTER || kind == TT_EV_EXIT)
+            continue;
+        uint64_t site, arg, addr, len;
+        if (tt_get_varint(&p, end, &site) != 0 || tt_get_varint(&p, end, &arg) != 0 ||
+            tt_get_varint(&p, end, &addr) != 0 || tt_get_varint(&p, end, &len) != 0)
+            return "an event is malformed";
+        k->payload += len;
+        if (len > k->largest)
+            k->largest = len;
+        uint64_t avail = (uint64_t)(end - p);
+        if (len > avail) {
+            if (i + 1 != h->count || !(h->flags & TT_CF_CONT_OUT))
+                return "an event runs past its chunk";
+            *pending = len - avail;
+            k->split_out = true;
+            if (len > k->largest_split)
+                k->largest_split = len;
+            p = end;
+        } else {
+            p += len;
+        }
+    }
+    if (p != end)
+        return "bytes follow its last event";
+    if (!k->split_out && (h->flags & TT_CF_CONT_OUT) && !*pending)
+        return "it says its last payload continues, but it does not";
+    k->last_time = time;
+    return NULL;
+}
+
+static int out_write(int fd, uint64_t off, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    while (len) {
+        ssize_t n = pwrite(fd, p, len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? errno : ENOSPC;
+        p += n;
+        off += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *res,
+               tt_error_info *err)
+{
+    tt_recover_result dummy;
+    if (!res)
+        res = &dummy;
+    memset(res, 0, sizeof *res);
+    uint8_t mbuf[TT_MANIFEST_SIZE];
+    size_t got = 0;
+    tt_manifest m;
+    if (src->size < TT_MANIFEST_SIZE || src->read(src->ctx, 0, mbuf, sizeof mbuf, &got) != TT_OK ||
+        got != sizeof mbuf)
+        return tt_fail(err, TT_E_TRUNCATED, 0, 0, "%s: shorter than a manifest: nothing to recover",
+                       src->name);
+    int rc = tt_manifest_decode(mbuf, src->size, &m, err);
+    if (rc != TT_OK)
+        return rc;
+    if ((m.flags & TT_MF_FINALIZED) && !(m.flags & TT_MF_INCOMPLETE))
+        return tt_fail(err, TT_E_INVAL, 0, TT_M_FLAGS,
+                       "%s: the recording was closed; it needs no recovery (tinytrace verify)",
+                       src->name);
+    if (m.block_size < 4096 || (m.block_size & (m.block_size - 1)))
+        m.block_size = 32768;
+
+    struct kept *kept = NULL;
+    size_t nkept = 0, capk = 0;
+    struct rthread *th = calloc(MAX_THREADS, sizeof *th);
+    uint8_t *body = NULL;
+    size_t body_cap = 0;
+    uint32_t nthreads = 0;
+    if (!th)
+        return tt_fail(err, TT_E_NOMEM, ENOMEM, UINT64_MAX, "out of memory");
+    for (uint32_t i = 0; i < MAX_THREADS; i++)
+        th[i].split_chunk = -1;
+
+    /* pass 1: every whole chunk, in order, until the first that is not */
+    uint64_t off = TT_MANIFEST_SIZE;
+    const char *why = NULL;
+    while (!why) {
+        uint8_t hb[TT_CHUNK_HEADER];
+        struct tt_chunk_header h;
+        if (off == src->size) {
+            why = "the file ends cleanly after a chunk";
+            break;
+        }
+        if (src->size - off < TT_CHUNK_HEADER ||
+            src->read(src->ctx, off, hb, sizeof hb, &got) != TT_OK || got != sizeof hb) {
+            why = "a chunk header is cut";
+            break;
+        }
+        if ((why = tt_chunk_header_decode(hb, &h)) != NULL)
+            break;
+        if (h.type != TT_CHUNK_EVENTS) {
+            why = "a table chunk: the recording was being closed";
+            break;
+        }
+        if (h.thread >= MAX_THREADS || h.body_len > MAX_BODY || h.count > h.body_len) {
+            why = "the chunk header is not sane";
+            break;
+        }
+        if (h.body_len > src->size - off - TT_CHUNK_HEADER) {
+            why = "the chunk body is cut";
+            break;
+        }
+        if (h.body_len > body_cap) {
+            uint8_t *nb = realloc(body, h.body_len);
+            if (!nb) {
+                free(body);
+                free(kept);
+                free(th);
+                return tt_fail(err, TT_E_NOMEM, ENOMEM, off, "out of memory");
+            }
+            body = nb;
+            body_cap = h.body_len;
+        }
+        if (src->read(src->ctx, off + TT_CHUNK_HEADER, body, h.body_len, &got) != TT_OK ||
+            got != h.body_len) {
+            why = "the chunk body cannot be read";
+            break;
+        }
+        if (tt_chunk_checksum(hb, body, h.body_len) != h.checksum) {
+            why = "the chunk fails its checksum";
+            break;
+        }
+        struct rthread *t = &th[h.thread];
+        if (h.first_seq != t->seq) {
+            why = "the chunk does not continue its thread's sequence";
+            break;
+        }
+        struct kept k = { .off = off, .body_len = h.body_len, .thread = h.thread,
+                          .count = h.count, .checksum = h.checksum };
+        uint64_t pending = t->pending;
+        if ((why = walk(body, &h, &k, &pending)) != NULL)
+            break;
+        if (nkept == capk) {
+            size_t nc = capk ? capk * 2 : 256;
+            struct kept *nk = realloc(kept, nc * sizeof *nk);
+            if (!nk) {
+                why = "out of memory";
+                break;
+            }
+            kept = nk;
+            capk = nc;
+        }
+        if (k.split_out)
+            t->split_chunk = (int64_t)nkept;
+        else if (!pending)
+            t->split_chunk = -1;
+        kept[nkept++] = k;
+        t->seq += h.count;
+        t->pending = pending;
+        if (h.thread + 1 > nthreads)
+            nthreads = h.thread + 1;
+        off += TT_CHUNK_HEADER + h.body_len;
+    }
+    res->damage_offset = off;
+    snprintf(res->message, sizeof res->message, "%s", why);
+
+    /* a payload still owed: drop the chunk where it began and its continuations */
+    for (uint32_t i = 0; i < nthreads; i++) {
+        if (!th[i].pending || th[i].split_chunk < 0)
+            continue;
+        for (size_t j = (size_t)th[i].split_chunk; j < nkept; j++) {
+            if (kept[j].thread == i) {
+                res->dropped_events += kept[j].count;
+                kept[j].count = UINT32_MAX; /* dropped */
+            }
+        }
+    }
+
+    /* pass 2: the new file */
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.%ld.partial", out_path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        free(body);
+        free(kept);
+        free(th);
+        return tt_fail(err, TT_E_IO, e, UINT64_MAX, "cannot create %s: %s", tmp, strerror(e));
+    }
+    tt_manifest o = m;
+    o.flags = (m.flags & TT_MF_TSC) | TT_MF_FINALIZED | TT_MF_RECOVERED;
+    o.write_errno = 0;
+    o.event_count = o.payload_bytes = o.chunk_count = 0;
+    o.largest_chunk = o.largest_event = o.largest_split = o.events_checksum = 0;
+    tt_thread_entry *rows = calloc(nthreads ? nthreads : 1, sizeof *rows);
+    int e = rows ? 0 : ENOMEM;
+    uint64_t w = TT_MANIFEST_SIZE;
+    for (size_t j = 0; j < nkept && !e; j++) {
+        struct kept *k = &kept[j];
+        if (k->count == UINT32_MAX)
+            continue;
+        size_t n = TT_CHUNK_HEADER + k->body_len;
+        if (n > body_cap) {
+            uint8_t *nb = realloc(body, n);
+            if (!nb) {
+                e = ENOMEM;
+                break;
+            }
+            body = nb;
+            body_cap = n;
+        }
+        if (src->read(src->ctx, k->off, body, n, &got) != TT_OK || got != n) {
+            e = EIO;
+            break;
+        }
+        if ((e = out_write(fd, w, body, n)) != 0)
+            break;
+        w += n;
+        uint8_t le[8];
+        tt_put64(le, k->checksum);
+        o.events_checksum = tt_hash64(le, 8, o.events_checksum);
+        o.chunk_count++;
+        o.event_count += k->count;
+        o.payload_bytes += k->payload;
+        if (k->body_len > o.largest_chunk)
+            o.largest_chunk = k->body_len;
+        if (k->largest > o.largest_event)
+            o.largest_event = k->largest;
+        if (k->largest_split > o.largest_split)
+            o.largest_split = k->largest_split;
+        tt_thread_entry *r = &rows[k->thread];
+        if (k->count) {
+            if (!r->event_count)
+                r->first_time = k->first_time;
+            r->last_time = k->last_time;
+        }
+        r->event_count += k->count;
+        r->chunk_count++;
+    }
+    if (!e) {
+        /* the tables: threads rebuilt from the chunks, no names */
+        o.data_end = w;
+        o.threads_offset = w;
+        uint64_t tl = (uint64_t)nthreads * TT_THREAD_ROW;
+        uint8_t *tb = calloc(1, TT_CHUNK_HEADER + tl);
+        if (!tb)
+            e = ENOMEM;
+        for (uint32_t i = 0; !e && i < nthreads; i++) {
+            rows[i].id = i;
+            tt_thread_row_encode(tb + TT_CHUNK_HEADER + (uint64_t)i * TT_THREAD_ROW, &rows[i]);
+        }
+        if (!e) {
+            struct tt_chunk_header h = { .type = TT_CHUNK_THREADS, .thread = TT_NO_THREAD,
+                                         .count = nthreads, .body_len = (uint32_t)tl };
+            tt_chunk_header_encode(tb, &h, tb + TT_CHUNK_HEADER);
+            e = out_write(fd, w, tb, TT_CHUNK_HEADER + tl);
+            w += TT_CHUNK_HEADER + tl;
+            o.threads_length = TT_CHUNK_HEADER + tl;
+            o.thread_count = nthreads;
+            if (tl > o.largest_chunk)
+                o.largest_chunk = tl;
+        }
+        free(tb);
+        uint8_t ob[TT_CHUNK_HEADER];
+        struct tt_chunk_header oh = { .type = TT_CHUNK_OBJECTS, .thread = TT_NO_THREAD };
+        tt_chunk_header_encode(ob, &oh, ob);
+        o.objects_offset = w;
+        o.objects_length = TT_CHUNK_HEADER;
+        o.object_count = 0;
+        if (!e)
+            e = out_write(fd, w, ob, sizeof ob);
+        w += TT_CHUNK_HEADER;
+        o.file_size = w;
+        o.data_offset = TT_MANIFEST_SIZE;
+        o.block_count = (o.file_size - o.data_offset + o.block_size - 1) / o.block_size;
+        uint8_t mb[TT_MANIFEST_SIZE];
+        tt_manifest_encode(mb, &o);
+        if (!e)
+            e = out_write(fd, 0, mb, sizeof mb);
+        if (!e && fdatasync(fd) != 0)
+            e = errno;
+    }
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (!e && rename(tmp, out_path) != 0)
+        e = errno;
+    if (e)
+        unlink(tmp);
+    res->events = o.event_count;
+    res->chunks = o.chunk_count;
+    res->threads = nthreads;
+    res->bytes_out = w;
+    free(rows);
+    free(body);
+    free(kept);
+    free(th);
+    if (e)
+        return tt_fail(err, TT_E_IO, e, UINT64_MAX, "writing %s: %s", out_path, strerror(e));
+    return TT_OK;
+}
