@@ -112,13 +112,11 @@ struct tt_thread {
     uint32_t os_tid;
     uint32_t name_id;
     uint32_t ended;
-    uint32_t nest;           /* nesting guard */
     uint64_t serial;         /* unique per OS thread for the life of the process */
     uint32_t carved;         /* lives in caller storage: not freed */
     /* swapper side: touched only by the swapper thread */
     uint64_t seq;
     uint64_t pending;        /* raw payload bytes of an event that goes on in the next buffer */
-    uint64_t pending_total;
     uint64_t chunks;
     uint64_t first_time;
     uint64_t last_time;

@@ -64,11 +64,6 @@ tt_session *tt_rt_session(void)
     return atomic_load_explicit(&g_session, memory_order_acquire);
 }
 
-tt_mode tt_rt_mode(void)
-{
-    return cur() ? g_mode : TT_MODE_OFF;
-}
-
 bool tt_rt_record_allocs(void)
 {
     return opt_alloc;

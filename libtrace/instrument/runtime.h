@@ -45,7 +45,6 @@ enum tt_rt_channel {
 /* The process-wide session, or NULL when the runtime is not active (no TINYTRACE_MODE, off
  * mode, in a forked child, or after exit began). Cheap: one load. */
 tt_session *tt_rt_session(void);
-tt_mode tt_rt_mode(void);
 
 /* Enters the calling thread's nesting guard. Returns false when the thread is already inside
  * tinytrace (then the caller must only forward to the real function). Async-signal-safe.

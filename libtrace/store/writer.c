@@ -716,6 +716,19 @@ static void write_tables(tt_session *s, struct tt_writer *w)
         free(buf);
 }
 
+/* Lets the swapper drain the queue and waits for it to end; idempotent. */
+static void swapper_stop(struct tt_writer *w)
+{
+    if (!w->swapper_started)
+        return;
+    pthread_mutex_lock(&w->qlock);
+    w->stop = true;
+    pthread_cond_signal(&w->qcond);
+    pthread_mutex_unlock(&w->qlock);
+    pthread_join(w->swapper, NULL);
+    w->swapper_started = false;
+}
+
 int tt_writer_close(tt_session *s, tt_error_info *err)
 {
     struct tt_writer *w = s->w;
@@ -749,13 +762,7 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
         }
     }
 
-    /* drain: the swapper exits once the queue is empty */
-    pthread_mutex_lock(&w->qlock);
-    w->stop = true;
-    pthread_cond_signal(&w->qcond);
-    pthread_mutex_unlock(&w->qlock);
-    pthread_join(w->swapper, NULL);
-    w->swapper_started = false;
+    swapper_stop(w);
 
     tt_manifest *m = &w->m;
     block_flush(w);
@@ -799,13 +806,7 @@ void tt_writer_free(tt_session *s)
     struct tt_writer *w = s->w;
     if (!w)
         return;
-    if (w->swapper_started) {
-        pthread_mutex_lock(&w->qlock);
-        w->stop = true;
-        pthread_cond_signal(&w->qcond);
-        pthread_mutex_unlock(&w->qlock);
-        pthread_join(w->swapper, NULL);
-    }
+    swapper_stop(w);
     if (w->fd >= 0)
         close(w->fd);
     if (!w->storage) {
