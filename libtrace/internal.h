@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include <tinytrace/tinytrace.h>
@@ -114,8 +115,10 @@ struct tt_thread {
     uint32_t ended;
     uint64_t serial;         /* unique per OS thread for the life of the process */
     uint32_t carved;         /* lives in caller storage: not freed */
-    /* swapper side: touched only by the swapper thread */
-    uint64_t seq;
+    /* swapper side: touched only by the swapper thread, on a cache line of its own: the
+     * swapper updates these per event, and sharing a line with pos and busy cost the recording
+     * thread a cache miss per event (see tt_thread_new) */
+    _Alignas(64) uint64_t seq;
     uint64_t pending;        /* raw payload bytes of an event that goes on in the next buffer */
     uint64_t chunks;
     uint64_t first_time;
@@ -175,6 +178,8 @@ int tt_names_intern(struct tt_intern_table *t, uint8_t kind, const char *name, s
 int tt_names_get(const struct tt_intern_table *t, uint32_t id, uint8_t *kind, const char **name,
                  uint32_t *len);
 void tt_names_free(struct tt_intern_table *t);
+/* A zeroed struct tt_thread, aligned as its cache-line layout needs; free() releases it. */
+struct tt_thread *tt_thread_new(void);
 /* The calling thread's state in @s, registering it on first use; NULL if refused. */
 struct tt_thread *tt_thread_lookup_slow(tt_session *s, int *rc);
 
@@ -208,6 +213,41 @@ int tt_replay_thread_init(tt_session *s, struct tt_thread *t);
 int tt_replay_event(tt_session *s, struct tt_thread *t, const tt_event *ev, void *in_buf,
                     size_t in_cap, size_t *in_len);
 int tt_replay_fn(tt_session *s, struct tt_thread *t, uint8_t kind, uint32_t function);
+
+/* ---- the enter/exit fast path (event.c, and the -finstrument-functions hooks) ----
+ * One inline copy for both callers, so a hook does not pay two calls through the PLT. The fast
+ * path covers a recording thread that is in the first TLS way and has room in its buffer;
+ * everything else (registration, a full buffer, a closing session, replay) is the slow path,
+ * which starts over. @now is the event's tt_ticks(): callers read the clock first, so that its
+ * latency overlaps the lookups (rdtsc is not ordered against ordinary loads and stores). */
+int tt_event_fn_slow_(tt_session *s, uint32_t kind, uint32_t function, uint64_t now) TT_HIDDEN;
+
+static inline int tt_record_fn_(tt_session *s, uint32_t kind, uint32_t function, uint64_t now)
+{
+    const struct tls_way *w = &tt_tls_cache[0];
+    if (TT_LIKELY(w->s == s && w->uid == s->uid && s->head.mode == TT_MODE_RECORD)) {
+        struct tt_thread *t = w->t;
+#if defined(__SANITIZE_THREAD__)
+        /* TSan does not model membarrier; give it the orderings it can see */
+        atomic_store_explicit(&t->busy, 1, memory_order_seq_cst);
+        bool open = !atomic_load_explicit(&s->closing, memory_order_seq_cst);
+#else
+        /* relaxed: tt_writer_close's membarrier orders this store before its load of busy */
+        atomic_store_explicit(&t->busy, 1, memory_order_relaxed);
+        bool open = !atomic_load_explicit(&s->closing, memory_order_relaxed);
+#endif
+        if (TT_LIKELY(open && (size_t)(t->end - t->pos) >= sizeof(struct tt_raw_short))) {
+            struct tt_raw_short r = { kind, function, now };
+            memcpy(t->pos, &r, sizeof r);
+            t->pos += sizeof r;
+            /* release: the closer's acquire load of busy == 0 sees every byte appended */
+            atomic_store_explicit(&t->busy, 0, memory_order_release);
+            return TT_OK;
+        }
+        atomic_store_explicit(&t->busy, 0, memory_order_release);
+    }
+    return tt_event_fn_slow_(s, kind, function, now);
+}
 const char *tt_replay_name(tt_session *s, uint32_t id);
 int tt_replay_bind_name(tt_session *s, uint32_t name_id);
 

@@ -1,9 +1,9 @@
 /* The recording calls. In record mode they append raw records to the calling thread's buffer;
  * in replay mode they hand the call to the replayer for comparison.
  *
- * The enter/exit path is the one that must be cheap: a cache hit on the thread-local lookup, a
- * relaxed busy flag around the append (see tt_writer_close for why no fence is needed), one
- * rdtsc and a 16-byte store. Everything else is out of line.
+ * The enter/exit path is the one that must be cheap: tt_record_fn_ (internal.h) is a cache hit
+ * on the thread-local lookup, a relaxed busy flag around the append (see tt_writer_close for why
+ * no fence is needed), one rdtsc and a 16-byte store. Everything else is out of line.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,30 +43,37 @@ static inline void rec_end(struct tt_thread *t)
 
 int tt_event_fn_(tt_session *s, uint32_t kind, uint32_t function)
 {
+    /* replay does not need the clock, and rdtsc is most of an event's cost */
+    if (TT_LIKELY(s->head.mode == TT_MODE_RECORD))
+        return tt_record_fn_(s, kind, function, tt_ticks());
+    return tt_event_fn_slow_(s, kind, function, 0);
+}
+
+int tt_event_fn_slow_(tt_session *s, uint32_t kind, uint32_t function, uint64_t now)
+{
     int rc = TT_OK;
     struct tt_thread *t = thread_of(s, &rc);
-    if (TT_UNLIKELY(!t))
+    if (!t)
         return rc;
-    if (TT_LIKELY(s->head.mode == TT_MODE_RECORD)) {
-        if (TT_UNLIKELY(!rec_begin(s, t)))
+    if (s->head.mode != TT_MODE_RECORD)
+        return tt_replay_fn(s, t, (uint8_t)kind, function);
+    if (!rec_begin(s, t))
+        return TT_E_CLOSED;
+    if ((size_t)(t->end - t->pos) < sizeof(struct tt_raw_short)) {
+        if (t->ended) {
+            rec_end(t);
             return TT_E_CLOSED;
-        if (TT_UNLIKELY((size_t)(t->end - t->pos) < sizeof(struct tt_raw_short))) {
-            if (t->ended) {
-                rec_end(t);
-                return TT_E_CLOSED;
-            }
-            if ((rc = tt_writer_refill(s, t, false)) != TT_OK) {
-                rec_end(t);
-                return rc;
-            }
         }
-        struct tt_raw_short r = { kind, function, tt_ticks() };
-        memcpy(t->pos, &r, sizeof r);
-        t->pos += sizeof r;
-        rec_end(t);
-        return TT_OK;
+        if ((rc = tt_writer_refill(s, t, false)) != TT_OK) {
+            rec_end(t);
+            return rc;
+        }
     }
-    return tt_replay_fn(s, t, (uint8_t)kind, function);
+    struct tt_raw_short r = { kind, function, now };
+    memcpy(t->pos, &r, sizeof r);
+    t->pos += sizeof r;
+    rec_end(t);
+    return TT_OK;
 }
 
 int tt_event_full_(tt_session *s, const tt_event *ev, void *in_buf, size_t in_cap, size_t *in_len)

@@ -117,10 +117,20 @@ __attribute__((no_instrument_function, always_inline)) static inline void hook(u
 {
     if (TT_UNLIKELY(!tt_rt_guard_enter()))
         return;
-    tt_session *s = tt_rt_session();
+    tt_session *s = tt_rt_session_hot();
     if (s) {
-        uint32_t id = fn_id(s, fn);
-        int rc = id ? (kind == TT_EV_ENTER ? tt_enter(s, id) : tt_exit(s, id)) : TT_OK;
+        int rc = TT_OK;
+        if (TT_LIKELY(s->head.mode == TT_MODE_RECORD)) {
+            /* the clock first: its latency overlaps the lookups (see tt_record_fn_) */
+            uint64_t now = tt_ticks();
+            uint32_t id = fn_id(s, fn);
+            if (TT_LIKELY(id))
+                rc = tt_record_fn_(s, kind, id, now);
+        } else {
+            uint32_t id = fn_id(s, fn);
+            if (id)
+                rc = tt_event_fn_slow_(s, kind, id, 0);
+        }
         if (TT_UNLIKELY(rc != TT_OK))
             tt_rt_failed(rc, kind == TT_EV_ENTER ? "function entry" : "function exit");
     }

@@ -27,7 +27,7 @@
 #include "internal.h"
 #include "instrument/runtime.h"
 
-static tt_session *_Atomic g_session;
+tt_session *_Atomic tt_rt_live;
 static tt_mode g_mode;
 static pid_t g_pid;
 static bool opt_alloc, opt_check_output, opt_keep_going;
@@ -41,7 +41,7 @@ static _Atomic int g_closing;
 /* The session as it stands, never starting the runtime (for the runtime's own use). */
 static inline tt_session *cur(void)
 {
-    return atomic_load_explicit(&g_session, memory_order_acquire);
+    return atomic_load_explicit(&tt_rt_live, memory_order_acquire);
 }
 
 #ifndef TT_RT_PRELOAD
@@ -61,7 +61,7 @@ tt_session *tt_rt_session(void)
     }
 #endif
     /* acquire: pairs with the release store in rt_init, so the session is fully built */
-    return atomic_load_explicit(&g_session, memory_order_acquire);
+    return atomic_load_explicit(&tt_rt_live, memory_order_acquire);
 }
 
 bool tt_rt_record_allocs(void)
@@ -254,7 +254,7 @@ static void crash_handler(int sig, siginfo_t *info, void *uctx)
                         .payload_len = n };
         tt_event_full_(s, &ev, NULL, 0, NULL);
         tt_error_info err;
-        atomic_store_explicit(&g_session, NULL, memory_order_release);
+        atomic_store_explicit(&tt_rt_live, NULL, memory_order_release);
         tt_session_mark_crashed_(s);
         tt_session_finish_(s, &err); /* not freed: other threads may still hold it */
     }
@@ -355,7 +355,7 @@ static void fork_child(void)
 {
     /* The child is not traced: its copy of the session shares the parent's file descriptor and
      * would write into the parent's trace. Drop it without closing anything. */
-    atomic_store_explicit(&g_session, NULL, memory_order_relaxed);
+    atomic_store_explicit(&tt_rt_live, NULL, memory_order_relaxed);
 }
 
 static void record_meta(tt_session *s)
@@ -451,7 +451,7 @@ static void rt_init(void)
         record_meta(s);
     install_crash_handlers();
     pthread_atfork(NULL, NULL, fork_child);
-    atomic_store_explicit(&g_session, s, memory_order_release);
+    atomic_store_explicit(&tt_rt_live, s, memory_order_release);
     name_thread("main");
     guard = 0;
 }
@@ -471,7 +471,7 @@ __attribute__((destructor(101))) static void rt_fini(void)
     /* the program's buffered output is still part of the run */
     fflush(NULL);
     guard = 1;
-    atomic_store_explicit(&g_session, NULL, memory_order_release);
+    atomic_store_explicit(&tt_rt_live, NULL, memory_order_release);
     tt_error_info err;
     tt_replay_progress p = { 0 };
     if (g_mode == TT_MODE_REPLAY)

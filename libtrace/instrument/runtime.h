@@ -20,6 +20,7 @@
 #ifndef TT_INSTRUMENT_RUNTIME_H
 #define TT_INSTRUMENT_RUNTIME_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,6 +46,17 @@ enum tt_rt_channel {
 /* The process-wide session, or NULL when the runtime is not active (no TINYTRACE_MODE, off
  * mode, in a forked child, or after exit began). Cheap: one load. */
 tt_session *tt_rt_session(void);
+
+/* The same, inline for the function hooks: a live session is one load; anything else (the
+ * runtime of a linked program that has not started yet, or no session) takes tt_rt_session(). */
+extern tt_session *_Atomic tt_rt_live __attribute__((visibility("hidden")));
+
+static inline tt_session *tt_rt_session_hot(void)
+{
+    /* acquire: pairs with the release store in rt_init, so the session is fully built */
+    tt_session *s = atomic_load_explicit(&tt_rt_live, memory_order_acquire);
+    return __builtin_expect(s != NULL, 1) ? s : tt_rt_session();
+}
 
 /* Enters the calling thread's nesting guard. Returns false when the thread is already inside
  * tinytrace (then the caller must only forward to the real function). Async-signal-safe.

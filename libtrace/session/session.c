@@ -160,6 +160,15 @@ static void tls_insert(tt_session *s, struct tt_thread *t)
     tt_tls_cache[0] = (struct tls_way){ s, s->uid, t };
 }
 
+struct tt_thread *tt_thread_new(void)
+{
+    size_t size = (sizeof(struct tt_thread) + 63) & ~(size_t)63;
+    struct tt_thread *t = aligned_alloc(64, size);
+    if (t)
+        memset(t, 0, size);
+    return t;
+}
+
 struct tt_thread *tt_thread_lookup_slow(tt_session *s, int *rc)
 {
     *rc = TT_OK;
@@ -187,7 +196,7 @@ struct tt_thread *tt_thread_lookup_slow(tt_session *s, int *rc)
         } else if (s->nthreads >= s->cfg.max_threads) {
             *rc = TT_E_THREADS;
         } else if (!(t = s->head.mode == TT_MODE_RECORD ? tt_writer_thread_alloc(s)
-                                                         : calloc(1, sizeof *t))) {
+                                                         : tt_thread_new())) {
             *rc = TT_E_NOMEM;
         } else {
             t->s = s;

@@ -225,18 +225,22 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
     uint64_t prev_time = 0;
     uint32_t prev_fn = 0;
     bool first = true;
-    while (!t->pending && raw + sizeof(struct tt_raw_short) <= end) {
+    /* per-event state in locals: every store through o may alias the structs, so fields would
+     * be reloaded and stored again for each event */
+    uint64_t seq = t->seq, last_time = t->last_time, count = 0;
+    bool has_time = t->has_time, split = t->pending != 0;
+    while (!split && raw + sizeof(struct tt_raw_short) <= end) {
         struct tt_raw_short sr;
         memcpy(&sr, raw, sizeof sr);
         uint32_t kind = sr.kind & 0xFF, dir = (sr.kind >> 8) & 1;
         uint64_t rel = sr.time > origin ? sr.time - origin : 0;
-        if (t->has_time && rel < t->last_time)
-            rel = t->last_time; /* keep each thread's time non-decreasing across cores */
-        if (!t->has_time) {
+        if (has_time && rel < last_time)
+            rel = last_time; /* keep each thread's time non-decreasing across cores */
+        if (TT_UNLIKELY(!has_time)) {
             t->first_time = rel;
-            t->has_time = true;
+            has_time = true;
         }
-        t->last_time = rel;
+        last_time = rel;
         if (first) {
             h.base_time = rel;
             prev_time = rel;
@@ -257,9 +261,8 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
         if (!same)
             o = tt_put_varint(o, sr.function);
         prev_fn = sr.function;
-        t->seq++;
-        h.count++;
-        w->m.event_count++;
+        seq++;
+        count++;
         if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
             raw += sizeof sr;
             continue;
@@ -281,6 +284,7 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
             w->m.largest_event = lr.len;
         if (n < lr.len) {
             t->pending = lr.len - n;
+            split = true;
             h.flags |= TT_CF_CONT_OUT;
             if (lr.len > w->m.largest_split)
                 w->m.largest_split = lr.len;
@@ -288,6 +292,11 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
             raw = b->data + align8((uint64_t)(raw - b->data));
         }
     }
+    t->seq = seq;
+    t->last_time = last_time;
+    t->has_time = has_time;
+    h.count = (uint32_t)count;
+    w->m.event_count += count;
     if (t->pending)
         h.flags |= TT_CF_CONT_OUT;
     h.body_len = (uint32_t)(o - body);
@@ -460,11 +469,13 @@ struct tt_thread *tt_writer_thread_alloc(tt_session *s)
 {
     struct tt_writer *w = s->w;
     if (!w || !w->threads_area)
-        return calloc(1, sizeof(struct tt_thread));
-    uint64_t need = (sizeof(struct tt_thread) + 63) & ~(uint64_t)63;
+        return tt_thread_new();
+    /* the capacity allows 64 bytes of alignment per thread */
+    uint64_t pad = (uint64_t)(-(uintptr_t)(w->threads_area + w->threads_used) & 63);
+    uint64_t need = pad + ((sizeof(struct tt_thread) + 63) & ~(uint64_t)63);
     if (w->threads_used + need > w->threads_len)
         return NULL;
-    struct tt_thread *t = (struct tt_thread *)(void *)(w->threads_area + w->threads_used);
+    struct tt_thread *t = (struct tt_thread *)(void *)(w->threads_area + w->threads_used + pad);
     w->threads_used += need;
     memset(t, 0, sizeof *t);
     t->carved = 1;
