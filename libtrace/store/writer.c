@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -48,6 +49,8 @@ struct tt_writer {
     uint64_t buffer_bytes;
     uint8_t *storage;          /* caller storage, or NULL */
     uint64_t storage_used, storage_len;
+    uint8_t *pool;             /* without caller storage: the buffers' data, mapped at open */
+    uint64_t pool_used, pool_len;
     uint8_t *threads_area;     /* caller storage for per-thread state */
     uint64_t threads_used, threads_len;
     bool stop;
@@ -367,14 +370,10 @@ static struct tt_buf *buf_new(struct tt_writer *w)
         b->data = (uint8_t *)(((uintptr_t)(b + 1) + 63) & ~(uintptr_t)63);
         w->storage_used += need;
     } else {
-        b = malloc(sizeof *b);
-        if (!b)
+        if (w->pool_used + w->buffer_bytes > w->pool_len || !(b = malloc(sizeof *b)))
             return NULL;
-        b->data = aligned_alloc(64, w->buffer_bytes);
-        if (!b->data) {
-            free(b);
-            return NULL;
-        }
+        b->data = w->pool + w->pool_used;
+        w->pool_used += w->buffer_bytes;
     }
     b->next = NULL;
     return b;
@@ -559,6 +558,31 @@ static void manifest_write(struct tt_writer *w)
         w->write_errno = saved;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* Maps the whole memory budget for the buffers and faults it in now. A first touch of a page
+ * costs several microseconds on virtual machines (7 us measured on ours: 450 us per 256 KiB
+ * buffer), so paying it here keeps it off the recording threads, and the recording's footprint
+ * is fixed at open: it does not grow with the length of the run. Buffers are carved from the
+ * pool as they are first needed and reused from the free list, so no page is faulted twice. */
+static int pool_map(struct tt_writer *w)
+{
+    w->pool_len = w->nbufs_max * w->buffer_bytes;
+    void *p = mmap(NULL, w->pool_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    w->pool = p;
+    if (madvise(p, w->pool_len, MADV_POPULATE_WRITE) != 0) {
+        /* older kernels: touch every page */
+        long page = sysconf(_SC_PAGESIZE);
+        for (uint64_t off = 0; off < w->pool_len; off += (uint64_t)(page > 0 ? page : 4096))
+            ((volatile uint8_t *)p)[off] = 0;
+    }
+    return 0;
+}
+
 int tt_writer_open(tt_session *s, tt_error_info *err)
 {
     struct tt_writer *w = calloc(1, sizeof *w);
@@ -595,7 +619,7 @@ int tt_writer_open(tt_session *s, tt_error_info *err)
     } else {
         w->chunk = malloc(TT_CHUNK_HEADER + w->chunk_cap);
         w->block = malloc(w->block_size);
-        if (!w->chunk || !w->block) {
+        if (!w->chunk || !w->block || pool_map(w) != 0) {
             tt_writer_free(s);
             return tt_fail(err, TT_E_NOMEM, ENOMEM, UINT64_MAX, "out of memory");
         }
@@ -824,24 +848,23 @@ void tt_writer_free(tt_session *s)
         struct tt_buf *b = w->free_list;
         while (b) {
             struct tt_buf *next = b->next;
-            free(b->data);
             free(b);
             b = next;
         }
         for (struct tt_buf *q = w->qhead; q;) {
             struct tt_buf *next = q->next;
-            free(q->data);
             free(q);
             q = next;
         }
         for (uint32_t i = 0; i < s->nthreads; i++) {
             if (s->threads[i]->buf) {
-                free(s->threads[i]->buf->data);
                 free(s->threads[i]->buf);
             }
         }
         free(w->chunk);
         free(w->block);
+        if (w->pool)
+            munmap(w->pool, w->pool_len);
     }
     pthread_mutex_destroy(&w->qlock);
     pthread_cond_destroy(&w->qcond);

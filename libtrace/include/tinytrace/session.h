@@ -11,8 +11,12 @@
  * swapper thread, which encodes, checksums and writes it. The file is written as
  * "<file>.<pid>.partial", created 0600 with O_EXCL|O_NOFOLLOW, and renamed to <file> by
  * tt_session_close. After a write error the file is still renamed, marked incomplete in its
- * manifest (readers and replay refuse it with TT_E_INCOMPLETE), and close returns TT_E_IO. When the memory budget is spent the recording thread waits: nothing
- * is dropped, and the waits are counted (tt_session_stats).
+ * manifest (readers and replay refuse it with TT_E_INCOMPLETE), and close returns TT_E_IO.
+ * When the memory budget is spent the recording thread waits: nothing is dropped, and the waits
+ * are counted (tt_session_stats). Without caller storage the buffers' share of the budget
+ * (TT_PARAM_MEMORY_BYTES, default 8 MiB) is mapped and faulted in by tt_session_open, so the
+ * footprint is fixed when the session opens and does not grow with the run, and no recording
+ * thread takes a page fault on a buffer; buffers are reused, never freed, until close.
  *
  * Replay mode: see replay.h.
  *
