@@ -217,36 +217,60 @@ int tt_replay_fn(tt_session *s, struct tt_thread *t, uint8_t kind, uint32_t func
 /* ---- the enter/exit fast path (event.c, and the -finstrument-functions hooks) ----
  * One inline copy for both callers, so a hook does not pay two calls through the PLT. The fast
  * path covers a recording thread that is in the first TLS way and has room in its buffer;
- * everything else (registration, a full buffer, a closing session, replay) is the slow path,
- * which starts over. @now is the event's tt_ticks(): callers read the clock first, so that its
- * latency overlaps the lookups (rdtsc is not ordered against ordinary loads and stores). */
+ * everything else (registration, a full buffer, replay) is the slow path, which starts over.
+ * @now is the event's tt_ticks(). */
 int tt_event_fn_slow_(tt_session *s, uint32_t kind, uint32_t function, uint64_t now) TT_HIDDEN;
+
+/* Begins a recording call on @t: returns false if the session is closing. */
+static inline bool tt_rec_begin_(tt_session *s, struct tt_thread *t)
+{
+#if defined(__SANITIZE_THREAD__)
+    /* TSan does not model membarrier; give it the orderings it can see */
+    atomic_store_explicit(&t->busy, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&s->closing, memory_order_seq_cst)) {
+#else
+    /* relaxed: tt_writer_close's membarrier orders this store before its load of busy */
+    atomic_store_explicit(&t->busy, 1, memory_order_relaxed);
+    if (TT_UNLIKELY(atomic_load_explicit(&s->closing, memory_order_relaxed))) {
+#endif
+        atomic_store_explicit(&t->busy, 0, memory_order_release);
+        return false;
+    }
+    return true;
+}
+
+static inline void tt_rec_end_(struct tt_thread *t)
+{
+    /* release: the closer's acquire load of busy == 0 sees every byte this call appended */
+    atomic_store_explicit(&t->busy, 0, memory_order_release);
+}
 
 static inline int tt_record_fn_(tt_session *s, uint32_t kind, uint32_t function, uint64_t now)
 {
     const struct tls_way *w = &tt_tls_cache[0];
-    if (TT_LIKELY(w->s == s && w->uid == s->uid && s->head.mode == TT_MODE_RECORD)) {
+    if (TT_LIKELY(w->s == s && w->uid == s->uid)) {
         struct tt_thread *t = w->t;
-#if defined(__SANITIZE_THREAD__)
-        /* TSan does not model membarrier; give it the orderings it can see */
-        atomic_store_explicit(&t->busy, 1, memory_order_seq_cst);
-        bool open = !atomic_load_explicit(&s->closing, memory_order_seq_cst);
-#else
-        /* relaxed: tt_writer_close's membarrier orders this store before its load of busy */
-        atomic_store_explicit(&t->busy, 1, memory_order_relaxed);
-        bool open = !atomic_load_explicit(&s->closing, memory_order_relaxed);
-#endif
-        if (TT_LIKELY(open && (size_t)(t->end - t->pos) >= sizeof(struct tt_raw_short))) {
+        if (TT_UNLIKELY(!tt_rec_begin_(s, t)))
+            return TT_E_CLOSED;
+        if (TT_LIKELY((size_t)(t->end - t->pos) >= sizeof(struct tt_raw_short))) {
             struct tt_raw_short r = { kind, function, now };
             memcpy(t->pos, &r, sizeof r);
             t->pos += sizeof r;
-            /* release: the closer's acquire load of busy == 0 sees every byte appended */
-            atomic_store_explicit(&t->busy, 0, memory_order_release);
+            tt_rec_end_(t);
             return TT_OK;
         }
-        atomic_store_explicit(&t->busy, 0, memory_order_release);
+        tt_rec_end_(t);
     }
     return tt_event_fn_slow_(s, kind, function, now);
+}
+
+/* An enter or exit in either mode; replay does not read the clock (rdtsc is most of an
+ * event's cost). */
+static inline int tt_fn_event_(tt_session *s, uint32_t kind, uint32_t function)
+{
+    if (TT_LIKELY(s->head.mode == TT_MODE_RECORD))
+        return tt_record_fn_(s, kind, function, tt_ticks());
+    return tt_event_fn_slow_(s, kind, function, 0);
 }
 const char *tt_replay_name(tt_session *s, uint32_t id);
 int tt_replay_bind_name(tt_session *s, uint32_t name_id);

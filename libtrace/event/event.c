@@ -18,35 +18,9 @@ static inline struct tt_thread *thread_of(tt_session *s, int *rc)
     return tt_thread_lookup_slow(s, rc);
 }
 
-/* Begins a recording call on @t: returns false if the session is closing. */
-static inline bool rec_begin(tt_session *s, struct tt_thread *t)
-{
-#if defined(__SANITIZE_THREAD__)
-    /* TSan does not model membarrier; give it the orderings it can see */
-    atomic_store_explicit(&t->busy, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&s->closing, memory_order_seq_cst)) {
-#else
-    atomic_store_explicit(&t->busy, 1, memory_order_relaxed);
-    if (TT_UNLIKELY(atomic_load_explicit(&s->closing, memory_order_relaxed))) {
-#endif
-        atomic_store_explicit(&t->busy, 0, memory_order_release);
-        return false;
-    }
-    return true;
-}
-
-static inline void rec_end(struct tt_thread *t)
-{
-    /* release: the closer's acquire load of busy == 0 sees every byte this call appended */
-    atomic_store_explicit(&t->busy, 0, memory_order_release);
-}
-
 int tt_event_fn_(tt_session *s, uint32_t kind, uint32_t function)
 {
-    /* replay does not need the clock, and rdtsc is most of an event's cost */
-    if (TT_LIKELY(s->head.mode == TT_MODE_RECORD))
-        return tt_record_fn_(s, kind, function, tt_ticks());
-    return tt_event_fn_slow_(s, kind, function, 0);
+    return tt_fn_event_(s, kind, function);
 }
 
 int tt_event_fn_slow_(tt_session *s, uint32_t kind, uint32_t function, uint64_t now)
@@ -57,22 +31,22 @@ int tt_event_fn_slow_(tt_session *s, uint32_t kind, uint32_t function, uint64_t 
         return rc;
     if (s->head.mode != TT_MODE_RECORD)
         return tt_replay_fn(s, t, (uint8_t)kind, function);
-    if (!rec_begin(s, t))
+    if (!tt_rec_begin_(s, t))
         return TT_E_CLOSED;
     if ((size_t)(t->end - t->pos) < sizeof(struct tt_raw_short)) {
         if (t->ended) {
-            rec_end(t);
+            tt_rec_end_(t);
             return TT_E_CLOSED;
         }
         if ((rc = tt_writer_refill(s, t, false)) != TT_OK) {
-            rec_end(t);
+            tt_rec_end_(t);
             return rc;
         }
     }
     struct tt_raw_short r = { kind, function, now };
     memcpy(t->pos, &r, sizeof r);
     t->pos += sizeof r;
-    rec_end(t);
+    tt_rec_end_(t);
     return TT_OK;
 }
 
@@ -93,10 +67,10 @@ int tt_event_full_(tt_session *s, const tt_event *ev, void *in_buf, size_t in_ca
     if (!t)
         return rc;
     if (s->head.mode == TT_MODE_RECORD) {
-        if (!rec_begin(s, t))
+        if (!tt_rec_begin_(s, t))
             return TT_E_CLOSED;
         if (t->ended) {
-            rec_end(t);
+            tt_rec_end_(t);
             return TT_E_CLOSED;
         }
         struct tt_raw_long r = { .kind = ev->kind | ((uint32_t)ev->dir << 8),
@@ -104,7 +78,7 @@ int tt_event_full_(tt_session *s, const tt_event *ev, void *in_buf, size_t in_ca
                                  .site = ev->sp.site, .arg = ev->arg, .addr = ev->addr,
                                  .len = ev->payload_len };
         rc = tt_writer_append_long(s, t, &r, ev->payload);
-        rec_end(t);
+        tt_rec_end_(t);
         if (rc == TT_OK && in_len)
             *in_len = ev->payload_len;
         return rc;

@@ -119,18 +119,8 @@ __attribute__((no_instrument_function, always_inline)) static inline void hook(u
         return;
     tt_session *s = tt_rt_session_hot();
     if (s) {
-        int rc = TT_OK;
-        if (TT_LIKELY(s->head.mode == TT_MODE_RECORD)) {
-            /* the clock first: its latency overlaps the lookups (see tt_record_fn_) */
-            uint64_t now = tt_ticks();
-            uint32_t id = fn_id(s, fn);
-            if (TT_LIKELY(id))
-                rc = tt_record_fn_(s, kind, id, now);
-        } else {
-            uint32_t id = fn_id(s, fn);
-            if (id)
-                rc = tt_event_fn_slow_(s, kind, id, 0);
-        }
+        uint32_t id = fn_id(s, fn);
+        int rc = TT_LIKELY(id) ? tt_fn_event_(s, kind, id) : TT_OK;
         if (TT_UNLIKELY(rc != TT_OK))
             tt_rt_failed(rc, kind == TT_EV_ENTER ? "function entry" : "function exit");
     }
