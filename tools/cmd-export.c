@@ -27,7 +27,11 @@
  *
  * Times: each thread's times are made non-decreasing (the largest time seen so far in that
  * thread is used), so a clock that stepped back by a few ticks cannot give a negative duration
- * or a child outside its parent.
+ * or a child outside its parent. And no two calls of a thread start at the same nanosecond (a
+ * call that would is moved 1 ns after the previous start): X events with equal ts are
+ * ambiguous, and both Perfetto and chrome://tracing may then draw a parent that comes later in
+ * the file (as post-order puts it) inside its child. Recorded events are tens of nanoseconds
+ * apart, so this only ever moves a call whose clock reading did not advance.
  */
 #include "progress.h"
 #include "tool.h"
@@ -85,6 +89,8 @@ struct thread_state {
     struct open_call *stack;
     uint32_t depth, cap;
     uint64_t now; /* ns: the largest time seen in this thread */
+    uint64_t last_start; /* ns: when the thread's latest call started (if has_start) */
+    int has_start;
     int crashed;
 };
 
@@ -255,6 +261,11 @@ static int push_call(struct export *x, struct thread_state *th, const tt_event *
         th->stack = s;
         th->cap = cap;
     }
+    /* strictly after the previous call's start (see the top of the file) */
+    if (th->has_start && th->now <= th->last_start)
+        th->now = th->last_start + 1;
+    th->last_start = th->now;
+    th->has_start = 1;
     th->stack[th->depth++] = (struct open_call){ev->sp.function, th->now, ev->tp.seq};
     x->open_total++;
     return TOOL_EXIT_OK;

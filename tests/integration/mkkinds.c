@@ -10,9 +10,13 @@
  * frames are unwound by a crash. (The crash handler of the runtime records the same event
  * through the same call, tt_event_full_, before it finalizes the file.)
  * Thread 2 "open" enters two calls and ends without leaving them: still open at the end.
+ * Thread 3 "jumper" enters three calls and exits the outermost (as a longjmp past two
+ * instrumented frames would): the two inner ones are left without an exit; then it exits a
+ * function it never entered.
  *
  * On stdout, one JSON object with what an export must count: {"frames", "returned",
- * "open_at_end", "unwound_by_crash", "instants": {kind: count}, "threads": [names]}.
+ * "open_at_end", "unwound_by_crash", "left_without_exit", "unmatched_exits",
+ * "instants": {kind: count}}.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -25,8 +29,9 @@
 
 static tt_session *session;
 static uint32_t fn_outer, fn_middle, fn_inner, fn_weird, fn_doomed, fn_open1, fn_open2;
+static uint32_t fn_j1, fn_j2, fn_j3, fn_never;
 static uint32_t site_a, site_b;
-static unsigned long frames, returned, open_at_end, unwound;
+static unsigned long frames, returned, open_at_end, unwound, left, unmatched;
 static unsigned long n_safepoint, n_alloc, n_free, n_io, n_user, n_checkpoint, n_crash;
 static unsigned state_i;
 
@@ -93,6 +98,19 @@ static void *opener(void *arg)
     return NULL;
 }
 
+static void *jumper(void *arg)
+{
+    (void)arg;
+    check("name", tt_thread_name(session, "jumper"));
+    check("enter", tt_enter(session, fn_j1));
+    check("enter", tt_enter(session, fn_j2));
+    check("enter", tt_enter(session, fn_j3));
+    check("exit", tt_exit(session, fn_j1));
+    check("exit", tt_exit(session, fn_never));
+    check("thread_end", tt_session_thread_end(session));
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     tt_checkpoint_provider cp = {
@@ -125,6 +143,10 @@ int main(int argc, char **argv)
     check("intern", tt_intern(session, TT_OBJ_FUNCTION, "doomed", &fn_doomed));
     check("intern", tt_intern(session, TT_OBJ_FUNCTION, "open1", &fn_open1));
     check("intern", tt_intern(session, TT_OBJ_FUNCTION, "open2", &fn_open2));
+    check("intern", tt_intern(session, TT_OBJ_FUNCTION, "j1", &fn_j1));
+    check("intern", tt_intern(session, TT_OBJ_FUNCTION, "j2", &fn_j2));
+    check("intern", tt_intern(session, TT_OBJ_FUNCTION, "j3", &fn_j3));
+    check("intern", tt_intern(session, TT_OBJ_FUNCTION, "never", &fn_never));
     check("intern", tt_intern(session, TT_OBJ_SITE, "site.a", &site_a));
     check("intern", tt_intern(session, TT_OBJ_SITE, "site.b", &site_b));
 
@@ -176,15 +198,22 @@ int main(int argc, char **argv)
     frames += 2;
     open_at_end += 2;
     n_user++;
+    if (pthread_create(&th, NULL, jumper, NULL) != 0)
+        return 1;
+    pthread_join(th, NULL);
+    frames += 3;
+    returned += 1;
+    left += 2;
+    unmatched += 1;
 
     if ((rc = tt_session_close(session, &err)) != TT_OK) {
         fprintf(stderr, "mkkinds: close: %s\n", err.message);
         return 1;
     }
     printf("{\"frames\": %lu, \"returned\": %lu, \"open_at_end\": %lu, \"unwound_by_crash\": %lu, "
-           "\"instants\": {\"safepoint\": %lu, \"alloc\": %lu, \"free\": %lu, \"io\": %lu, "
+           "\"left_without_exit\": %lu, \"unmatched_exits\": %lu, \"instants\": {\"safepoint\": %lu, \"alloc\": %lu, \"free\": %lu, \"io\": %lu, "
            "\"user\": %lu, \"checkpoint\": %lu, \"crash\": %lu}}\n",
-           frames, returned, open_at_end, unwound, n_safepoint, n_alloc, n_free, n_io, n_user,
+           frames, returned, open_at_end, unwound, left, unmatched, n_safepoint, n_alloc, n_free, n_io, n_user,
            n_checkpoint, n_crash);
     return 0;
 }

@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 
-TT, MKDIFF, MAXRSS = sys.argv[1], sys.argv[2], sys.argv[3]
+TT, MKDIFF, MAXRSS = map(os.path.abspath, sys.argv[1:4])
 TIMEOUT = 240
 THREADS, ITER = 4, 21000  # 4 * 21000 * 12 = 1 008 000 worker events
 failures = []
