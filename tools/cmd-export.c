@@ -40,8 +40,10 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define PREVIEW_BYTES 32
@@ -63,8 +65,8 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  -f, --format NAME   the output format; only 'chrome' (the default)\n"
-    "  -o, --output FILE   write to FILE (default: standard output); FILE is written under a\n"
-    "                      temporary name and renamed when complete\n"
+    "  -o, --output FILE   write to FILE (default: standard output); a regular FILE is written\n"
+    "                      under a temporary name and renamed when complete\n"
     "  -j, --json          print the summary as one JSON object on stdout (needs -o)\n"
     "      --max-open-calls N\n"
     "                      calls open at the same time, all threads together, that the export\n"
@@ -111,10 +113,38 @@ struct export {
 
 /* ---- writing one event ---- */
 
-/* @ns as microseconds with three decimals: exact, and what "ts" and "dur" want. */
-static void put_us(FILE *f, uint64_t ns)
+/* Appends @v in decimal at @p; returns the end. (A million events are tens of millions of
+ * numbers: printf is the slow way.) */
+static char *put_u64(char *p, uint64_t v)
 {
-    fprintf(f, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    while (n > 0)
+        *p++ = tmp[--n];
+    return p;
+}
+
+/* Appends @ns as microseconds with three decimals at @p: exact, and what "ts" and "dur" want. */
+static char *put_us(char *p, uint64_t ns)
+{
+    unsigned frac = (unsigned)(ns % 1000);
+    p = put_u64(p, ns / 1000);
+    *p++ = '.';
+    *p++ = (char)('0' + frac / 100);
+    *p++ = (char)('0' + frac / 10 % 10);
+    *p++ = (char)('0' + frac % 10);
+    return p;
+}
+
+static char *put_str(char *p, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(p, s, n);
+    return p + n;
 }
 
 /* Starts one trace event: the fields every phase has, and "ts" and "dur" where @ts / @dur are not
@@ -123,17 +153,24 @@ static void put_us(FILE *f, uint64_t ns)
 #define NO_TIME UINT64_MAX
 static void ev_begin(struct export *x, const char *ph, uint32_t tid, uint64_t ts, uint64_t dur)
 {
+    char buf[160], *p = buf;
     if (x->written++ > 0)
-        fputc(',', x->out);
-    fprintf(x->out, "{\"ph\":\"%s\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, ph, x->pid, tid);
+        *p++ = ',';
+    p = put_str(p, "{\"ph\":\"");
+    p = put_str(p, ph);
+    p = put_str(p, "\",\"pid\":");
+    p = put_u64(p, x->pid);
+    p = put_str(p, ",\"tid\":");
+    p = put_u64(p, tid);
     if (ts != NO_TIME) {
-        fputs(",\"ts\":", x->out);
-        put_us(x->out, ts);
+        p = put_str(p, ",\"ts\":");
+        p = put_us(p, ts);
     }
     if (dur != NO_TIME) {
-        fputs(",\"dur\":", x->out);
-        put_us(x->out, dur);
+        p = put_str(p, ",\"dur\":");
+        p = put_us(p, dur);
     }
+    fwrite(buf, 1, (size_t)(p - buf), x->out);
     tj_init(&x->j, x->out);
     x->j.first[0] = 0; /* fields follow: the writer puts a comma before the first one */
 }
@@ -535,6 +572,7 @@ int cmd_export(int argc, char **argv)
     char *tmp_path = NULL;
     uint64_t max_mb = 0;
     tt_reader_limits lim;
+    struct stat st;
     int c, rc, json = 0, fd;
 
     memset(&x, 0, sizeof x);
@@ -584,9 +622,22 @@ int cmd_export(int argc, char **argv)
     }
     x.pid = x.t.m.pid;
 
-    if (out_path != NULL) {
-        /* written beside its final name, renamed when whole: a failed export leaves no file
-         * that looks like a trace */
+    if (out_path != NULL && stat(out_path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* a device, a FIFO: written as it is. A temporary file renamed over it would replace
+         * /dev/null or a pipe with a regular file. */
+        fd = open(out_path, O_WRONLY | O_CLOEXEC);
+        x.out = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (x.out == NULL) {
+            int e = errno;
+            if (fd >= 0)
+                close(fd);
+            tool_error("%s: cannot open: %s", out_path, strerror(e));
+            tool_trace_close(&x.t);
+            return TOOL_EXIT_SYSTEM;
+        }
+    } else if (out_path != NULL) {
+        /* a regular file is written beside its final name and renamed when whole: a failed
+         * export leaves no file that looks complete */
         size_t n = strlen(out_path) + 32;
         tmp_path = malloc(n);
         if (tmp_path == NULL) {
@@ -606,9 +657,12 @@ int cmd_export(int argc, char **argv)
             tool_trace_close(&x.t);
             return TOOL_EXIT_SYSTEM;
         }
-        setvbuf(x.out, NULL, _IOFBF, 1 << 20);
     } else {
         x.out = stdout;
+    }
+    if (x.out != stdout) {
+        setvbuf(x.out, NULL, _IOFBF, 1 << 20);
+        __fsetlocking(x.out, FSETLOCKING_BYCALLER); /* one thread writes it */
     }
 
     fputs("{\"traceEvents\":[\n", x.out);
@@ -616,20 +670,21 @@ int cmd_export(int argc, char **argv)
     if (rc == TOOL_EXIT_OK)
         write_trailer(&x);
     if (x.out != stdout) {
+        const char *shown = tmp_path != NULL ? tmp_path : out_path;
         int bad = ferror(x.out), e = errno;
         if (fclose(x.out) != 0 && !bad) {
             bad = 1;
             e = errno;
         }
         if (rc == TOOL_EXIT_OK && bad) {
-            tool_error("%s: write error: %s", tmp_path, strerror(e));
+            tool_error("%s: write error: %s", shown, strerror(e));
             rc = TOOL_EXIT_SYSTEM;
         }
-        if (rc == TOOL_EXIT_OK && rename(tmp_path, out_path) != 0) {
+        if (tmp_path != NULL && rc == TOOL_EXIT_OK && rename(tmp_path, out_path) != 0) {
             tool_error("%s: cannot rename to %s: %s", tmp_path, out_path, strerror(errno));
             rc = TOOL_EXIT_SYSTEM;
         }
-        if (rc != TOOL_EXIT_OK)
+        if (tmp_path != NULL && rc != TOOL_EXIT_OK)
             unlink(tmp_path);
     }
     if (rc == TOOL_EXIT_OK)

@@ -34,9 +34,11 @@ import pty
 import re
 import select
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter, defaultdict
 from decimal import Decimal
@@ -425,6 +427,21 @@ def main(d):
     check(rc == 3 and "more than 3 calls open" in err and
           not os.path.exists(os.path.join(d, "deep.json")),
           "--max-open-calls: a trace that needs more is refused", (rc, err))
+    # a FIFO (as a stand-in for /dev/null or a pipe) is written as it is, not replaced
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    reader.start()
+    rc, out, err = run([TT, "export", "-o", fifo, k])
+    reader.join(30)
+    try:
+        ok = not format_errors(json.loads(got[0].decode(), parse_float=Decimal))
+    except (ValueError, IndexError):
+        ok = False
+    check(rc == 0 and stat.S_ISFIFO(os.stat(fifo).st_mode) and ok and
+          not [n for n in os.listdir(d) if n.startswith("fifo.")],
+          "-o FIFO: written through, still a FIFO, no temporary file", (rc, err))
     rc, out, err = run([TT, "export", "--help"])
     check(rc == 0 and "Usage: tinytrace export" in out, "--help", (rc, err))
 
