@@ -13,7 +13,7 @@
  *
  * The workers record their first event in turn, worker 0 first (thread 1), unless --reverse
  * makes the last one first: then the same names get other thread ids, which diff has to see
- * through.
+ * through. With --no-names the workers stay unnamed, and diff can only pair them by order.
  *
  * Options that make a recording differ from the plain one, at worker T's iteration K:
  *   --inject-payload T:K   the user event's payload has byte 5 flipped
@@ -37,7 +37,7 @@
 
 static tt_session *session;
 static unsigned nthreads, iterations;
-static int reverse;
+static int reverse, no_names;
 static long inject_payload_t = -1, inject_call_t = -1, end_t = -1;
 static unsigned long inject_payload_k, inject_call_k, end_k;
 
@@ -109,7 +109,8 @@ static void *worker(void *arg)
     pthread_mutex_lock(&turn_lock);
     while (turn != rank)
         pthread_cond_wait(&turn_cond, &turn_lock);
-    check("tt_thread_name", tt_thread_name(session, name));
+    if (!no_names)
+        check("tt_thread_name", tt_thread_name(session, name));
     enter(&w, fn_iter, "iter"); /* the first event: the thread gets its id here */
     leave(&w, fn_iter);
     turn++;
@@ -184,7 +185,8 @@ int main(int argc, char **argv)
     int rc;
 
     if (argc < 4) {
-        fprintf(stderr, "usage: mkdiff FILE THREADS ITERATIONS [--reverse] [--inject-payload T:K]"
+        fprintf(stderr, "usage: mkdiff FILE THREADS ITERATIONS [--reverse] [--no-names]"
+                        " [--inject-payload T:K]"
                         " [--inject-call T:K] [--end-thread T:K]\n");
         return 2;
     }
@@ -197,6 +199,8 @@ int main(int argc, char **argv)
     for (int i = 4; i < argc; i++) {
         if (strcmp(argv[i], "--reverse") == 0)
             reverse = 1;
+        else if (strcmp(argv[i], "--no-names") == 0)
+            no_names = 1;
         else if (strcmp(argv[i], "--inject-payload") == 0 && i + 1 < argc)
             parse_tk(argv[++i], &inject_payload_t, &inject_payload_k);
         else if (strcmp(argv[i], "--inject-call") == 0 && i + 1 < argc)

@@ -211,9 +211,10 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("{\"frames\": %lu, \"returned\": %lu, \"open_at_end\": %lu, \"unwound_by_crash\": %lu, "
-           "\"left_without_exit\": %lu, \"unmatched_exits\": %lu, \"instants\": {\"safepoint\": %lu, \"alloc\": %lu, \"free\": %lu, \"io\": %lu, "
+           "\"left_without_exit\": %lu, \"unmatched_exits\": %lu, ",
+           frames, returned, open_at_end, unwound, left, unmatched);
+    printf("\"instants\": {\"safepoint\": %lu, \"alloc\": %lu, \"free\": %lu, \"io\": %lu, "
            "\"user\": %lu, \"checkpoint\": %lu, \"crash\": %lu}}\n",
-           frames, returned, open_at_end, unwound, left, unmatched, n_safepoint, n_alloc, n_free, n_io, n_user,
-           n_checkpoint, n_crash);
+           n_safepoint, n_alloc, n_free, n_io, n_user, n_checkpoint, n_crash);
     return 0;
 }

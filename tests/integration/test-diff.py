@@ -260,7 +260,30 @@ def main(d):
     check(rc == 1 and re.search(r'A thread \d+ "worker-3": only in A', out),
           "thread only in A: the text says so", out + err)
 
-    # 5. command lines and damaged files
+    # 5. unnamed threads: paired in the order in which they first recorded
+    u = os.path.join(d, "u.tt")
+    u2 = os.path.join(d, "u2.tt")
+    ur = os.path.join(d, "u-rev.tt")
+    record(u, "--no-names", iterations=ITER // 100)
+    record(u2, "--no-names", iterations=ITER // 100)
+    record(ur, "--no-names", "--reverse", iterations=ITER // 100)
+    rc, j, err = diff_json(u, u2)
+    check(rc == 0 and j and j["same"] and
+          [t["matched_by"] for t in j["threads"]] == ["name"] + ["order"] * THREADS and
+          all(t["thread_a"] == t["thread_b"] for t in j["threads"]),
+          "unnamed threads: paired by order, the same", (rc, j, err))
+    rc, j, err = diff_json(u, ur)
+    # thread 1 is worker-0 in A and worker-3 in B: their first user event has another tag and
+    # other bytes
+    bad = [t for t in j["threads"] if not t["same"]] if j else []
+    check(rc == 1 and len(bad) == THREADS and
+          all(t["difference"]["fields"] == ["arg", "payload"] for t in bad) and
+          bad[0]["difference"]["a"]["arg"] == 0 and
+          bad[0]["difference"]["b"]["arg"] == (THREADS - 1) * 1000000,
+          "unnamed threads in another order: every worker pair differs in tag and bytes",
+          (rc, bad[:1], err))
+
+    # 6. command lines and damaged files
     rc, out, err = run([TT, "diff", a])
     check(rc == 2 and "two files" in err, "one operand: usage error", (rc, err))
     rc, out, err = run([TT, "diff", "--context", "1001", a, b])
@@ -277,7 +300,7 @@ def main(d):
     rc, out, err = run([TT, "diff", "--help"])
     check(rc == 0 and "Usage: tinytrace diff" in out, "--help", (rc, out, err))
 
-    # 6. the progress line
+    # 7. the progress line
     env = dict(os.environ, TINYTRACE_PROGRESS_MS="0")
     rc, data = run_pty_stderr([TT, "diff", a, a2], env)
     text = data.decode("utf-8", "replace")
@@ -289,7 +312,7 @@ def main(d):
     rc, out, err = run([TT, "diff", a, a2], env=env)
     check(rc == 0 and err == "", "progress: nothing on stderr when it is a pipe", repr(err[:400]))
 
-    # 7. memory: streaming, so the 10^6 pair needs about what a 10^4 pair needs
+    # 8. memory: streaming, so the 10^6 pair needs about what a 10^4 pair needs
     rc_big, rss_big = peak_rss_kib([TT, "diff", a, b])
     small_b = os.path.join(d, "s-b.tt")
     record(small_b, "--inject-payload", "2:150", iterations=ITER // 100)
