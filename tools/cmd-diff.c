@@ -718,7 +718,7 @@ static uint64_t diff_time_ns(const struct diff *d, const struct pair *p, const s
 
 static int run_diff(struct diff *d)
 {
-    uint32_t na = d->ta.m.thread_count, nb = d->tb.m.thread_count, np, differing = 0;
+    uint32_t na = d->ta.cap.cursors, nb = d->tb.cap.cursors, np, differing = 0;
     struct pair *pairs = NULL;
     struct result res;
     int rc = TOOL_EXIT_OK, have_earliest = 0;
@@ -727,7 +727,7 @@ static int run_diff(struct diff *d)
     uint64_t earliest_seq = 0;
     tool_json j;
 
-    /* the thread counts come from the manifests, which the probe bounded by max_threads */
+    /* one cursor per thread (PER_THREAD); the probe bounded their number by max_threads */
     np = pair_threads(d->ta.r, na, d->tb.r, nb, &pairs);
     d->ring = calloc(d->context ? d->context : 1, sizeof *d->ring);
     d->stack = malloc(STACK_KEEP * sizeof *d->stack);
