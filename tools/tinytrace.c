@@ -26,6 +26,8 @@ static const struct verb verbs[] = {
     {"recover", cmd_recover, "turn the temporary file of a run that died into a valid trace"},
     {"gc", cmd_gc, "remove the temporary files of recordings whose process is gone"},
     {"dump", cmd_dump, "print every event in recorded order"},
+    {"diff", cmd_diff, "show where two recordings first differ, thread by thread"},
+    {"export", cmd_export, "write a trace as Chrome trace-event JSON (Perfetto, chrome://tracing)"},
     {"help", cmd_help, "print this help, or the help of one verb"},
 };
 
@@ -54,8 +56,9 @@ static void print_usage(FILE *f)
         fprintf(f, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
     fprintf(f,
             "\n"
-            "info, verify and dump accept --max-memory MB: the memory the bounded reader may\n"
-            "use (default %llu MiB). A trace that needs more is refused before it is read.\n"
+            "info, verify, dump, diff and export accept --max-memory MB: the memory the bounded\n"
+            "reader may use (default %llu MiB). A trace that needs more is refused before it is\n"
+            "read.\n"
             "\n",
             (unsigned long long)(lim.max_total >> 20));
     fputs(tool_exit_codes_help, f);

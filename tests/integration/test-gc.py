@@ -13,14 +13,25 @@ TT, PRELOAD = map(os.path.abspath, sys.argv[1:3])
 ENV = dict(os.environ, TINYTRACE_PRELOAD=PRELOAD)
 
 
+MANIFEST_SIZE = 512  # TT_MANIFEST_SIZE: a partial file is a trace once its manifest is written
+
+
 def wait_for_partial(d, prefix, deadline=20.0):
+    """The name of the partial file once it holds its manifest: the file exists before the
+    runtime has written a byte, and a recording killed then leaves an empty file, which is not
+    a trace and which gc rightly leaves alone."""
     end = time.monotonic() + deadline
     while time.monotonic() < end:
         for f in os.listdir(d):
             if f.startswith(prefix) and f.endswith(".partial"):
-                return f
+                try:
+                    if os.path.getsize(os.path.join(d, f)) >= MANIFEST_SIZE:
+                        return f
+                except FileNotFoundError:
+                    pass
         time.sleep(0.01)
-    raise AssertionError(f"no {prefix}*.partial within {deadline} s: {os.listdir(d)}")
+    raise AssertionError(f"no {prefix}*.partial with a manifest within {deadline} s: "
+                         f"{os.listdir(d)}")
 
 
 def main():

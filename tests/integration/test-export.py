@@ -1,0 +1,460 @@
+#!/usr/bin/env python3
+"""Integration test of `tinytrace export --format chrome`.
+
+    test-export.py TINYTRACE MKKINDS MKDIFF MAXRSS [--flaky FLAKY PRELOAD]
+
+Exports traces and checks the output against the published Trace Event Format (the JSON Object
+Format: {"traceEvents": [...], "displayTimeUnit": ...}):
+  - valid JSON (the json module), displayTimeUnit "ms" or "ns";
+  - every event has name, ph, pid, tid; X has ts and dur >= 0; i has ts and a scope s in g/p/t;
+    M is process_name / thread_name (args.name a string) or thread_sort_index (args.sort_index);
+    no other phase;
+  - a thread_name for every tid used, a process_name for the pid;
+  - per thread, the end of each event (ts for i, ts + dur for X) never decreases in the order
+    of the file (X events come out when the call returns);
+  - per thread, the X events are well nested: each lies within its parent's [ts, ts + dur];
+  - the X events are exactly the calls that `tinytrace dump --json` (the reference reader) shows:
+    the same thread, name, start and end to the nanosecond, calls still open ending at their
+    thread's last event (with export's two documented time rules: a thread's clock never goes
+    back, and no two calls of a thread start at the same nanosecond);
+  - per thread, no two X events start at the same ts (viewers mis-nest those);
+  - the frame count printed on stderr ("N frames") equals the X events and otherData.frames.
+Traces: mkkinds (every event kind, names that need escaping, a crash, calls left open; its
+expected counts come from the program), the flaky example recorded under `tinytrace record`
+(not in sanitizer builds: it preloads the runtime), and a 10^6-event mkdiff trace for memory
+(peak RSS within 4 MiB of a 100-times smaller one) and the progress line.
+
+Every check runs; failures are listed at the end and make the exit status 1. Everything happens
+in a fresh temporary directory, removed at the end.
+"""
+
+import json
+import os
+import pty
+import re
+import select
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from decimal import Decimal
+
+TT, MKKINDS, MKDIFF, MAXRSS = map(os.path.abspath, sys.argv[1:5])
+FLAKY = PRELOAD = None
+if len(sys.argv) > 5 and sys.argv[5] == "--flaky":
+    FLAKY, PRELOAD = map(os.path.abspath, sys.argv[6:8])
+TIMEOUT = 240
+failures = []
+
+
+def check(cond, what, detail=""):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        if detail:
+            print("     " + str(detail).replace("\n", "\n     ")[:4000])
+        failures.append(what)
+    return cond
+
+
+def run(args, env=None, stdin=None):
+    p = subprocess.run([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=TIMEOUT, env=env, input=stdin)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def format_errors(doc):
+    """Checks doc against the Trace Event Format; returns a list of problems."""
+    errs = []
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        return ["not an object with a traceEvents array"]
+    if doc.get("displayTimeUnit") not in ("ms", "ns"):
+        errs.append("displayTimeUnit %r" % doc.get("displayTimeUnit"))
+    num = (int, Decimal)
+    names, pnames, used = {}, set(), set()
+    last_end = {}
+    for k, e in enumerate(doc["traceEvents"]):
+        if len(errs) > 20:
+            break
+        where = "event %d %r" % (k, e)
+        if not isinstance(e, dict):
+            errs.append(where + ": not an object")
+            continue
+        for f, t in (("name", str), ("ph", str), ("pid", int), ("tid", int)):
+            if not isinstance(e.get(f), t):
+                errs.append(where + ": no %s" % f)
+        ph = e.get("ph")
+        key = (e.get("pid"), e.get("tid"))
+        if ph == "M":
+            a = e.get("args")
+            if e["name"] in ("process_name", "thread_name"):
+                if not isinstance(a, dict) or not isinstance(a.get("name"), str):
+                    errs.append(where + ": metadata without args.name")
+                elif e["name"] == "thread_name":
+                    names[key] = a["name"]
+                else:
+                    pnames.add(e["pid"])
+            elif e["name"] == "thread_sort_index":
+                if not isinstance(a, dict) or not isinstance(a.get("sort_index"), int):
+                    errs.append(where + ": thread_sort_index without args.sort_index")
+            else:
+                errs.append(where + ": unknown metadata")
+            continue
+        used.add(key)
+        if not isinstance(e.get("ts"), num) or e["ts"] < 0:
+            errs.append(where + ": no ts")
+            continue
+        if ph == "X":
+            if not isinstance(e.get("dur"), num) or e["dur"] < 0:
+                errs.append(where + ": X without dur")
+                continue
+            end = e["ts"] + e["dur"]
+        elif ph in ("i", "I"):
+            if e.get("s", "t") not in ("g", "p", "t"):
+                errs.append(where + ": bad scope")
+            end = e["ts"]
+        else:
+            errs.append(where + ": phase %r" % ph)
+            continue
+        if "args" in e and not isinstance(e["args"], dict):
+            errs.append(where + ": args not an object")
+        if end < last_end.get(key, 0):
+            errs.append(where + ": ends at %s, before the previous event of its thread (%s)" %
+                        (end, last_end[key]))
+        last_end[key] = max(end, last_end.get(key, 0))
+    for key in sorted(used - set(names)):
+        errs.append("thread %r has no thread_name" % (key,))
+    for pid in sorted({k[0] for k in used} - pnames):
+        errs.append("process %r has no process_name" % pid)
+    # nesting: sorted by start, longest first, every event inside the one below it on a stack
+    per = defaultdict(list)
+    for e in doc["traceEvents"]:
+        if (isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("ts"), num) and
+                isinstance(e.get("dur"), num)):  # the malformed ones are reported above
+            per[(e.get("pid"), e.get("tid"))].append((e["ts"], e["ts"] + e["dur"],
+                                                      e.get("name")))
+    for key, xs in per.items():
+        starts = Counter(x[0] for x in xs)
+        same = [ts for ts, n in starts.items() if n > 1]
+        if same:
+            errs.append("thread %r: %d X events start at ts %s" % (key, starts[same[0]], same[0]))
+        xs.sort(key=lambda x: (x[0], -x[1]))
+        stack = []
+        for x in xs:
+            while stack and not (stack[-1][0] <= x[0] and x[1] <= stack[-1][1]):
+                if stack[-1][1] > x[0]:
+                    errs.append("thread %r: %r overlaps %r without nesting" % (key, x,
+                                                                               stack[-1]))
+                    break
+                stack.pop()
+            stack.append(x)
+    return errs
+
+
+def load(path):
+    with open(path, "rb") as f:
+        return json.loads(f.read().decode("utf-8"), parse_float=Decimal)
+
+
+def frames_from_dump(trace):
+    """The calls of trace as the reference reader shows them: Counter of (tid, name, start_ns,
+    end_ns, outcome), open calls ending at their thread's last event."""
+    rc, out, err = run([TT, "dump", "--json", trace])
+    if rc != 0:
+        raise RuntimeError("dump: %s" % err)
+    stacks, last, crashed, prev_start = defaultdict(list), {}, set(), {}
+    calls = Counter()
+    for line in out.splitlines():
+        e = json.loads(line)
+        t = e["thread"]
+        last[t] = max(last.get(t, 0), e["time_ns"])
+        if e["kind"] == "enter":
+            if t in prev_start and last[t] <= prev_start[t]:
+                last[t] = prev_start[t] + 1
+            prev_start[t] = last[t]
+        now = last[t]
+        if e["kind"] == "enter":
+            stacks[t].append((e["function"], now))
+        elif e["kind"] == "exit":
+            # export's rule: the innermost open call of that function within 256 levels
+            # returns, the calls above it were left without an exit; none: the exit is skipped
+            st = stacks[t]
+            for k in range(len(st) - 1, max(len(st) - 256, 0) - 1, -1):
+                if st[k][0] == e["function"]:
+                    while len(st) > k + 1:
+                        name, start = st.pop()
+                        calls[(t, name, start, now, "left without an exit")] += 1
+                    name, start = st.pop()
+                    calls[(t, name, start, now, None)] += 1
+                    break
+        elif e["kind"] == "crash":
+            crashed.add(t)
+    for t, st in stacks.items():
+        for name, start in st:
+            calls[(t, name, start, last[t], "unwound by a crash" if t in crashed
+                   else "still open at the end of the trace")] += 1
+    return calls
+
+
+def frames_from_export(doc):
+    calls = Counter()
+    for e in doc["traceEvents"]:
+        if e["ph"] == "X":
+            start = int(e["ts"] * 1000)
+            end = int((e["ts"] + e["dur"]) * 1000)
+            calls[(e["tid"], e["name"], start, end, e.get("args", {}).get("outcome"))] += 1
+    return calls
+
+
+def export(trace, out, *opts, env=None):
+    rc, o, err = run([TT, "export", "--format", "chrome", "-o", out] + list(opts) + [trace],
+                     env=env)
+    m = re.search(r"(\d+) frames", err)
+    return rc, o, err, int(m.group(1)) if m else None
+
+
+def check_trace(label, trace, d):
+    out = os.path.join(d, label + ".json")
+    rc, o, err, nframes = export(trace, out)
+    if not check(rc == 0 and os.path.exists(out), label + ": export exits 0", (rc, err)):
+        return None
+    try:
+        doc = load(out)
+    except ValueError as e:
+        check(False, label + ": valid JSON", e)
+        return None
+    errs = format_errors(doc)
+    check(not errs, label + ": follows the trace-event format", "\n".join(errs[:20]))
+    xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    check(nframes == len(xs) == doc["otherData"]["frames"] and nframes > 0,
+          label + ": \"%s frames\" on stderr = X events = otherData.frames" % nframes,
+          (nframes, len(xs), doc["otherData"], err))
+    want, got = frames_from_dump(trace), frames_from_export(doc)
+    check(want == got, label + ": the X events are the calls dump shows (%d)" % sum(want.values()),
+          "missing: %r\nextra: %r" % (list((want - got).items())[:5],
+                                      list((got - want).items())[:5]))
+    return doc, err
+
+
+def run_pty_stderr(args, env):
+    master, slave = pty.openpty()
+    p = subprocess.Popen([str(a) for a in args], stdout=subprocess.DEVNULL, stderr=slave,
+                         env=env)
+    os.close(slave)
+    data = b""
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([master], [], [], 1.0)
+        if r:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        elif p.poll() is not None:
+            break
+    os.close(master)
+    return p.wait(timeout=TIMEOUT), data
+
+
+def peak_rss_kib(args):
+    p = subprocess.run([MAXRSS] + [str(a) for a in args], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, timeout=TIMEOUT)
+    m = re.search(rb"^maxrss (\d+)$", p.stderr, re.M)
+    return p.returncode, int(m.group(1)) if m else -1
+
+
+def validator_finds_broken_documents():
+    """The format check can fail: each of these documents breaks one rule."""
+    base = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "p"}},
+            {"ph": "M", "name": "thread_name", "pid": 1, "tid": 0, "args": {"name": "t"}}]
+    good = base + [{"ph": "X", "name": "child", "pid": 1, "tid": 0, "ts": 2, "dur": 1},
+                   {"ph": "X", "name": "parent", "pid": 1, "tid": 0, "ts": 1, "dur": 5}]
+    bad = {
+        "overlap": base + [{"ph": "X", "name": "a", "pid": 1, "tid": 0, "ts": 1, "dur": 5},
+                           {"ph": "X", "name": "b", "pid": 1, "tid": 0, "ts": 3, "dur": 5}],
+        "no thread name": [base[0], {"ph": "i", "name": "x", "pid": 1, "tid": 0, "ts": 1,
+                                     "s": "t"}],
+        "end goes back": base + [{"ph": "i", "name": "x", "pid": 1, "tid": 0, "ts": 5, "s": "t"},
+                                 {"ph": "i", "name": "y", "pid": 1, "tid": 0, "ts": 4,
+                                  "s": "t"}],
+        "no dur": base + [{"ph": "X", "name": "a", "pid": 1, "tid": 0, "ts": 1}],
+        "same ts": base + [{"ph": "X", "name": "a", "pid": 1, "tid": 0, "ts": 1, "dur": 0},
+                           {"ph": "X", "name": "b", "pid": 1, "tid": 0, "ts": 1, "dur": 2}],
+        "no name": base + [{"ph": "X", "pid": 1, "tid": 0, "ts": 1, "dur": 1}],
+    }
+    check(format_errors({"traceEvents": good, "displayTimeUnit": "ns"}) == [],
+          "validator: accepts a well-formed document")
+    for what, evs in bad.items():
+        check(format_errors({"traceEvents": evs, "displayTimeUnit": "ns"}) != [],
+              "validator: finds " + what)
+
+
+def main(d):
+    validator_finds_broken_documents()
+    # 1. every event kind
+    k = os.path.join(d, "kinds.tt")
+    rc, out, err = run([MKKINDS, k])
+    if not check(rc == 0, "mkkinds records", err):
+        return
+    want = json.loads(out)
+    res = check_trace("kinds", k, d)
+    if res:
+        doc, err = res
+        evs = doc["traceEvents"]
+        xs = [e for e in evs if e["ph"] == "X"]
+        outcomes = Counter(e["args"].get("outcome") for e in xs)
+        check(len(xs) == want["frames"] and outcomes[None] == want["returned"] and
+              outcomes["still open at the end of the trace"] == want["open_at_end"] and
+              outcomes["unwound by a crash"] == want["unwound_by_crash"] and
+              outcomes["left without an exit"] == want["left_without_exit"],
+              "kinds: frames returned / still open / unwound / left as mkkinds recorded them",
+              (outcomes, want))
+        inst = Counter(e["cat"] for e in evs if e["ph"] == "i")
+        check(dict(inst) == want["instants"], "kinds: one instant event per recorded event",
+              (inst, want["instants"]))
+        tnames = {e["tid"]: e["args"]["name"] for e in evs
+                  if e["ph"] == "M" and e["name"] == "thread_name"}
+        check(tnames == {0: "main", 1: 't"q\\\n\x01\u00e9\ufffd', 2: "open", 3: "jumper"},
+              "kinds: threads named, escaped (the invalid byte as U+FFFD)", tnames)
+        check(any(e["name"] == 'fn<"\\\t\x7f>' for e in xs),
+              "kinds: a function name with quote, backslash, tab and DEL survives", None)
+        crash = [e for e in evs if e["ph"] == "i" and e["cat"] == "crash"]
+        check(len(crash) == 1 and crash[0]["args"]["signal"] == 11 and
+              crash[0]["args"]["backtrace"].startswith("#0 0x1234 in doomed\n"),
+              "kinds: the crash event with its signal and backtrace", crash)
+        users = sorted(e["args"]["tag"] for e in evs if e["ph"] == "i" and e["cat"] == "user")
+        check(users == sorted(list(range(100, 140)) + [777]),
+              "kinds: every user event with its own tag", users)
+        io = [e for e in evs if e["ph"] == "i" and e["cat"] == "io"]
+        check(sorted(bytes.fromhex(e["args"]["payload"]).decode() for e in io) ==
+              sorted(["in%d" % i for i in range(40)] + ["out%d" % (3 * i) for i in range(40)]),
+              "kinds: every io event with its own bytes", io[:3])
+        check("%d frames" % want["frames"] in err and "2 still open at the end" in err and
+              "2 unwound by a crash" in err and "2 left without an exit" in err and
+              "1 exits without a matching call skipped" in err,
+              "kinds: the summary on stderr", err)
+    rc, out, err = run([TT, "export", "-o", os.path.join(d, "k2.json"), "--json", k])
+    try:
+        s = json.loads(out)
+    except ValueError:
+        s = None
+    check(rc == 0 and s is not None and s["frames"] == want["frames"] and
+          s["frames_open_at_end"] == want["open_at_end"] and
+          s["frames_unwound_by_crash"] == want["unwound_by_crash"] and
+          s["frames_left_without_exit"] == want["left_without_exit"] and
+          s["unmatched_exits"] == want["unmatched_exits"] and err == "",
+          "kinds: --json prints the summary on stdout", (rc, out, err))
+    rc, out, err = run([TT, "export", k])
+    try:
+        ok = not format_errors(json.loads(out, parse_float=Decimal))
+    except ValueError:
+        ok = False
+    check(rc == 0 and ok, "kinds: without -o the JSON goes to stdout", (rc, err))
+
+    # 2. the flaky example, recorded by the tool
+    if FLAKY:
+        env = dict(os.environ, TINYTRACE_PRELOAD=PRELOAD)
+        f = os.path.join(d, "flaky.tt")
+        rc, out, err = run([TT, "record", "-o", f, "--", FLAKY], env=env, stdin=b"7\n")
+        if check(rc in (0, 1) and os.path.exists(f), "flaky: recorded", (rc, err)):
+            res = check_trace("flaky", f, d)
+            if res:
+                doc = res[0]
+                rc, out, err = run([TT, "dump", "--kind", "enter", f])
+                check(len(doc and [e for e in doc["traceEvents"] if e["ph"] == "X"]) ==
+                      len(out.splitlines()) > 0,
+                      "flaky: one frame per enter event", (rc, err))
+                tn = sorted(e["args"]["name"] for e in doc["traceEvents"]
+                            if e["ph"] == "M" and e["name"] == "thread_name")
+                check(tn == ["main", "main/1", "main/2", "main/3"],
+                      "flaky: the four threads by their recorded names", tn)
+                pn = [e["args"]["name"] for e in doc["traceEvents"]
+                      if e["ph"] == "M" and e["name"] == "process_name"]
+                check(pn == ["flaky"], "flaky: the process is named after the program", pn)
+
+    # 3. a 10^6-event trace: memory and the progress line
+    big = os.path.join(d, "big.tt")
+    small = os.path.join(d, "small.tt")
+    for path, it in ((big, 21000), (small, 210)):
+        rc, out, err = run([MKDIFF, path, 4, it])
+        check(rc == 0, "mkdiff records %d iterations" % it, err)
+    rc_b, rss_b = peak_rss_kib([TT, "export", "-o", os.path.join(d, "big.json"), big])
+    rc_s, rss_s = peak_rss_kib([TT, "export", "-o", os.path.join(d, "small.json"), small])
+    print("     peak RSS: %d KiB exporting 10^6 events, %d KiB exporting 10^4" % (rss_b, rss_s))
+    check(rc_b == 0 and rc_s == 0 and rss_s > 0 and rss_b - rss_s < 4 * 1024,
+          "memory: exporting 10^6 events within 4 MiB of 10^4", (rc_b, rss_b, rc_s, rss_s))
+    rc, out, err = run([TT, "dump", "--kind", "enter", big])
+    enters = len(out.splitlines())
+    rc, out, err = run([TT, "export", "--json", "-o", os.path.join(d, "big2.json"), big])
+    check(rc == 0 and json.loads(out)["frames"] == enters > 10 ** 5,
+          "big: one frame per enter event (%d)" % enters, (out, err))
+    env = dict(os.environ, TINYTRACE_PROGRESS_MS="0")
+    rc, data = run_pty_stderr([TT, "export", "-o", os.path.join(d, "big3.json"), big], env)
+    text = data.decode("utf-8", "replace")
+    check(rc == 0 and re.search(r"tinytrace export: +\d+% \(\d+ of \d+ events\)", text),
+          "progress: shown on a terminal", repr(text[:300]))
+    m = re.search(r"\r *\r(tinytrace export: \d+ frames[^\r]*)$", text.rstrip("\r\n"))
+    check(m is not None, "progress: erased before the summary line", repr(text[-300:]))
+    rc, out, err = run([TT, "export", "-o", os.path.join(d, "big4.json"), big], env=env)
+    check(rc == 0 and re.fullmatch(r"tinytrace export: \d+ frames[^\n]*\n", err),
+          "progress: only the summary on stderr when it is a pipe", repr(err[:300]))
+
+    # 4. command lines, failures leave no output behind
+    rc, out, err = run([TT, "export", "--format", "perfetto", k])
+    check(rc == 2 and "chrome" in err, "an unknown format: usage error", (rc, err))
+    rc, out, err = run([TT, "export", "--json", k])
+    check(rc == 2, "--json without -o: usage error", (rc, err))
+    rc, out, err = run([TT, "export", "-o", os.path.join(d, "no", "such", "dir.json"), k])
+    check(rc == 6 and "no/such" in err, "an unwritable output: exit 6, named", (rc, err))
+    cut = os.path.join(d, "cut.tt")
+    with open(big, "rb") as f:
+        data = f.read()
+    with open(cut, "wb") as f:
+        f.write(data[: len(data) // 2])
+    before = set(os.listdir(d))
+    rc, out, err = run([TT, "export", "-o", os.path.join(d, "cut.json"), cut])
+    check(rc == 3 and "cut.tt" in err and set(os.listdir(d)) == before,
+          "a truncated trace: exit 3, named, no output file left", (rc, err,
+                                                                    set(os.listdir(d)) - before))
+    rc, out, err = run([TT, "export", "--max-open-calls", "3", "-o",
+                        os.path.join(d, "deep.json"), k])
+    check(rc == 3 and "more than 3 calls open" in err and
+          not os.path.exists(os.path.join(d, "deep.json")),
+          "--max-open-calls: a trace that needs more is refused", (rc, err))
+    # a FIFO (as a stand-in for /dev/null or a pipe) is written as it is, not replaced
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    reader.start()
+    rc, out, err = run([TT, "export", "-o", fifo, k])
+    reader.join(30)
+    try:
+        ok = not format_errors(json.loads(got[0].decode(), parse_float=Decimal))
+    except (ValueError, IndexError):
+        ok = False
+    check(rc == 0 and stat.S_ISFIFO(os.stat(fifo).st_mode) and ok and
+          not [n for n in os.listdir(d) if n.startswith("fifo.")],
+          "-o FIFO: written through, still a FIFO, no temporary file", (rc, err))
+    rc, out, err = run([TT, "export", "--help"])
+    check(rc == 0 and "Usage: tinytrace export" in out, "--help", (rc, err))
+
+
+if __name__ == "__main__":
+    tmp = tempfile.mkdtemp(prefix="tt-export-")
+    try:
+        main(tmp)
+    except Exception as e:  # a crash of the test itself is a failure, not a pass
+        import traceback
+        traceback.print_exc()
+        failures.append("exception: %r" % e)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("%d failure(s)" % len(failures) if failures else "all checks passed")
+    sys.exit(1 if failures else 0)
