@@ -413,7 +413,11 @@ int fz_read_all(const uint8_t *image, size_t n)
     int vrc = tt_verify(&src, &lim, &vr);
     FZ_ASSERT((vrc == TT_OK) == (vr.status == TT_VERIFY_OK) && vr.code == vrc,
               "verify returned %d with status %d code %d", vrc, vr.status, vr.code);
-    FZ_ASSERT(vrc == TT_OK || vr.message[0] != '\0', "verify failed (%d) without a message", vrc);
+    /* a refusal names the file and an offset inside it (or none) */
+    if (vrc != TT_OK)
+        FZ_ASSERT(strstr(vr.message, src.name) != NULL && (vr.offset <= n || vr.offset == UINT64_MAX),
+                  "verify failed (%d) at offset %llu of %zu: \"%s\"", vrc,
+                  (unsigned long long)vr.offset, n, vr.message);
 
     static int verbose = -1;
     if (verbose < 0)
