@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The documented long run of every fuzz target (docs/FUZZING.md).
 #
-#   fuzz/long-run.sh start BUILDDIR OUTDIR [SECONDS]   start every target at once, in the
-#                                                      background, under nice -n 19
+#   fuzz/long-run.sh start BUILDDIR OUTDIR [SECONDS [TARGET…]]
+#                                          start every target (or the ones named) at once, in
+#                                          the background, under nice -n 19
 #   fuzz/long-run.sh report OUTDIR                     the figures, as a Markdown table
 #
 # start copies the targets and the seed corpus of BUILDDIR/fuzz into OUTDIR (so a rebuild does
@@ -11,13 +12,16 @@
 # its log in OUTDIR/<target>.log. Process ids go to OUTDIR/pids.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-targets="manifest chunk tables verify recover"
+all_targets="manifest chunk tables verify replay recover"
+targets=$all_targets
 
 max_len() { [ "$1" = manifest ] && echo 1024 || echo 65536; }
 
 case "${1:-}" in
 start)
     build=$2 out=$3 secs=${4:-1800}
+    shift 3; [ $# -gt 0 ] && shift
+    [ $# -gt 0 ] && targets="$*"
     mkdir -p "$out/bin"
     : >"$out/pids"
     date -u +%Y-%m-%dT%H:%M:%SZ >"$out/started"
@@ -55,7 +59,7 @@ report)
     done
     ;;
 *)
-    sed -n '2,12p' "$0"
+    sed -n '2,13p' "$0"
     exit 2
     ;;
 esac

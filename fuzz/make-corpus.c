@@ -1,7 +1,7 @@
 /* Seed corpus of the fuzz targets: small valid traces recorded with the library, written in the
  * input format of each target (docs/FUZZING.md).
  *
- *   make-corpus OUTDIR    writes OUTDIR/{manifest,chunk,tables,verify,recover}/<trace>[-<part>]
+ *   make-corpus OUTDIR    writes OUTDIR/{manifest,chunk,tables,verify,replay,recover}/<trace>[-<part>]
  *
  * The traces: every event kind on one thread with interned names and a checkpoint provider;
  * several threads with payloads of many sizes; payloads split over several chunks; a trace
@@ -78,6 +78,16 @@ static void emit(const char *name, const uint8_t *img, size_t n)
 {
     const uint8_t ctl = 0;
     write_seed("verify", name, &ctl, 1, img, n);
+    write_seed("replay", name, &ctl, 1, img, n);
+    if (n >= TT_MANIFEST_SIZE && tt_get32(img + TT_M_THREADS) > 1) {
+        /* replay target: drive recorded thread k, bound by its name (control bit 4, k in 5-7) */
+        for (uint8_t k = 1; k < 4 && k < tt_get32(img + TT_M_THREADS); k++) {
+            uint8_t c = (uint8_t)(0x10 | k << 5);
+            char tname[256];
+            snprintf(tname, sizeof tname, "%s-thread%u", name, k);
+            write_seed("replay", tname, &c, 1, img, n);
+        }
+    }
     write_seed("manifest", name, &ctl, 1, img, n < TT_MANIFEST_SIZE ? n : TT_MANIFEST_SIZE);
     tt_manifest m;
     tt_error_info err;
