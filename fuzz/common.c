@@ -182,6 +182,16 @@ void fz_fixup(uint8_t *f, size_t n, unsigned keep)
         tt_put64(f + TT_M_CHECKSUM, tt_hash64(f, TT_M_CHECKSUM, 0));
 }
 
+void fz_dump(const uint8_t *f, size_t n)
+{
+    const char *path = getenv("TT_FUZZ_DUMP");
+    if (!path || !path[0])
+        return;
+    FILE *fp = fopen(path, "wb");
+    if (!fp || fwrite(f, 1, n, fp) != n || fclose(fp) != 0)
+        fprintf(stderr, "TT_FUZZ_DUMP: cannot write %s\n", path);
+}
+
 /* ---------------------------------------------------------------- reading every way */
 
 #define FZ_THREADS 64 /* = fz_limits().max_threads */

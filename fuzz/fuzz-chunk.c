@@ -84,6 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     m->objects_offset = fz_img_chunk(&img, &oh, "", false);
     m->objects_length = TT_CHUNK_HEADER;
     fz_img_finish(&img);
+    fz_dump(img.buf, img.len);
     fz_read_all(img.buf, img.len);
     fz_img_free(&img);
     return 0;

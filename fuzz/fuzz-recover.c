@@ -52,6 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!(ctl & 0x08u))
         keep |= FZ_SMALL_THREADS;
     fz_fixup(f, size, keep);
+    fz_dump(f, size);
 
     char path[4200];
     snprintf(path, sizeof path, "%s/recovered.tt", dir);

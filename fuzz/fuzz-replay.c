@@ -4,7 +4,8 @@
  * (fz_fixup, low four bits of the control byte). When tt_verify accepts the file, the target opens
  * a replay session over it and, from the calling thread, makes the recorded calls of one recorded
  * thread again with the recorded values: thread 0, which replay binds to the first thread that
- * calls, or — control bit 4 — thread (ctl >> 5) mod thread_count when it has a name of its own,
+ * calls, or — control bit 4 — thread (ctl >> 5) mod thread_count when it has a name of its own
+ * (an object of kind THREAD no other row names),
  * which the calling thread claims with tt_thread_name first. Enter and exit go through
  * tt_event_fn_, every other kind through tt_event_full_, as the public calls and the crash handler
  * do. Properties:
@@ -56,7 +57,10 @@ static void replay(const uint8_t *f, size_t n, const tt_reader_limits *lim, unsi
         uint32_t k = (pick >> 1) % m.thread_count;
         tt_object_entry o;
         const tt_thread_entry *te = tt_reader_thread(r, k);
-        if (te && te->name && tt_reader_object(r, te->name, &o) == TT_OK && o.name_len &&
+        /* FORMAT.md 7.1 does not require the row's name to be of kind THREAD; replay looks the
+         * name up as one */
+        if (te && te->name && tt_reader_object(r, te->name, &o) == TT_OK &&
+            o.kind == TT_OBJ_THREAD && o.name_len &&
             o.name_len < sizeof name && !memchr(o.name, 0, o.name_len)) {
             memcpy(name, o.name, o.name_len);
             name[o.name_len] = '\0';
@@ -163,6 +167,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     memcpy(f, data, size);
     fz_fixup(f, size, ctl & 0x0Fu);
+    fz_dump(f, size);
     tt_reader_limits lim;
     fz_limits(&lim);
     tt_source src;

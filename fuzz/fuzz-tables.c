@@ -127,6 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tables[i].place(&img, &ti);
     }
     fz_img_finish(&img);
+    fz_dump(img.buf, img.len);
     fz_read_all(img.buf, img.len);
     fz_img_free(&img);
     return 0;

@@ -26,6 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     memcpy(f, data, size);
     fz_fixup(f, size, ctl & 0x0Fu);
+    fz_dump(f, size);
     fz_read_all(f, size);
     free(f);
     return 0;

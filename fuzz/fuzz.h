@@ -59,6 +59,10 @@ void fz_img_free(struct fz_image *img);
                                    * a table of that many rows, and the run crawls) */
 void fz_fixup(uint8_t *f, size_t n, unsigned keep);
 
+/* With TT_FUZZ_DUMP=PATH in the environment, writes the trace a target built (after its
+ * fix-ups) to PATH, for `tinytrace dump` and friends when a finding is studied. */
+void fz_dump(const uint8_t *f, size_t n);
+
 /* Reads the image every way the library offers and checks that the ways agree:
  *  - tt_verify (the skimming pass) against a sequential tt_reader_next/peek pass: the same
  *    verdict, the same error code, the same event count;
