@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite, in three builds:
+# The whole test suite, in four builds:
 #   build/        the normal build: every suite, plus the benchmark smoke run
 #   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer: every suite but the benchmark
 #   build-tsan/   ThreadSanitizer: the concurrency suites
-# Ends with one line "N passed, N failed" over all three, and exits non-zero if anything failed.
+#   build-fuzz/   clang, ASan+UBSan, libFuzzer: each fuzz target for a bounded time (fuzz/)
+# Ends with one line "N passed, N failed" over all four, and exits non-zero if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=${TT_TEST_JOBS:-2}
@@ -59,6 +60,20 @@ run asan build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fn
 # TSan needs a fixed address layout on kernels with many ASLR bits: setarch -R turns it off
 run tsan build-tsan -Db_sanitize=thread -Db_lundef=false -Dbench=disabled -- \
     --suite concurrency --timeout-multiplier 6 --wrapper 'setarch -R'
+
+# ---- fuzz: begin (docs/FUZZING.md) ----
+# The library, the tools and the libFuzzer targets built with clang (warnings are errors, as in
+# every build); the seed corpus is recorded at build time; each target then runs for
+# TT_FUZZ_SECONDS (default 25) and counts as one test. A finding fails its test and prints the
+# crashing input (hex and base64); it is also kept in build-fuzz/fuzz/findings/.
+if command -v clang >/dev/null; then
+    CC=clang run fuzz build-fuzz -Dfuzz=enabled -Db_sanitize=address,undefined -Db_lundef=false \
+        -Dc_args=-fno-sanitize-recover=all -Dtests=disabled -Dbench=disabled -- --suite fuzz
+else
+    echo "=== fuzz: clang not found (.ci/packages lists it)"
+    failed=$((failed + 1)); status=1
+fi
+# ---- fuzz: end ----
 
 echo "$passed passed, $failed failed"
 exit $status

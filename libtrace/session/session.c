@@ -280,6 +280,7 @@ int tt_session_open(const tt_config *cfg, tt_session **out, tt_error_info *err)
     if (rc == TT_OK)
         rc = c->mode == TT_MODE_RECORD ? tt_writer_open(s, err) : tt_replayer_open(s, err);
     if (rc != TT_OK) {
+        tt_names_free(&s->names); /* replay interns the recording's names before it can fail */
         free(s->threads);
         pthread_mutex_destroy(&s->lock);
         free(s);

@@ -57,7 +57,8 @@ static int mem_read(void *ctx, uint64_t off, void *dst, size_t len, size_t *got)
         return TT_OK;
     }
     size_t n = src->size - off < len ? (size_t)(src->size - off) : len;
-    memcpy(dst, (const uint8_t *)src->mem + off, n);
+    if (n) /* a read of nothing may pass a NULL buffer (recover, for an empty chunk body) */
+        memcpy(dst, (const uint8_t *)src->mem + off, n);
     *got = n;
     return TT_OK;
 }

@@ -38,6 +38,7 @@ struct kept {
 
 struct rthread {
     uint64_t seq, pending;
+    uint64_t last_time;    /* of the thread's last kept event */
     int64_t split_chunk;   /* index in kept[] of the chunk whose last event is still pending */
 };
 
@@ -54,6 +55,9 @@ static const char *walk(const uint8_t *body, const struct tt_chunk_header *h, st
     *pending -= h->cont_len;
     if (*pending && (h->count || !(h->flags & TT_CF_CONT_OUT)))
         return "it ends a split payload too early";
+    /* the reader's rules (reader.c load_next, decode), so that every chunk kept is one it reads */
+    if (!*pending && !h->count && !h->cont_len && !(h->flags & TT_CF_CONT_OUT))
+        return "it is empty";
     uint64_t time = h->base_time;
     uint32_t fn = 0;
     k->first_time = time;
@@ -74,11 +78,16 @@ static const char *walk(const uint8_t *body, const struct tt_chunk_header *h, st
         time += dt;
         if (i == 0)
             k->first_time = time;
-        if (kind == TT_EV_ENTER || kind == TT_EV_EXIT)
+        if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
+            if (tag & TT_TAG_OUT)
+                return "an event is malformed";
             continue;
+        }
         uint64_t site, arg, addr, len;
-        if (tt_get_varint(&p, end, &site) != 0 || tt_get_varint(&p, end, &arg) != 0 ||
-            tt_get_varint(&p, end, &addr) != 0 || tt_get_varint(&p, end, &len) != 0)
+        if (tt_get_varint(&p, end, &site) != 0 || site > UINT32_MAX ||
+            tt_get_varint(&p, end, &arg) != 0 ||
+            tt_get_varint(&p, end, &addr) != 0 || tt_get_varint(&p, end, &len) != 0 ||
+            ((tag & TT_TAG_OUT) && kind != TT_EV_IO))
             return "an event is malformed";
         k->payload += len;
         if (len > k->largest)
@@ -143,6 +152,9 @@ int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *re
                        src->name);
     if (m.block_size < 4096 || (m.block_size & (m.block_size - 1)))
         m.block_size = 32768;
+    if (m.ticks_per_sec == 0) /* the writer stores it at open: the manifest is damaged */
+        return tt_fail(err, TT_E_CORRUPT, 0, TT_M_TPS,
+                       "%s: ticks per second is zero: no time in the file can be read", src->name);
 
     struct kept *kept = NULL;
     size_t nkept = 0, capk = 0;
@@ -184,8 +196,9 @@ int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *re
             why = "the chunk body is cut";
             break;
         }
-        if (h.body_len > body_cap) {
-            uint8_t *nb = realloc(body, h.body_len);
+        if (h.body_len > body_cap || !body) {
+            /* never NULL, even for an empty body: walk() does pointer arithmetic on it */
+            uint8_t *nb = realloc(body, h.body_len ? h.body_len : 1);
             if (!nb) {
                 free(body);
                 free(kept);
@@ -209,6 +222,10 @@ int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *re
             why = "the chunk does not continue its thread's sequence";
             break;
         }
+        if (h.count && h.base_time < t->last_time) {
+            why = "the chunk goes back in time";
+            break;
+        }
         struct kept k = { .off = off, .body_len = h.body_len, .thread = h.thread,
                           .count = h.count, .checksum = h.checksum };
         uint64_t pending = t->pending;
@@ -224,11 +241,16 @@ int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *re
             kept = nk;
             capk = nc;
         }
-        if (k.split_out)
+        /* a chunk that both ends one split payload and starts another cannot be dropped alone:
+         * the chunks of the first one before it would be left wanting their continuation, so
+         * the drop point stays where the first one began */
+        if (k.split_out && (h.cont_len == 0 || t->split_chunk < 0))
             t->split_chunk = (int64_t)nkept;
         else if (!pending)
             t->split_chunk = -1;
         kept[nkept++] = k;
+        if (h.count)
+            t->last_time = k.last_time;
         t->seq += h.count;
         t->pending = pending;
         if (h.thread + 1 > nthreads)
