@@ -10,9 +10,23 @@
  * Record mode: every thread appends to its own buffer; a full buffer is handed to the session's
  * swapper thread, which encodes, checksums and writes it. The file is written as
  * "<file>.<pid>.partial", created 0600 with O_EXCL|O_NOFOLLOW, and renamed to <file> by
- * tt_session_close. After a write error the file is still renamed, marked incomplete in its
- * manifest (readers and replay refuse it with TT_E_INCOMPLETE), and close returns TT_E_IO. When the memory budget is spent the recording thread waits: nothing
- * is dropped, and the waits are counted (tt_session_stats).
+ * tt_session_close. When the memory budget is spent the recording thread waits: nothing is
+ * dropped, and the waits are counted (tt_session_stats).
+ *
+ * Write errors (a full disk: ENOSPC, EIO, EFBIG past RLIMIT_FSIZE, or an error returned by a
+ * callback sink): the program is never stopped or signalled by tinytrace. The swapper writes
+ * nothing more to the file after the first failed write (what was written before stays
+ * untouched), and keeps the buffers it is handed in memory instead of reusing them, so recording
+ * goes on until the memory budget is spent; from then on every recording call that needs a new
+ * buffer returns TT_E_STOPPED at once (never waits) and is counted in tt_session_stats.refused.
+ * A thread waiting for the budget when the error happens gets TT_E_STOPPED too. The swapper
+ * blocks asynchronous signals and close holds SIGXFSZ off the closing thread, so a file-size
+ * limit gives EFBIG and never kills the program with SIGXFSZ. tt_session_close then rewrites the
+ * 512-byte manifest in place (no new space needed) with TT_MF_INCOMPLETE and the errno, renames
+ * the file to its final name as usual, and returns TT_E_IO with @err->sys_errno = the errno,
+ * @err->offset = the file offset of the failed write, and a message naming the file, the offset
+ * and the error. Readers, verify and replay refuse such a file with TT_E_INCOMPLETE; `tinytrace
+ * recover` salvages the chunks written before the error.
  *
  * Replay mode: see replay.h.
  *
@@ -140,6 +154,7 @@ typedef struct tt_session_stats {
     uint64_t stall_ns;
     uint32_t threads;
     int write_errno;        /* first write error, 0 if none */
+    uint64_t refused;       /* recording calls refused with TT_E_STOPPED (see write errors) */
 } tt_session_stats;
 
 TT_API void tt_session_stats_get(tt_session *s, tt_session_stats *st);
