@@ -131,13 +131,27 @@ TT_API int tt_config_from_env(tt_config *cfg, tt_error_info *err);
  * Thread-safe. Not async-signal-safe. */
 TT_API int tt_session_open(const tt_config *cfg, tt_session **out, tt_error_info *err);
 
-/* Closes a session and frees it; @s is invalid afterwards, whatever the result.
- * Record: every thread buffer is flushed, the tables and the manifest are written, the file is
- * renamed to its final name. Threads still recording when close begins get TT_E_CLOSED for their
- * later calls and their events up to that point are kept: a call that returned TT_OK is in the
- * file. The caller must not start new calls on @s after close returned.
+/* Closes a session and frees it; @s is invalid afterwards, whatever the result. It first does
+ * what tt_session_finish does (unless that already ran; then it returns the same result and
+ * @err), then frees. Not thread-safe with itself or tt_session_finish on the same @s.
  * Replay: TT_E_UNCONSUMED if events are left, with the count and the next event in @err. */
 TT_API int tt_session_close(tt_session *s, tt_error_info *err);
+
+/* Finishes a session without freeing it: the way to close a session while other threads are
+ * still recording into it.
+ * Record: every thread buffer is flushed, the tables and the manifest are written, the file is
+ * renamed to its final name. A recording call that is in progress on another thread when finish
+ * begins completes first, and its event is in the file; every call that begins after that, from
+ * any thread (registered or new), returns TT_E_CLOSED at once and records nothing. So a call that
+ * returned TT_OK is in the file and one that returned TT_E_CLOSED is not: events in the file +
+ * calls refused = calls made. @s stays valid (calls keep returning TT_E_CLOSED) until
+ * tt_session_close, which the caller makes once no other thread can start a call on @s any more
+ * (e.g. after joining them): close frees @s, and a call that starts on a freed session is
+ * undefined.
+ * Replay: the rest of the recording is checked as by tt_session_close; later calls get
+ * TT_E_CLOSED. Returns what close would; calling it again returns the same result.
+ * Thread-safe with recording calls; not with itself or tt_session_close on the same @s. */
+TT_API int tt_session_finish(tt_session *s, tt_error_info *err);
 
 TT_API tt_mode tt_session_mode(const tt_session *s);
 
