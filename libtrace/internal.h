@@ -159,6 +159,11 @@ struct tt_session {
     /* replay */
     struct tt_replayer *rp;
 
+    /* tt_session_finish ran: its result, returned again by a later finish or close */
+    bool finished;
+    int finish_rc;
+    tt_error_info finish_err;
+
     /* instrumentation: resolves provisional function ids on the swapper */
     _Atomic(tt_fn_resolver) fn_resolver;
 };

@@ -60,6 +60,9 @@ run asan build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fn
 # TSan needs a fixed address layout on kernels with many ASLR bits: setarch -R turns it off
 run tsan build-tsan -Db_sanitize=thread -Db_lundef=false -Dbench=disabled -- \
     --suite concurrency --timeout-multiplier 6 --wrapper 'setarch -R'
+# issue 5, acceptance 5: the stress suite 50 times in a row under TSan (each run counts)
+run tsan-stress-50x build-tsan -Db_sanitize=thread -Db_lundef=false -Dbench=disabled -- \
+    --suite stress --repeat 50 --timeout-multiplier 6 --wrapper 'setarch -R'
 
 # ---- fuzz: begin (docs/FUZZING.md) ----
 # The library, the tools and the libFuzzer targets built with clang (warnings are errors, as in

@@ -266,6 +266,83 @@ Test(file, a_dangling_symlink_at_the_temporary_name_creates_nothing_at_its_targe
     cr_assert_neq(lstat(target, &st), 0, "the library created the link's target");
 }
 
+/* A world-writable sticky directory (like /tmp) where another user could plant a file or a link
+ * at the temporary name first. Each attack must fail safely: the open is refused naming the
+ * temporary name, and the planted object keeps its content and mode. */
+static const char *sticky_dir(void)
+{
+    const char *d = tt_test_path("sticky");
+    cr_assert_eq(mkdir(d, 0777), 0, "mkdir: %s", strerror(errno));
+    cr_assert_eq(chmod(d, 01777), 0);
+    struct stat st;
+    cr_assert_eq(stat(d, &st), 0);
+    cr_assert_eq(st.st_mode & 07777, 01777);
+    return d;
+}
+
+static void refused_over_planted(const char *dir)
+{
+    char path[4200], partial[4300];
+    snprintf(path, sizeof path, "%s/run.tt", dir);
+    snprintf(partial, sizeof partial, "%s.%d.partial", path, (int)getpid());
+    tt_session *s = NULL;
+    tt_error_info err = {0};
+    int rc = tt_test_open_record_file(path, &s, &err);
+    cr_assert_eq(rc, TT_E_IO, "open over a planted temporary name: %s", tt_error_name(rc));
+    cr_assert_null(s);
+    cr_assert_eq(err.sys_errno, EEXIST, "errno %d: %s", err.sys_errno, err.message);
+    cr_assert(strstr(err.message, partial) != NULL, "the message names %s: %s", partial,
+              err.message);
+    struct stat st;
+    cr_assert_neq(stat(path, &st), 0, "a final file appeared");
+}
+
+Test(file, a_pre_created_file_at_the_temporary_name_is_refused_and_left_as_it_was)
+{
+    const char *d = sticky_dir();
+    char partial[4300];
+    snprintf(partial, sizeof partial, "%s/run.tt.%d.partial", d, (int)getpid());
+    write_file(partial, "planted");
+    cr_assert_eq(chmod(partial, 0666), 0);
+    refused_over_planted(d);
+    expect_file(partial, "planted");
+    struct stat st;
+    cr_assert_eq(lstat(partial, &st), 0);
+    cr_assert_eq(st.st_mode & 07777, 0666, "the planted file's mode became %04o",
+                 st.st_mode & 07777);
+}
+
+Test(file, a_symlink_planted_in_a_sticky_directory_is_refused_and_not_followed)
+{
+    const char *d = sticky_dir();
+    const char *target = tt_test_path("victim");
+    write_file(target, "victim");
+    char partial[4300];
+    snprintf(partial, sizeof partial, "%s/run.tt.%d.partial", d, (int)getpid());
+    cr_assert_eq(symlink(target, partial), 0, "symlink: %s", strerror(errno));
+    refused_over_planted(d);
+    expect_file(target, "victim");
+    struct stat st;
+    cr_assert_eq(lstat(partial, &st), 0);
+    cr_assert(S_ISLNK(st.st_mode), "the planted link was replaced");
+}
+
+Test(file, a_trace_written_in_a_sticky_directory_is_private_0600)
+{
+    const char *d = sticky_dir();
+    char path[4200];
+    snprintf(path, sizeof path, "%s/run.tt", d);
+    mode_t old = umask(0);
+    tt_session *s = NULL;
+    tt_error_info err = {0};
+    int rc = tt_test_open_record_file(path, &s, &err);
+    umask(old);
+    cr_assert_eq(rc, TT_OK, "%s", err.message);
+    record_some(s, 1, 10);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+    check_mode_0600(path);
+}
+
 /* ---- configuration from the environment ---- */
 
 extern char **environ;

@@ -305,6 +305,8 @@ int tt_session_close(tt_session *s, tt_error_info *err)
     if (s == &off_session)
         return TT_OK;
     int rc = tt_session_finish_(s, err);
+    /* close frees: a thread that is still inside a call now would read freed memory. The
+     * contract (session.h) leaves that to the caller: tt_session_finish, join, close. */
     if (s->head.mode == TT_MODE_RECORD)
         tt_writer_free(s);
     else
@@ -343,5 +345,22 @@ void tt_session_set_fn_resolver_(tt_session *s, tt_fn_resolver fn)
 
 int tt_session_finish_(tt_session *s, tt_error_info *err)
 {
-    return s->head.mode == TT_MODE_RECORD ? tt_writer_close(s, err) : tt_replayer_close(s, err);
+    if (!s->finished) {
+        memset(&s->finish_err, 0, sizeof s->finish_err);
+        s->finish_rc = s->head.mode == TT_MODE_RECORD ? tt_writer_close(s, &s->finish_err)
+                                                      : tt_replayer_close(s, &s->finish_err);
+        s->finished = true;
+    }
+    if (s->finish_rc != TT_OK && err)
+        *err = s->finish_err;
+    return s->finish_rc;
+}
+
+int tt_session_finish(tt_session *s, tt_error_info *err)
+{
+    if (!s)
+        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "tt_session_finish: NULL session");
+    if (s == &off_session)
+        return TT_OK;
+    return tt_session_finish_(s, err);
 }

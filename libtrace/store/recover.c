@@ -241,10 +241,10 @@ int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *re
             kept = nk;
             capk = nc;
         }
-        /* a chunk that both ends one split payload and starts another cannot be dropped alone:
-         * the chunks of the first one before it would be left wanting their continuation, so
-         * the drop point stays where the first one began */
-        if (k.split_out && (h.cont_len == 0 || t->split_chunk < 0))
+        /* A chain of chunks linked by split payloads is kept or dropped as a whole: a chunk
+         * that finishes the previous chunk's payload and starts another split one cannot be
+         * dropped alone, so the chain keeps the index where it began. */
+        if (k.split_out && (t->pending == 0 || t->split_chunk < 0))
             t->split_chunk = (int64_t)nkept;
         else if (!pending)
             t->split_chunk = -1;

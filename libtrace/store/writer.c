@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,14 @@ struct tt_writer {
     tt_manifest m;
     uint64_t bytes_written;
     int write_errno;
+    uint64_t write_errno_off;  /* file offset of the first failed write */
+    /* after a write error: the swapper keeps the buffers it is handed (held) instead of
+     * recycling them, so recording goes on in memory up to the budget; then `stopped` makes
+     * refill refuse with TT_E_STOPPED (counted in `refused`) instead of waiting forever.
+     * Under qlock. */
+    struct tt_buf *held;
+    bool stopped;
+    uint64_t refused;
     _Atomic uint64_t stalls;
     _Atomic uint64_t stall_ns;
     /* copies of the swapper's counts, published under qlock for tt_session_stats_get */
@@ -158,6 +167,7 @@ static int sink_write(struct tt_writer *w, uint64_t off, const void *data, size_
 out:
     if (e) {
         w->write_errno = e;
+        w->write_errno_off = off; /* for a file: after the bytes a short write did take */
         return e;
     }
     w->bytes_written += len;
@@ -349,6 +359,15 @@ static void *swapper_main(void *arg)
         w->pub_chunks = w->m.chunk_count;
         w->pub_bytes = w->bytes_written;
         w->pub_errno = w->write_errno;
+        if (w->write_errno) {
+            /* nothing more reaches the file: keep the buffer (the budget bounds them all) and
+             * wake every waiter, who will be refused once no free buffer is left */
+            b->next = w->held;
+            w->held = b;
+            w->stopped = true;
+            pthread_cond_broadcast(&w->fcond);
+            continue;
+        }
         b->next = w->free_list;
         w->free_list = b;
         pthread_cond_signal(&w->fcond);
@@ -408,13 +427,19 @@ int tt_writer_refill(tt_session *s, struct tt_thread *t, bool last)
         /* no buffer exists and none could be made: waiting would never end */
         pthread_mutex_unlock(&w->qlock);
         return TT_E_NOMEM;
-    } else if (!b) {
+    } else if (!b && !w->stopped) {
         uint64_t t0 = tt_mono_ns();
         atomic_fetch_add_explicit(&w->stalls, 1, memory_order_relaxed);
-        while (!w->free_list)
+        while (!w->free_list && !w->stopped)
             pthread_cond_wait(&w->fcond, &w->qlock);
         atomic_fetch_add_explicit(&w->stall_ns, tt_mono_ns() - t0, memory_order_relaxed);
         b = w->free_list;
+    }
+    if (!b) {
+        /* a write error stopped the file and the budget is spent: refuse, never wait */
+        w->refused++;
+        pthread_mutex_unlock(&w->qlock);
+        return TT_E_STOPPED;
     }
     if (b == w->free_list)
         w->free_list = b->next;
@@ -484,6 +509,16 @@ struct tt_thread *tt_writer_thread_alloc(tt_session *s)
 int tt_writer_thread_init(tt_session *s, struct tt_thread *t)
 {
     int rc = tt_writer_refill(s, t, false);
+    if (rc == TT_E_STOPPED) {
+        /* a thread that first records after a write error spent the budget: register it
+         * without a buffer, so its calls (not its start events) are the ones refused and
+         * counted, each with TT_E_STOPPED like every other thread's */
+        struct tt_writer *w = s->w;
+        pthread_mutex_lock(&w->qlock);
+        w->refused--;
+        pthread_mutex_unlock(&w->qlock);
+        return TT_OK;
+    }
     if (rc == TT_OK && t->id == 0)
         rc = append_structural(s, t, TT_EV_SESSION_START, (uint64_t)getpid());
     if (rc == TT_OK)
@@ -675,7 +710,19 @@ int tt_writer_open(tt_session *s, tt_error_info *err)
     /* close uses an asymmetric barrier, so the hot path needs no fence (see tt_writer_close) */
     w->membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 
-    if (pthread_create(&w->swapper, NULL, swapper_main, s) != 0) {
+    /* The swapper runs with every asynchronous signal blocked: the program's handlers never run
+     * on it, and a write past RLIMIT_FSIZE gives it EFBIG instead of killing the process with
+     * SIGXFSZ (the signal stays pending on the swapper and dies with it). Faults stay unblocked
+     * so a crash of the swapper still reaches the crash handler. It inherits the mask. */
+    sigset_t all, old;
+    sigfillset(&all);
+    static const int faults[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT };
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+        sigdelset(&all, faults[i]);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int prc = pthread_create(&w->swapper, NULL, swapper_main, s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (prc != 0) {
         if (w->fd >= 0)
             unlink(w->temp_path);
         tt_writer_free(s);
@@ -799,6 +846,15 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
 
     swapper_stop(w);
 
+    /* The rest is written by the closing thread: hold SIGXFSZ off it, as on the swapper, so a
+     * file-size limit is an EFBIG here too; the signal our own write raised is taken back below
+     * (sigtimedwait), never delivered to the program. */
+    sigset_t xfsz, old_mask;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz, &old_mask);
+    bool failed_before = w->write_errno != 0;
+
     tt_manifest *m = &w->m;
     block_flush(w);
     m->data_end = w->file_off;
@@ -817,6 +873,11 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
     manifest_write(w);
     if (!werr && w->write_errno)
         werr = w->write_errno;
+    if (!failed_before && werr == EFBIG && !sigismember(&old_mask, SIGXFSZ)) {
+        struct timespec zero = { 0, 0 };
+        sigtimedwait(&xfsz, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 
     if (w->fd >= 0) {
         if (!werr && fdatasync(w->fd) != 0)
@@ -830,9 +891,20 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
                            w->temp_path, w->final_path, strerror(e));
         }
     }
-    if (werr)
-        rc = tt_fail(err, TT_E_IO, werr, UINT64_MAX, "writing %s failed: %s; the file is marked incomplete",
-                     w->fd >= 0 || w->final_path[0] ? w->final_path : "the sink", strerror(werr));
+    if (werr && (m->flags & TT_MF_INCOMPLETE)) {
+        pthread_mutex_lock(&w->qlock);
+        uint64_t refused = w->refused;
+        pthread_mutex_unlock(&w->qlock);
+        rc = tt_fail(err, TT_E_IO, werr, w->write_errno_off,
+                     "writing %s failed at offset %llu: %s (errno %d); the file is marked "
+                     "incomplete (%llu recording calls refused with TT_E_STOPPED)",
+                     w->final_path[0] ? w->final_path : "the sink",
+                     (unsigned long long)w->write_errno_off, strerror(werr), werr,
+                     (unsigned long long)refused);
+    } else if (werr) {
+        rc = tt_fail(err, TT_E_IO, werr, UINT64_MAX, "finishing %s failed: %s (errno %d)",
+                     w->final_path[0] ? w->final_path : "the sink", strerror(werr), werr);
+    }
     return rc;
 }
 
@@ -850,6 +922,11 @@ void tt_writer_free(tt_session *s)
             struct tt_buf *next = b->next;
             free(b);
             b = next;
+        }
+        for (struct tt_buf *q = w->held; q;) { /* data is in the pool */
+            struct tt_buf *next = q->next;
+            free(q);
+            q = next;
         }
         for (struct tt_buf *q = w->qhead; q;) {
             struct tt_buf *next = q->next;
@@ -884,6 +961,7 @@ void tt_writer_stats(tt_session *s, tt_session_stats *st)
     st->chunks = w->pub_chunks;
     st->bytes_written = w->pub_bytes;
     st->write_errno = w->pub_errno;
+    st->refused = w->refused;
     pthread_mutex_unlock(&w->qlock);
     st->stalls = atomic_load_explicit(&w->stalls, memory_order_relaxed);
     st->stall_ns = atomic_load_explicit(&w->stall_ns, memory_order_relaxed);

@@ -10,13 +10,27 @@
  * Record mode: every thread appends to its own buffer; a full buffer is handed to the session's
  * swapper thread, which encodes, checksums and writes it. The file is written as
  * "<file>.<pid>.partial", created 0600 with O_EXCL|O_NOFOLLOW, and renamed to <file> by
- * tt_session_close. After a write error the file is still renamed, marked incomplete in its
- * manifest (readers and replay refuse it with TT_E_INCOMPLETE), and close returns TT_E_IO.
- * When the memory budget is spent the recording thread waits: nothing is dropped, and the waits
- * are counted (tt_session_stats). Without caller storage the buffers' share of the budget
- * (TT_PARAM_MEMORY_BYTES, default 8 MiB) is mapped and faulted in by tt_session_open, so the
- * footprint is fixed when the session opens and does not grow with the run, and no recording
- * thread takes a page fault on a buffer; buffers are reused, never freed, until close.
+ * tt_session_close. When the memory budget is spent the recording thread waits: nothing is
+ * dropped, and the waits are counted (tt_session_stats). Without caller storage the buffers'
+ * share of the budget (TT_PARAM_MEMORY_BYTES, default 8 MiB) is mapped and faulted in by
+ * tt_session_open, so the footprint is fixed when the session opens and does not grow with the
+ * run, and no recording thread takes a page fault on a buffer; buffers are reused, never freed,
+ * until close.
+ *
+ * Write errors (a full disk: ENOSPC, EIO, EFBIG past RLIMIT_FSIZE, or an error returned by a
+ * callback sink): the program is never stopped or signalled by tinytrace. The swapper writes
+ * nothing more to the file after the first failed write (what was written before stays
+ * untouched), and keeps the buffers it is handed in memory instead of reusing them, so recording
+ * goes on until the memory budget is spent; from then on every recording call that needs a new
+ * buffer returns TT_E_STOPPED at once (never waits) and is counted in tt_session_stats.refused.
+ * A thread waiting for the budget when the error happens gets TT_E_STOPPED too. The swapper
+ * blocks asynchronous signals and close holds SIGXFSZ off the closing thread, so a file-size
+ * limit gives EFBIG and never kills the program with SIGXFSZ. tt_session_close then rewrites the
+ * 512-byte manifest in place (no new space needed) with TT_MF_INCOMPLETE and the errno, renames
+ * the file to its final name as usual, and returns TT_E_IO with @err->sys_errno = the errno,
+ * @err->offset = the file offset of the failed write, and a message naming the file, the offset
+ * and the error. Readers, verify and replay refuse such a file with TT_E_INCOMPLETE; `tinytrace
+ * recover` salvages the chunks written before the error.
  *
  * Replay mode: see replay.h.
  *
@@ -121,13 +135,27 @@ TT_API int tt_config_from_env(tt_config *cfg, tt_error_info *err);
  * Thread-safe. Not async-signal-safe. */
 TT_API int tt_session_open(const tt_config *cfg, tt_session **out, tt_error_info *err);
 
-/* Closes a session and frees it; @s is invalid afterwards, whatever the result.
- * Record: every thread buffer is flushed, the tables and the manifest are written, the file is
- * renamed to its final name. Threads still recording when close begins get TT_E_CLOSED for their
- * later calls and their events up to that point are kept: a call that returned TT_OK is in the
- * file. The caller must not start new calls on @s after close returned.
+/* Closes a session and frees it; @s is invalid afterwards, whatever the result. It first does
+ * what tt_session_finish does (unless that already ran; then it returns the same result and
+ * @err), then frees. Not thread-safe with itself or tt_session_finish on the same @s.
  * Replay: TT_E_UNCONSUMED if events are left, with the count and the next event in @err. */
 TT_API int tt_session_close(tt_session *s, tt_error_info *err);
+
+/* Finishes a session without freeing it: the way to close a session while other threads are
+ * still recording into it.
+ * Record: every thread buffer is flushed, the tables and the manifest are written, the file is
+ * renamed to its final name. A recording call that is in progress on another thread when finish
+ * begins completes first, and its event is in the file; every call that begins after that, from
+ * any thread (registered or new), returns TT_E_CLOSED at once and records nothing. So a call that
+ * returned TT_OK is in the file and one that returned TT_E_CLOSED is not: events in the file +
+ * calls refused = calls made. @s stays valid (calls keep returning TT_E_CLOSED) until
+ * tt_session_close, which the caller makes once no other thread can start a call on @s any more
+ * (e.g. after joining them): close frees @s, and a call that starts on a freed session is
+ * undefined.
+ * Replay: the rest of the recording is checked as by tt_session_close; later calls get
+ * TT_E_CLOSED. Returns what close would; calling it again returns the same result.
+ * Thread-safe with recording calls; not with itself or tt_session_close on the same @s. */
+TT_API int tt_session_finish(tt_session *s, tt_error_info *err);
 
 TT_API tt_mode tt_session_mode(const tt_session *s);
 
@@ -144,6 +172,7 @@ typedef struct tt_session_stats {
     uint64_t stall_ns;
     uint32_t threads;
     int write_errno;        /* first write error, 0 if none */
+    uint64_t refused;       /* recording calls refused with TT_E_STOPPED (see write errors) */
 } tt_session_stats;
 
 TT_API void tt_session_stats_get(tt_session *s, tt_session_stats *st);
