@@ -47,7 +47,13 @@ enum tt_chunk_type {
     TT_CHUNK_EVENTS = 1,
     TT_CHUNK_THREADS = 2,
     TT_CHUNK_OBJECTS = 3,
+    /* version 2: index tables (tables.c writes them, index.c reads them) */
+    TT_CHUNK_FRAMES = 4,   /* a block of one thread's frame rows, in the data area */
+    TT_CHUNK_SEEK = 5,     /* a batch of seek-index entries, in the data area */
+    TT_CHUNK_SUMMARY = 6,  /* per-function totals, after the object table */
+    TT_CHUNK_INDEX = 7,    /* the table directory, the file's last chunk */
 };
+#define TT_CHUNK_TYPE_MAX 7u
 
 #define TT_CF_CONT_IN 0x1u
 #define TT_CF_CONT_OUT 0x2u
@@ -59,6 +65,11 @@ enum tt_chunk_type {
 #define TT_TAG_RESERVED 0x80u
 
 #define TT_THREAD_ROW 48u
+
+/* Index tables (version 2, tables.c / index.c, docs/FORMAT.md §14). */
+#define TT_FRAME_BLOCK_ROWS 1024u /* rows in a full frame block */
+#define TT_SEEK_EVERY 4096u       /* seek entry for every seq that is a multiple of this */
+#define TT_SEEK_BATCH 4096u       /* entries in a full seek chunk */
 #define TT_NO_THREAD 0xFFFFFFFFu
 
 /* Manifest field offsets. */
@@ -71,7 +82,8 @@ enum {
     TT_M_THR_LEN = 280, TT_M_OBJ_OFF = 288, TT_M_OBJ_LEN = 296, TT_M_FSIZE = 304,
     TT_M_TPS = 312, TT_M_TORIGIN = 320, TT_M_RTORIGIN = 328, TT_M_EVSUM = 336,
     TT_M_STALLS = 344, TT_M_STALLNS = 352, TT_M_ERRNO = 360, TT_M_PID = 364,
-    TT_M_RESERVED = 368, TT_M_CHECKSUM = 504,
+    TT_M_INDEX_OFF = 368, TT_M_INDEX_LEN = 376, /* version 2 */
+    TT_M_RESERVED = 384, TT_M_CHECKSUM = 504,
 };
 
 /* Raw records in a thread buffer: native byte order, 8-byte aligned, never on disk. */

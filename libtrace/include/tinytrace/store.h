@@ -33,7 +33,11 @@
 extern "C" {
 #endif
 
-#define TT_FORMAT_VERSION 1u
+/* The version this library writes. Readers accept TT_FORMAT_VERSION_MIN..TT_FORMAT_VERSION:
+ * version 2 is version 1 plus the index tables (docs/FORMAT.md §14), which a version-1 file
+ * simply does not have. */
+#define TT_FORMAT_VERSION 2u
+#define TT_FORMAT_VERSION_MIN 1u
 #define TT_MANIFEST_SIZE 512u
 #define TT_BUILD_ID_MAX 32u
 #define TT_CALLER_MAX 128u
@@ -76,6 +80,9 @@ typedef struct tt_manifest {
     uint64_t stall_ns;
     int32_t write_errno;           /* errno of the write error when TT_MF_INCOMPLETE */
     uint32_t pid;
+    /* version 2: the index directory chunk (tinytrace/index.h); both 0 when the file has no
+     * index tables (version 1, recovered, or recorded into caller storage) */
+    uint64_t index_offset, index_length;
 } tt_manifest;
 
 /* ThreadEntry: one row of the thread table. */

@@ -1,0 +1,536 @@
+/* The index tables, built by the swapper while it encodes (format version 2, docs/FORMAT.md §14).
+ *
+ * The recording threads do nothing for the index: their raw records stay as they are. The
+ * swapper, while it turns a raw buffer into an event chunk (writer.c, encode_buffer), hands
+ * every event to tt_tables_event(), which
+ *
+ *   - keeps, per thread, the stack of open frames (an enter pushes one, the matching exit pops
+ *     it) and a stack of the closed children of those open frames;
+ *   - turns each closed frame into one row of the thread's frame table, numbered in post-order
+ *     (completion order), and appends it to the thread's current frame block; a block of
+ *     TT_FRAME_BLOCK_ROWS rows is written as a FRAMES chunk into the data area, after the event
+ *     chunk being encoded, so only open frames, their closed children and one block per thread
+ *     stay in memory;
+ *   - adds the closed frame to its function's summary row (calls, total, self, deepest nesting,
+ *     longest call);
+ *   - counts events per thread and kind;
+ *   - records every TT_SEEK_EVERY-th event of each thread (seq % K = 0) in the seek index,
+ *     with the offset of its event chunk and its index inside it; SEEK chunks of
+ *     TT_SEEK_BATCH entries go into the data area like the frame blocks.
+ *
+ * At close, tt_tables_finish() closes the frames still open (outcome CRASHED when the thread
+ * recorded a crash event, else OPEN) and writes the last partial blocks, still in the data area;
+ * tt_tables_write_tail() writes the summary chunk and the directory chunk that ends the file.
+ *
+ * A row's parent is not stored in the row: when a child closes, its parent's post-order number
+ * is not known yet (the parent's later children come first), and rows are streamed in index
+ * order. The parent stores its children explicitly instead (the thread's children array), and
+ * each row stores `desc`, its number of descendants, so its subtree is [index - desc, index];
+ * the reader derives the parent as the first later frame whose subtree covers the child.
+ *
+ * Memory: per thread, the open-frame stack (32 bytes a level), the pending children of open
+ * frames (8 bytes each), one frame block being filled (~10 bytes a row) and the directory's
+ * list of block offsets (16 bytes per TT_FRAME_BLOCK_ROWS frames); one seek batch; one summary
+ * row per function. The pending children of a frame that stays open while it calls millions of
+ * functions are the one part that grows with the run (see docs/FORMAT.md §14.8).
+ *
+ * A session recording into caller storage (TT_PARAM_STORAGE) allocates nothing on its own, so
+ * it writes no index: its files are version 2 without a directory (index_offset = 0).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct open_frame {
+    uint32_t fn;
+    uint32_t pad_;
+    uint64_t start;
+    uint64_t chunk_off;   /* event chunk holding the enter */
+    uint64_t first;       /* post-order number of the first frame that can be in its subtree */
+    uint64_t kids_base;   /* its children start here on the pending-children stack */
+    uint64_t kid_time;    /* sum of its children's durations */
+};
+
+struct tb_thread {
+    struct open_frame *stack;
+    uint32_t depth;
+    size_t stack_cap;
+    uint64_t *kids;
+    uint64_t nkids, kids_cap;
+    uint64_t frames;          /* rows emitted (next post-order number) */
+    uint64_t children_total;  /* entries in the thread's children array */
+    /* the block being filled */
+    uint8_t *rows;
+    size_t rows_len, rows_cap;
+    uint8_t *kbuf;
+    size_t klen, kcap;
+    uint32_t nrows;
+    uint64_t blk_children_base, blk_first_end, prev_end, prev_chunk, blk_min_first;
+    /* directory: offset and smallest subtree start of every written block */
+    uint64_t *blocks;
+    uint64_t nblocks, blocks_cap;
+    uint64_t kinds[TT_EV_KIND_MAX + 1];
+    uint64_t last_time;
+    uint32_t max_depth;
+    bool crashed;
+};
+
+struct summary_row {
+    uint32_t fn;
+    uint32_t max_depth;
+    bool used;
+    uint64_t calls, total, self, longest;
+    uint32_t longest_thread;
+    uint64_t longest_frame;
+};
+
+struct tt_tables {
+    struct tb_thread *threads;
+    uint32_t nthreads;
+    struct summary_row *sum;
+    uint32_t sum_cap, sum_used;
+    /* seek batch */
+    uint8_t *seek;
+    size_t seek_len, seek_cap;
+    uint32_t seek_n;
+    uint64_t seek_total, seek_prev_off;
+    uint64_t *seek_batches;   /* (offset, count) pairs */
+    uint64_t nseek_batches, seek_batches_cap;
+    /* chunks produced while an event chunk is being encoded, written after it */
+    uint8_t *out;
+    size_t out_len, out_cap;
+    uint64_t chunk_off;       /* offset the event chunk being encoded will get */
+    /* offsets of staged chunks are outbox-relative until the outbox is written: which
+     * directory entries to fix up then (thread, block; UINT32_MAX = a seek batch) */
+    struct fixup { uint32_t thread; uint64_t at; } *fix;
+    size_t nfix, fix_cap;
+    bool failed;              /* out of memory: the file gets no index */
+};
+
+/* ---------------------------------------------------------------- small helpers */
+
+static bool grow(struct tt_tables *tb, void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return true;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q) {
+        tb->failed = true;
+        return false;
+    }
+    *p = q;
+    *cap = n;
+    return true;
+}
+
+static inline uint64_t zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+int tt_tables_open(tt_session *s, struct tt_tables **out)
+{
+    *out = NULL;
+    if (s->cfg.storage)
+        return TT_OK; /* caller storage: no allocation of our own, so no index */
+    struct tt_tables *tb = calloc(1, sizeof *tb);
+    if (!tb)
+        return TT_E_NOMEM;
+    *out = tb;
+    return TT_OK;
+}
+
+void tt_tables_free(struct tt_tables *tb)
+{
+    if (!tb)
+        return;
+    for (uint32_t i = 0; i < tb->nthreads; i++) {
+        struct tb_thread *t = &tb->threads[i];
+        free(t->stack);
+        free(t->kids);
+        free(t->rows);
+        free(t->kbuf);
+        free(t->blocks);
+    }
+    free(tb->threads);
+    free(tb->sum);
+    free(tb->seek);
+    free(tb->seek_batches);
+    free(tb->out);
+    free(tb->fix);
+    free(tb);
+}
+
+static struct tb_thread *thread_of(struct tt_tables *tb, uint32_t id)
+{
+    if (id >= tb->nthreads) {
+        uint32_t n = tb->nthreads ? tb->nthreads : 4;
+        while (n <= id)
+            n *= 2;
+        struct tb_thread *nt = realloc(tb->threads, (size_t)n * sizeof *nt);
+        if (!nt) {
+            tb->failed = true;
+            return NULL;
+        }
+        memset(nt + tb->nthreads, 0, (size_t)(n - tb->nthreads) * sizeof *nt);
+        tb->threads = nt;
+        tb->nthreads = n;
+    }
+    return &tb->threads[id];
+}
+
+/* ---------------------------------------------------------------- staging chunks */
+
+/* Appends a framed chunk to the outbox; writer.c writes the outbox after the event chunk. */
+static void stage_chunk(struct tt_tables *tb, struct tt_chunk_header *h, const uint8_t *a,
+                        size_t alen, const uint8_t *b, size_t blen)
+{
+    size_t need = tb->out_len + TT_CHUNK_HEADER + alen + blen;
+    if (!grow(tb, (void **)&tb->out, &tb->out_cap, need, 1))
+        return;
+    uint8_t *hdr = tb->out + tb->out_len, *body = hdr + TT_CHUNK_HEADER;
+    memcpy(body, a, alen);
+    if (blen)
+        memcpy(body + alen, b, blen);
+    h->body_len = (uint32_t)(alen + blen);
+    tt_chunk_header_encode(hdr, h, body);
+    tb->out_len = need;
+}
+
+/* The outbox-relative offset of a chunk staged now; noted for chunk_end to make absolute. */
+static uint64_t staged_offset(struct tt_tables *tb, uint32_t thread, uint64_t at)
+{
+    if (grow(tb, (void **)&tb->fix, &tb->fix_cap, tb->nfix + 1, sizeof *tb->fix))
+        tb->fix[tb->nfix++] = (struct fixup){ thread, at };
+    return tb->out_len;
+}
+
+static void flush_block(struct tt_tables *tb, struct tt_writer *w, uint32_t thread,
+                        struct tb_thread *t)
+{
+    if (t->nrows == 0 || tb->failed)
+        return;
+    if (!grow(tb, (void **)&t->blocks, &t->blocks_cap, 2 * (t->nblocks + 1), sizeof(uint64_t)))
+        return;
+    /* body: varint children_base, then the rows, then the children lists */
+    uint8_t pre[10];
+    size_t plen = (size_t)(tt_put_varint(pre, t->blk_children_base) - pre);
+    size_t need = plen + t->rows_len;
+    uint8_t *tmp = malloc(need);
+    if (!tmp) {
+        tb->failed = true;
+        return;
+    }
+    memcpy(tmp, pre, plen);
+    memcpy(tmp + plen, t->rows, t->rows_len);
+    struct tt_chunk_header h = { .type = TT_CHUNK_FRAMES, .thread = thread,
+                                 .first_seq = t->frames - t->nrows, .count = t->nrows,
+                                 .base_time = t->blk_first_end };
+    uint64_t off = staged_offset(tb, thread, t->nblocks);
+    stage_chunk(tb, &h, tmp, need, t->kbuf, t->klen);
+    free(tmp);
+    t->blocks[2 * t->nblocks] = off;
+    t->blocks[2 * t->nblocks + 1] = t->blk_min_first;
+    t->nblocks++;
+    t->nrows = 0;
+    t->rows_len = 0;
+    t->klen = 0;
+}
+
+static void flush_seek(struct tt_tables *tb, struct tt_writer *w)
+{
+    if (tb->seek_n == 0 || tb->failed)
+        return;
+    if (!grow(tb, (void **)&tb->seek_batches, &tb->seek_batches_cap,
+              2 * (tb->nseek_batches + 1), sizeof(uint64_t)))
+        return;
+    struct tt_chunk_header h = { .type = TT_CHUNK_SEEK, .thread = TT_NO_THREAD,
+                                 .first_seq = tb->seek_total - tb->seek_n, .count = tb->seek_n };
+    uint64_t off = staged_offset(tb, UINT32_MAX, tb->nseek_batches);
+    stage_chunk(tb, &h, tb->seek, tb->seek_len, NULL, 0);
+    tb->seek_batches[2 * tb->nseek_batches] = off;
+    tb->seek_batches[2 * tb->nseek_batches + 1] = tb->seek_n;
+    tb->nseek_batches++;
+    tb->seek_n = 0;
+    tb->seek_len = 0;
+    tb->seek_prev_off = 0;
+}
+
+/* ---------------------------------------------------------------- frames */
+
+static void summary_add(struct tt_tables *tb, uint32_t fn, uint32_t depth, uint64_t dur,
+                        uint64_t self, uint32_t thread, uint64_t frame)
+{
+    if (tb->sum_used * 2 >= tb->sum_cap) {
+        uint32_t ncap = tb->sum_cap ? tb->sum_cap * 2 : 256;
+        struct summary_row *ns = calloc(ncap, sizeof *ns);
+        if (!ns) {
+            tb->failed = true;
+            return;
+        }
+        for (uint32_t i = 0; i < tb->sum_cap; i++) {
+            if (!tb->sum[i].used)
+                continue;
+            uint32_t j = (tb->sum[i].fn * 2654435761u) & (ncap - 1);
+            while (ns[j].used)
+                j = (j + 1) & (ncap - 1);
+            ns[j] = tb->sum[i];
+        }
+        free(tb->sum);
+        tb->sum = ns;
+        tb->sum_cap = ncap;
+    }
+    uint32_t j = (fn * 2654435761u) & (tb->sum_cap - 1);
+    while (tb->sum[j].used && tb->sum[j].fn != fn)
+        j = (j + 1) & (tb->sum_cap - 1);
+    struct summary_row *r = &tb->sum[j];
+    if (!r->used) {
+        r->used = true;
+        r->fn = fn;
+        tb->sum_used++;
+    }
+    r->calls++;
+    r->total += dur;
+    r->self += self;
+    if (depth > r->max_depth)
+        r->max_depth = depth;
+    if (r->calls == 1 || dur > r->longest) {
+        r->longest = dur;
+        r->longest_thread = thread;
+        r->longest_frame = frame;
+    }
+}
+
+/* Closes the top frame of @t at @end with @outcome and emits its row. */
+static void close_frame(struct tt_tables *tb, struct tt_writer *w, uint32_t thread,
+                        struct tb_thread *t, uint64_t end, unsigned outcome)
+{
+    struct open_frame *f = &t->stack[--t->depth];
+    uint64_t index = t->frames++;
+    uint64_t nkids = t->nkids - f->kids_base;
+    uint64_t dur = end >= f->start ? end - f->start : 0;
+    uint64_t self = dur >= f->kid_time ? dur - f->kid_time : 0;
+
+    if (t->nrows == 0) {
+        t->blk_children_base = t->children_total;
+        t->blk_first_end = end;
+        t->prev_end = end;
+        t->prev_chunk = 0;
+        t->blk_min_first = f->first;
+    }
+    if (f->first < t->blk_min_first)
+        t->blk_min_first = f->first;
+    /* a row: fn, depth, desc, end delta, duration, kids << 2 | outcome, chunk delta */
+    if (grow(tb, (void **)&t->rows, &t->rows_cap, t->rows_len + 70, 1) &&
+        grow(tb, (void **)&t->kbuf, &t->kcap, t->klen + 10 * nkids + 1, 1)) {
+        uint8_t *o = t->rows + t->rows_len;
+        o = tt_put_varint(o, f->fn);
+        o = tt_put_varint(o, t->depth);
+        o = tt_put_varint(o, index - f->first);
+        o = tt_put_varint(o, end - t->prev_end);
+        o = tt_put_varint(o, dur);
+        o = tt_put_varint(o, nkids << 2 | outcome);
+        o = tt_put_varint(o, zigzag((int64_t)(f->chunk_off - t->prev_chunk)));
+        t->rows_len = (size_t)(o - t->rows);
+        o = t->kbuf + t->klen;
+        for (uint64_t k = f->kids_base; k < t->nkids; k++)
+            o = tt_put_varint(o, index - t->kids[k]);
+        t->klen = (size_t)(o - t->kbuf);
+    }
+    t->prev_end = end;
+    t->prev_chunk = f->chunk_off;
+    t->children_total += nkids;
+    t->nkids = f->kids_base;
+    t->nrows++;
+    summary_add(tb, f->fn, t->depth, dur, self, thread, index);
+    if (t->depth) {
+        t->stack[t->depth - 1].kid_time += dur;
+        if (grow(tb, (void **)&t->kids, &t->kids_cap, t->nkids + 1, sizeof(uint64_t)))
+            t->kids[t->nkids++] = index;
+    }
+    if (t->nrows == TT_FRAME_BLOCK_ROWS)
+        flush_block(tb, w, thread, t);
+}
+
+void tt_tables_chunk_begin(struct tt_tables *tb, struct tt_writer *w)
+{
+    tb->chunk_off = tt_writer_tail_(w);
+    tb->out_len = 0;
+    tb->nfix = 0;
+}
+
+void tt_tables_event(struct tt_tables *tb, struct tt_writer *w, uint32_t thread, uint32_t kind,
+                     uint32_t fn, uint64_t time, uint64_t seq, uint32_t index)
+{
+    struct tb_thread *t = thread < tb->nthreads ? &tb->threads[thread] : thread_of(tb, thread);
+    if (TT_UNLIKELY(!t || tb->failed || kind > TT_EV_KIND_MAX))
+        return;
+    t->kinds[kind]++;
+    t->last_time = time;
+    if (TT_UNLIKELY(seq % TT_SEEK_EVERY == 0)) {
+        if (grow(tb, (void **)&tb->seek, &tb->seek_cap, tb->seek_len + 60, 1)) {
+            /* an entry: thread, seq / K, time, chunk offset delta, index in chunk */
+            uint8_t *o = tb->seek + tb->seek_len;
+            o = tt_put_varint(o, thread);
+            o = tt_put_varint(o, seq / TT_SEEK_EVERY);
+            o = tt_put_varint(o, time);
+            o = tt_put_varint(o, tb->chunk_off - tb->seek_prev_off);
+            o = tt_put_varint(o, index);
+            tb->seek_len = (size_t)(o - tb->seek);
+            tb->seek_prev_off = tb->chunk_off;
+            tb->seek_n++;
+            tb->seek_total++;
+            if (tb->seek_n == TT_SEEK_BATCH)
+                flush_seek(tb, w);
+        }
+    }
+    if (kind == TT_EV_ENTER) {
+        if (!grow(tb, (void **)&t->stack, &t->stack_cap, (size_t)t->depth + 1,
+                  sizeof *t->stack))
+            return;
+        struct open_frame *f = &t->stack[t->depth++];
+        f->fn = fn;
+        f->start = time;
+        f->chunk_off = tb->chunk_off;
+        f->first = t->frames;
+        f->kids_base = t->nkids;
+        f->kid_time = 0;
+        if (t->depth > t->max_depth)
+            t->max_depth = t->depth;
+    } else if (kind == TT_EV_EXIT) {
+        /* the innermost open frame of this function; the frames above it lost their exit
+         * (longjmp, an exception): they end here, ABANDONED */
+        uint32_t d = t->depth;
+        while (d > 0 && t->stack[d - 1].fn != fn)
+            d--;
+        if (d == 0)
+            return; /* an exit without its enter (recording began inside the call) */
+        while (t->depth > d)
+            close_frame(tb, w, thread, t, time, TT_FRAME_ABANDONED);
+        close_frame(tb, w, thread, t, time, TT_FRAME_RETURNED);
+    } else if (kind == TT_EV_CRASH) {
+        t->crashed = true;
+    }
+}
+
+/* Writes what the event chunk just written finished: its frame blocks and seek batches. */
+void tt_tables_chunk_end(struct tt_tables *tb, struct tt_writer *w)
+{
+    uint64_t base = tt_writer_tail_(w);
+    for (size_t i = 0; i < tb->nfix; i++) {
+        struct fixup *f = &tb->fix[i];
+        if (f->thread == UINT32_MAX)
+            tb->seek_batches[2 * f->at] += base;
+        else
+            tb->threads[f->thread].blocks[2 * f->at] += base;
+    }
+    tb->nfix = 0;
+    if (tb->out_len && !tb->failed)
+        tt_writer_put_raw_(w, tb->out, tb->out_len);
+    tb->out_len = 0;
+}
+
+void tt_tables_finish(struct tt_tables *tb, struct tt_writer *w)
+{
+    tt_tables_chunk_begin(tb, w);
+    for (uint32_t i = 0; i < tb->nthreads; i++) {
+        struct tb_thread *t = &tb->threads[i];
+        while (t->depth)
+            close_frame(tb, w, i, t, t->last_time,
+                        t->crashed ? TT_FRAME_CRASHED : TT_FRAME_OPEN);
+        flush_block(tb, w, i, t);
+    }
+    flush_seek(tb, w);
+    tt_tables_chunk_end(tb, w);
+}
+
+/* ---------------------------------------------------------------- summary and directory */
+
+static int cmp_fn(const void *a, const void *b)
+{
+    const struct summary_row *x = a, *y = b;
+    return x->fn < y->fn ? -1 : x->fn > y->fn;
+}
+
+static bool put(struct tt_tables *tb, uint8_t **buf, size_t *len, size_t *cap, uint64_t v)
+{
+    if (!grow(tb, (void **)buf, cap, *len + 10, 1))
+        return false;
+    *len = (size_t)(tt_put_varint(*buf + *len, v) - *buf);
+    return true;
+}
+
+void tt_tables_write_tail(struct tt_tables *tb, struct tt_writer *w, uint32_t nthreads)
+{
+    tt_manifest *m = tt_writer_manifest_(w);
+    if (tb->failed)
+        return;
+    /* summary: rows sorted by function id */
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < tb->sum_cap; i++)
+        if (tb->sum[i].used)
+            tb->sum[n++] = tb->sum[i];
+    if (n)
+        qsort(tb->sum, n, sizeof *tb->sum, cmp_fn);
+    uint8_t *b = NULL;
+    size_t len = 0, cap = 0;
+    bool ok = true;
+    uint32_t prev = 0;
+    for (uint32_t i = 0; i < n && ok; i++) {
+        const struct summary_row *r = &tb->sum[i];
+        ok = put(tb, &b, &len, &cap, r->fn - prev) && put(tb, &b, &len, &cap, r->calls) &&
+             put(tb, &b, &len, &cap, r->total) && put(tb, &b, &len, &cap, r->self) &&
+             put(tb, &b, &len, &cap, r->max_depth) && put(tb, &b, &len, &cap, r->longest) &&
+             put(tb, &b, &len, &cap, r->longest_thread) &&
+             put(tb, &b, &len, &cap, r->longest_frame);
+        prev = r->fn;
+    }
+    tb->sum_cap = 0; /* the rows are compacted: the hash is gone */
+    /* both bodies are built before either is written: the file gets both or neither */
+    uint64_t sum_off = tt_writer_tail_(w), sum_len = TT_CHUNK_HEADER + len;
+    uint8_t *d = NULL;
+    size_t dlen = 0, dcap = 0;
+    ok = ok && put(tb, &d, &dlen, &dcap, TT_FRAME_BLOCK_ROWS) &&
+         put(tb, &d, &dlen, &dcap, TT_SEEK_EVERY) && put(tb, &d, &dlen, &dcap, sum_off) &&
+         put(tb, &d, &dlen, &dcap, sum_len) && put(tb, &d, &dlen, &dcap, nthreads);
+    for (uint32_t i = 0; i < nthreads && ok; i++) {
+        struct tb_thread z = { 0 }, *t = i < tb->nthreads ? &tb->threads[i] : &z;
+        ok = put(tb, &d, &dlen, &dcap, t->frames) &&
+             put(tb, &d, &dlen, &dcap, t->children_total) &&
+             put(tb, &d, &dlen, &dcap, t->max_depth) && put(tb, &d, &dlen, &dcap, t->crashed) &&
+             put(tb, &d, &dlen, &dcap, t->nblocks);
+        for (unsigned k = 1; k <= TT_EV_KIND_MAX && ok; k++)
+            ok = put(tb, &d, &dlen, &dcap, t->kinds[k]);
+        uint64_t prev_off = 0;
+        for (uint64_t k = 0; k < t->nblocks && ok; k++) {
+            ok = put(tb, &d, &dlen, &dcap, t->blocks[2 * k] - prev_off) &&
+                 put(tb, &d, &dlen, &dcap, t->blocks[2 * k + 1]);
+            prev_off = t->blocks[2 * k];
+        }
+    }
+    ok = ok && put(tb, &d, &dlen, &dcap, tb->seek_total) &&
+         put(tb, &d, &dlen, &dcap, tb->nseek_batches);
+    uint64_t prev_off = 0;
+    for (uint64_t k = 0; k < tb->nseek_batches && ok; k++) {
+        ok = put(tb, &d, &dlen, &dcap, tb->seek_batches[2 * k] - prev_off) &&
+             put(tb, &d, &dlen, &dcap, tb->seek_batches[2 * k + 1]);
+        prev_off = tb->seek_batches[2 * k];
+    }
+    if (ok) {
+        struct tt_chunk_header h = { .type = TT_CHUNK_SUMMARY, .thread = TT_NO_THREAD,
+                                     .count = n, .body_len = (uint32_t)len };
+        tt_writer_put_chunk_(w, &h, b);
+        m->index_offset = tt_writer_tail_(w);
+        h = (struct tt_chunk_header){ .type = TT_CHUNK_INDEX, .thread = TT_NO_THREAD,
+                                      .count = nthreads, .body_len = (uint32_t)dlen };
+        tt_writer_put_chunk_(w, &h, d);
+        m->index_length = TT_CHUNK_HEADER + dlen;
+    }
+    free(d);
+    free(b);
+}
