@@ -243,17 +243,17 @@ static int parse_directory(tt_index *ix, const uint8_t *body, uint64_t len, uint
             return tt_fail(err, TT_E_NOMEM, 0, base, "%s: out of memory (or over max_total)", nm);
         uint64_t off = 0;
         for (uint64_t b = 0; b < t->nblocks; b++) {
-            uint64_t first;
+            uint64_t back;
             GETV(v, "a block offset");
-            GETV(first, "a block's subtree start");
+            GETV(back, "a block's reach-back");
             BAD(v > m->data_end || off + v < m->data_offset ||
                 off + v > m->data_end - TT_CHUNK_HEADER || (b && v == 0) ||
-                first > b * ix->block_rows,
+                back > b * ix->block_rows,
                 "%s: block %" PRIu64 " of thread %u (offset %" PRIu64 ") is outside the data "
                 "area or out of order", nm, b, i, off + v);
             off += v;
             t->blocks[2 * b] = off;
-            t->blocks[2 * b + 1] = first;
+            t->blocks[2 * b + 1] = b * ix->block_rows - back;
         }
     }
     uint64_t want = 0;

@@ -69,8 +69,9 @@ struct tb_thread {
     uint32_t nrows;
     uint64_t blk_children_base, blk_first_end, prev_end, prev_chunk, blk_min_first;
     /* directory: offset and smallest subtree start of every written block */
-    uint64_t *blocks;
-    uint64_t nblocks, blocks_cap;
+    uint8_t *bl;              /* per block: varint offset delta, varint reach-back (§14.3) */
+    size_t bl_len, bl_cap;
+    uint64_t nblocks, last_off;
     uint64_t kinds[TT_EV_KIND_MAX + 1];
     uint64_t last_time;
     uint32_t max_depth;
@@ -104,7 +105,7 @@ struct tt_tables {
     uint64_t chunk_off;       /* offset the event chunk being encoded will get */
     /* offsets of staged chunks are outbox-relative until the outbox is written: which
      * directory entries to fix up then (thread, block; UINT32_MAX = a seek batch) */
-    struct fixup { uint32_t thread; uint64_t at; } *fix;
+    struct fixup { uint32_t thread; uint64_t at, back; } *fix;
     size_t nfix, fix_cap;
     bool failed;              /* out of memory: the file gets no index */
 };
@@ -155,7 +156,7 @@ void tt_tables_free(struct tt_tables *tb)
         free(t->kids);
         free(t->rows);
         free(t->kbuf);
-        free(t->blocks);
+        free(t->bl);
     }
     free(tb->threads);
     free(tb->sum);
@@ -203,10 +204,11 @@ static void stage_chunk(struct tt_tables *tb, struct tt_chunk_header *h, const u
 }
 
 /* The outbox-relative offset of a chunk staged now; noted for chunk_end to make absolute. */
-static uint64_t staged_offset(struct tt_tables *tb, uint32_t thread, uint64_t at)
+static uint64_t staged_offset(struct tt_tables *tb, uint32_t thread, uint64_t at, uint64_t back)
 {
     if (grow(tb, (void **)&tb->fix, &tb->fix_cap, tb->nfix + 1, sizeof *tb->fix))
-        tb->fix[tb->nfix++] = (struct fixup){ thread, at };
+        tb->fix[tb->nfix++] = (struct fixup){ thread, thread == UINT32_MAX ? at : tb->out_len,
+                                              back };
     return tb->out_len;
 }
 
@@ -214,8 +216,6 @@ static void flush_block(struct tt_tables *tb, struct tt_writer *w, uint32_t thre
                         struct tb_thread *t)
 {
     if (t->nrows == 0 || tb->failed)
-        return;
-    if (!grow(tb, (void **)&t->blocks, &t->blocks_cap, 2 * (t->nblocks + 1), sizeof(uint64_t)))
         return;
     /* body: varint children_base, then the rows, then the children lists */
     uint8_t pre[10];
@@ -231,11 +231,9 @@ static void flush_block(struct tt_tables *tb, struct tt_writer *w, uint32_t thre
     struct tt_chunk_header h = { .type = TT_CHUNK_FRAMES, .thread = thread,
                                  .first_seq = t->frames - t->nrows, .count = t->nrows,
                                  .base_time = t->blk_first_end };
-    uint64_t off = staged_offset(tb, thread, t->nblocks);
+    staged_offset(tb, thread, 0, h.first_seq - t->blk_min_first);
     stage_chunk(tb, &h, tmp, need, t->kbuf, t->klen);
     free(tmp);
-    t->blocks[2 * t->nblocks] = off;
-    t->blocks[2 * t->nblocks + 1] = t->blk_min_first;
     t->nblocks++;
     t->nrows = 0;
     t->rows_len = 0;
@@ -251,7 +249,7 @@ static void flush_seek(struct tt_tables *tb, struct tt_writer *w)
         return;
     struct tt_chunk_header h = { .type = TT_CHUNK_SEEK, .thread = TT_NO_THREAD,
                                  .first_seq = tb->seek_total - tb->seek_n, .count = tb->seek_n };
-    uint64_t off = staged_offset(tb, UINT32_MAX, tb->nseek_batches);
+    uint64_t off = staged_offset(tb, UINT32_MAX, tb->nseek_batches, 0);
     stage_chunk(tb, &h, tb->seek, tb->seek_len, NULL, 0);
     tb->seek_batches[2 * tb->nseek_batches] = off;
     tb->seek_batches[2 * tb->nseek_batches + 1] = tb->seek_n;
@@ -424,10 +422,18 @@ void tt_tables_chunk_end(struct tt_tables *tb, struct tt_writer *w)
     uint64_t base = tt_writer_tail_(w);
     for (size_t i = 0; i < tb->nfix; i++) {
         struct fixup *f = &tb->fix[i];
-        if (f->thread == UINT32_MAX)
+        if (f->thread == UINT32_MAX) {
             tb->seek_batches[2 * f->at] += base;
-        else
-            tb->threads[f->thread].blocks[2 * f->at] += base;
+            continue;
+        }
+        /* the directory's list of this thread's blocks, kept as the varints it is written as */
+        struct tb_thread *t = &tb->threads[f->thread];
+        if (!grow(tb, (void **)&t->bl, &t->bl_cap, t->bl_len + 20, 1))
+            break;
+        uint8_t *o = tt_put_varint(t->bl + t->bl_len, base + f->at - t->last_off);
+        o = tt_put_varint(o, f->back);
+        t->bl_len = (size_t)(o - t->bl);
+        t->last_off = base + f->at;
     }
     tb->nfix = 0;
     if (tb->out_len && !tb->failed)
@@ -506,11 +512,12 @@ void tt_tables_write_tail(struct tt_tables *tb, struct tt_writer *w, uint32_t nt
              put(tb, &d, &dlen, &dcap, t->nblocks);
         for (unsigned k = 1; k <= TT_EV_KIND_MAX && ok; k++)
             ok = put(tb, &d, &dlen, &dcap, t->kinds[k]);
-        uint64_t prev_off = 0;
-        for (uint64_t k = 0; k < t->nblocks && ok; k++) {
-            ok = put(tb, &d, &dlen, &dcap, t->blocks[2 * k] - prev_off) &&
-                 put(tb, &d, &dlen, &dcap, t->blocks[2 * k + 1]);
-            prev_off = t->blocks[2 * k];
+        if (ok && t->bl_len) {
+            ok = grow(tb, (void **)&d, &dcap, dlen + t->bl_len, 1);
+            if (ok) {
+                memcpy(d + dlen, t->bl, t->bl_len);
+                dlen += t->bl_len;
+            }
         }
     }
     ok = ok && put(tb, &d, &dlen, &dcap, tb->seek_total) &&
