@@ -1,13 +1,25 @@
-/* The tinytrace file format, version 1 (normative text: docs/FORMAT.md).
+/* The tinytrace file format, version 2 (normative text: docs/FORMAT.md).
  *
  * A trace file is a 512-byte manifest followed by a data area of framed chunks. All integers are
  * little-endian. Varints are unsigned LEB128 of at most 10 bytes.
  *
  *   offset 0      manifest (512 bytes; its last 8 bytes are XXH3-64 of the first 504)
  *   data_offset   event chunks, in the order the swapper wrote them (one thread's chunks are in
- *                 that thread's order; threads interleave)
+ *                 that thread's order; threads interleave); in version 2 also frame blocks and
+ *                 seek batches of the index, each right after the event chunk whose encoding
+ *                 completed it
  *   data_end      table chunks: the thread table, then the object table
+ *                 (version 2, indexed) the summary, then the index directory at index_offset
  *   file_size     end of file; nothing may follow
+ *
+ * Version 2 = version 1 + the index tables (FORMAT.md §14; tables.c writes, index.c reads):
+ * per thread a frame table, one row per call in post-order (completion order), varint columns
+ * (function, depth, descendants, end delta, duration, children<<2 | outcome, enter-chunk delta)
+ * in blocks of 1024 rows with the children lists after the rows; a seek entry for every 4096th
+ * event of each thread (seq, time, chunk offset, index in chunk); per-function summary rows;
+ * a directory with per-thread counts, kind counts and the offsets of every block and batch.
+ * The manifest's bytes 368-383 (reserved in version 1) point to the directory; 0 = no index.
+ * Readers accept versions 1 and 2.
  *
  * Every chunk is self-describing: a 48-byte header, then body_len bytes of body.
  *

@@ -99,10 +99,6 @@ int tt_verify(const tt_source *src, const tt_reader_limits *lim, tt_verify_resul
                                  (unsigned long long)tt_index_chunks_(ix));
                 tt_index_close(ix);
             }
-        } else if (rc == TT_OK && tt_reader_index_chunks_(r) != 0) {
-            rc = tt_fail(&err, TT_E_CORRUPT, 0, TT_M_INDEX_OFF,
-                         "%s: the data area holds index chunks but the manifest has no index",
-                         src->name);
         }
         tt_reader_close(r);
     }
