@@ -716,10 +716,10 @@ Test(index, damaged_tables_are_refused_with_file_offset_and_reason)
     expect_refused(cp, len, TT_VERIFY_CORRUPT, sb + 48, sb + 48 + le32(img + sb + 8),
                    "seek entry");
 
-    /* the directory's block size changed from 1024 to 1025: every block is the wrong one */
+    /* the directory's block size changed from 256 to 257: every block is the wrong one */
     memcpy(cp, img, len);
     cr_assert_eq(cp[dir + 48], 0x80u);
-    cr_assert_eq(cp[dir + 49], 0x08u);
+    cr_assert_eq(cp[dir + 49], 0x02u);
     cp[dir + 48] = 0x81;
     reseal(cp, dir);
     expect_refused(cp, len, TT_VERIFY_CORRUPT, 0, len, "frame block");

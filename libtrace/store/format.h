@@ -15,7 +15,7 @@
  * Version 2 = version 1 + the index tables (FORMAT.md §14; tables.c writes, index.c reads):
  * per thread a frame table, one row per call in post-order (completion order), varint columns
  * (function, depth, descendants, end delta, duration, children<<2 | outcome, enter-chunk delta)
- * in blocks of 1024 rows with the children lists after the rows; a seek entry for every 4096th
+ * in blocks of 256 rows with the children lists after the rows; a seek entry for every 4096th
  * event of each thread (seq, time, chunk offset, index in chunk); per-function summary rows;
  * a directory with per-thread counts, kind counts and the offsets of every block and batch.
  * The manifest's bytes 368-383 (reserved in version 1) point to the directory; 0 = no index.
@@ -64,8 +64,9 @@ enum tt_chunk_type {
     TT_CHUNK_SEEK = 5,     /* a batch of seek-index entries, in the data area */
     TT_CHUNK_SUMMARY = 6,  /* per-function totals, after the object table */
     TT_CHUNK_INDEX = 7,    /* the table directory, the file's last chunk */
+    TT_CHUNK_BLOCKS = 8,   /* a list of one thread's frame block offsets, in the data area */
 };
-#define TT_CHUNK_TYPE_MAX 7u
+#define TT_CHUNK_TYPE_MAX 8u
 
 #define TT_CF_CONT_IN 0x1u
 #define TT_CF_CONT_OUT 0x2u
@@ -79,9 +80,10 @@ enum tt_chunk_type {
 #define TT_THREAD_ROW 48u
 
 /* Index tables (version 2, tables.c / index.c, docs/FORMAT.md §14). */
-#define TT_FRAME_BLOCK_ROWS 1024u /* rows in a full frame block */
+#define TT_FRAME_BLOCK_ROWS 256u /* rows in a full frame block */
 #define TT_SEEK_EVERY 4096u       /* seek entry for every seq that is a multiple of this */
 #define TT_SEEK_BATCH 4096u       /* entries in a full seek chunk */
+#define TT_BLOCK_LIST 4096u       /* frame blocks in a full block list chunk */
 #define TT_NO_THREAD 0xFFFFFFFFu
 
 /* Manifest field offsets. */

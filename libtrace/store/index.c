@@ -54,6 +54,7 @@ struct tt_index {
     uint64_t nseek;
     uint64_t nseek_batches;
     uint64_t *seek_batches;  /* (offset, count) */
+    uint64_t nlists;         /* BLOCKS chunks */
     struct slot cache[CACHE_SLOTS];
     uint64_t sum_off, sum_len;
     uint64_t max_total, used, peak;
@@ -177,6 +178,50 @@ static int read_chunk(tt_index *ix, uint64_t off, uint64_t end, uint16_t type,
             return tt_fail(err, TT_E_CORRUPT, 0, base + (uint64_t)(p - body), __VA_ARGS__);        \
     } while (0)
 
+/* Reads the BLOCKS chunk at @off: @n block offsets of thread @thread from block @first on. */
+static int load_block_list(tt_index *ix, uint32_t thread, struct ithread *t, uint64_t off,
+                           uint64_t first, uint64_t n, tt_error_info *err)
+{
+    const char *nm = ix->src->name;
+    const tt_manifest *m = ix->m;
+    struct tt_chunk_header h;
+    uint8_t *body;
+    int rc = read_chunk(ix, off, m->data_end, TT_CHUNK_BLOCKS, &h, &body, m->largest_chunk, err,
+                        "a frame block list");
+    if (rc != TT_OK)
+        return rc;
+    uint64_t base = off + TT_CHUNK_HEADER, boff = 0, v, back;
+    const uint8_t *p = body, *end = body + h.body_len;
+    if (h.thread != thread || h.first_seq != first || h.count != n) {
+        ix_free(ix, body);
+        return tt_fail(err, TT_E_CORRUPT, 0, off, "%s: block list at offset %" PRIu64 " (thread %u,"
+                       " blocks %" PRIu64 "..+%u) is not the directory's (thread %u, blocks %"
+                       PRIu64 "..+%" PRIu64 ")", nm, off, h.thread, h.first_seq, h.count, thread,
+                       first, n);
+    }
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t b = first + k;
+        const uint8_t *q = p;
+        if (tt_get_varint(&p, end, &v) || tt_get_varint(&p, end, &back) || v > m->data_end ||
+            boff + v < m->data_offset || boff + v > m->data_end - TT_CHUNK_HEADER ||
+            (k && v == 0) || (b && boff + v <= t->blocks[2 * (b - 1)]) ||
+            back > b * ix->block_rows) {
+            ix_free(ix, body);
+            return tt_fail(err, TT_E_CORRUPT, 0, base + (uint64_t)(q - body), "%s: block %" PRIu64
+                           " of thread %u (list at offset %" PRIu64 ") is outside the data area "
+                           "or out of order", nm, b, thread, off);
+        }
+        boff += v;
+        t->blocks[2 * b] = boff;
+        t->blocks[2 * b + 1] = b * ix->block_rows - back;
+    }
+    rc = p == end ? TT_OK
+                  : tt_fail(err, TT_E_CORRUPT, 0, base + (uint64_t)(p - body),
+                            "%s: block list at offset %" PRIu64 " has trailing bytes", nm, off);
+    ix_free(ix, body);
+    return rc;
+}
+
 static int parse_directory(tt_index *ix, const uint8_t *body, uint64_t len, uint64_t base,
                            const tt_reader_limits *lim, tt_error_info *err)
 {
@@ -241,20 +286,29 @@ static int parse_directory(tt_index *ix, const uint8_t *body, uint64_t len, uint
         t->blocks = ix_malloc(ix, t->nblocks ? t->nblocks * 16 : 1);
         if (!t->blocks)
             return tt_fail(err, TT_E_NOMEM, 0, base, "%s: out of memory (or over max_total)", nm);
-        uint64_t off = 0;
-        for (uint64_t b = 0; b < t->nblocks; b++) {
-            uint64_t back;
-            GETV(v, "a block offset");
-            GETV(back, "a block's reach-back");
-            BAD(v > m->data_end || off + v < m->data_offset ||
-                off + v > m->data_end - TT_CHUNK_HEADER || (b && v == 0) ||
-                back > b * ix->block_rows,
-                "%s: block %" PRIu64 " of thread %u (offset %" PRIu64 ") is outside the data "
-                "area or out of order", nm, b, i, off + v);
-            off += v;
-            t->blocks[2 * b] = off;
-            t->blocks[2 * b + 1] = b * ix->block_rows - back;
+        /* the block offsets, in BLOCKS chunks of the data area that the directory lists */
+        uint64_t nlists, loff = 0, b = 0;
+        GETV(nlists, "a thread's block list count");
+        BAD(nlists > t->nblocks, "%s: thread %u has %" PRIu64 " block lists for %" PRIu64
+            " blocks", nm, i, nlists, t->nblocks);
+        for (uint64_t l = 0; l < nlists; l++) {
+            uint64_t n;
+            GETV(v, "a block list offset");
+            GETV(n, "a block list count");
+            BAD(v > m->data_end || loff + v < m->data_offset ||
+                loff + v > m->data_end - TT_CHUNK_HEADER || (l && v == 0) || n == 0 ||
+                n > t->nblocks - b,
+                "%s: block list %" PRIu64 " of thread %u (offset %" PRIu64 ", %" PRIu64
+                " blocks) is invalid", nm, l, i, loff + v, n);
+            loff += v;
+            int rc = load_block_list(ix, i, t, loff, b, n, err);
+            if (rc != TT_OK)
+                return rc;
+            b += n;
         }
+        BAD(b != t->nblocks, "%s: the block lists of thread %u hold %" PRIu64 " blocks, not %"
+            PRIu64, nm, i, b, t->nblocks);
+        ix->nlists += nlists;
     }
     uint64_t want = 0;
     for (uint32_t i = 0; i < nthreads; i++) {
@@ -902,7 +956,7 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
 
 uint64_t tt_index_chunks_(const tt_index *ix)
 {
-    uint64_t n = ix->nseek_batches;
+    uint64_t n = ix->nseek_batches + ix->nlists;
     for (uint32_t i = 0; i < ix->nthreads; i++)
         n += ix->threads[i].nblocks;
     return n;

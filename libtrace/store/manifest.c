@@ -46,7 +46,7 @@ const char *tt_chunk_header_decode(const uint8_t in[TT_CHUNK_HEADER], struct tt_
         return "continuation longer than the chunk body";
     if (!!(h->flags & TT_CF_CONT_IN) != (h->cont_len != 0))
         return "continuation flag and length disagree";
-    if (h->type == TT_CHUNK_FRAMES) {
+    if (h->type == TT_CHUNK_FRAMES || h->type == TT_CHUNK_BLOCKS) {
         /* thread, first_seq (first frame) and base_time (first row's end) are used */
         if (h->flags || h->cont_len)
             return "frame block with event flags set";

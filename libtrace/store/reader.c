@@ -326,7 +326,8 @@ static int chunk_read_header(tt_reader *r, uint64_t off, uint64_t limit_end, uin
      * the event chunks */
     bool data_ok = want_type == 0 &&
                    (h->type == TT_CHUNK_EVENTS ||
-                    (r->m.version >= 2 && (h->type == TT_CHUNK_FRAMES || h->type == TT_CHUNK_SEEK)));
+                    (r->m.version >= 2 && (h->type == TT_CHUNK_FRAMES || h->type == TT_CHUNK_SEEK ||
+                                            h->type == TT_CHUNK_BLOCKS)));
     if (want_type == 0 && !data_ok)
         return tt_fail(err, TT_E_CORRUPT, 0, off + 4,
                        "%s: chunk at offset %" PRIu64 " has type %u, which does not belong in "
@@ -572,6 +573,16 @@ static int find_chunk(tt_reader *r, uint32_t thread, uint64_t *off, struct tt_ch
         if (h->type != TT_CHUNK_EVENTS) {
             /* index chunks: tt_index_check reads them; the sequential pass counts them */
             if (thread == TT_NO_THREAD) {
+                /* the sequential pass (verify) checks their frame and checksum here, so a
+                 * changed byte is named at its chunk; tt_index_check checks their contents */
+                if (h->body_len > r->chunk_cap)
+                    return tt_fail(err, TT_E_EXHAUSTED, 0, *off + 8,
+                                   "%s: chunk at offset %" PRIu64 " claims %u bytes, more than "
+                                   "the capacity of %" PRIu64, r->src.name, *off, h->body_len,
+                                   r->chunk_cap);
+                int brc = chunk_read_body(r, *off, h, raw, r->cursors[0].chunk, err);
+                if (brc != TT_OK)
+                    return brc;
                 r->index_chunks++;
                 if (h->body_len > r->largest_chunk)
                     r->largest_chunk = h->body_len;

@@ -172,7 +172,7 @@ int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *re
         }
         if ((why = tt_chunk_header_decode(hb, &h)) != NULL)
             break;
-        if ((h.type == TT_CHUNK_FRAMES || h.type == TT_CHUNK_SEEK) &&
+        if ((h.type == TT_CHUNK_FRAMES || h.type == TT_CHUNK_SEEK || h.type == TT_CHUNK_BLOCKS) &&
             h.body_len <= src->size - off - TT_CHUNK_HEADER) {
             /* index chunks between the event chunks: the recovered file has no index tables
              * (docs/FORMAT.md §14.7), so they are passed over, not copied */

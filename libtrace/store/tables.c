@@ -30,7 +30,8 @@
  *
  * Memory: per thread, the open-frame stack (32 bytes a level), the pending children of open
  * frames (8 bytes each), one frame block being filled (~10 bytes a row) and the directory's
- * list of block offsets (16 bytes per TT_FRAME_BLOCK_ROWS frames); one seek batch; one summary
+ * block offsets not yet written out (about 4 bytes a block, written as a BLOCKS chunk every
+ * TT_BLOCK_LIST blocks, so the directory only lists the lists); one seek batch; one summary
  * row per function. The pending children of a frame that stays open while it calls millions of
  * functions are the one part that grows with the run (see docs/FORMAT.md §14.8).
  *
@@ -72,6 +73,9 @@ struct tb_thread {
     uint8_t *bl;              /* per block: varint offset delta, varint reach-back (§14.3) */
     size_t bl_len, bl_cap;
     uint64_t nblocks, last_off;
+    uint32_t bl_n;            /* blocks in bl, not yet written as a BLOCKS chunk */
+    uint64_t *lists;          /* (offset, count) of its BLOCKS chunks */
+    uint64_t nlists, lists_cap;
     uint64_t kinds[TT_EV_KIND_MAX + 1];
     uint64_t last_time;
     uint32_t max_depth;
@@ -157,6 +161,7 @@ void tt_tables_free(struct tt_tables *tb)
         free(t->rows);
         free(t->kbuf);
         free(t->bl);
+        free(t->lists);
     }
     free(tb->threads);
     free(tb->sum);
@@ -417,9 +422,43 @@ void tt_tables_event(struct tt_tables *tb, struct tt_writer *w, uint32_t thread,
 }
 
 /* Writes what the event chunk just written finished: its frame blocks and seek batches. */
+/* Writes @t's pending block offsets as a BLOCKS chunk at the writer's tail, so the directory
+ * need not keep every block of a long run in memory: it lists the lists. */
+static void write_block_list(struct tt_tables *tb, struct tt_writer *w, uint32_t thread,
+                             struct tb_thread *t)
+{
+    if (t->bl_n == 0 || tb->failed)
+        return;
+    if (!grow(tb, (void **)&t->lists, &t->lists_cap, 2 * (t->nlists + 1), sizeof(uint64_t)))
+        return;
+    uint8_t *c = malloc(TT_CHUNK_HEADER + t->bl_len);
+    if (!c) {
+        tb->failed = true;
+        return;
+    }
+    memcpy(c + TT_CHUNK_HEADER, t->bl, t->bl_len);
+    uint64_t listed = 0;
+    for (uint64_t k = 0; k < t->nlists; k++)
+        listed += t->lists[2 * k + 1];
+    struct tt_chunk_header h = { .type = TT_CHUNK_BLOCKS, .thread = thread, .first_seq = listed,
+                                 .count = t->bl_n, .body_len = (uint32_t)t->bl_len };
+    tt_chunk_header_encode(c, &h, c + TT_CHUNK_HEADER);
+    t->lists[2 * t->nlists] = tt_writer_tail_(w);
+    t->lists[2 * t->nlists + 1] = t->bl_n;
+    t->nlists++;
+    tt_writer_put_raw_(w, c, TT_CHUNK_HEADER + t->bl_len);
+    free(c);
+    t->bl_len = 0;
+    t->bl_n = 0;
+    t->last_off = 0; /* each list starts with an absolute offset */
+}
+
 void tt_tables_chunk_end(struct tt_tables *tb, struct tt_writer *w)
 {
     uint64_t base = tt_writer_tail_(w);
+    if (tb->out_len && !tb->failed)
+        tt_writer_put_raw_(w, tb->out, tb->out_len);
+    tb->out_len = 0;
     for (size_t i = 0; i < tb->nfix; i++) {
         struct fixup *f = &tb->fix[i];
         if (f->thread == UINT32_MAX) {
@@ -434,11 +473,10 @@ void tt_tables_chunk_end(struct tt_tables *tb, struct tt_writer *w)
         o = tt_put_varint(o, f->back);
         t->bl_len = (size_t)(o - t->bl);
         t->last_off = base + f->at;
+        if (++t->bl_n == TT_BLOCK_LIST)
+            write_block_list(tb, w, f->thread, t);
     }
     tb->nfix = 0;
-    if (tb->out_len && !tb->failed)
-        tt_writer_put_raw_(w, tb->out, tb->out_len);
-    tb->out_len = 0;
 }
 
 void tt_tables_finish(struct tt_tables *tb, struct tt_writer *w)
@@ -453,6 +491,8 @@ void tt_tables_finish(struct tt_tables *tb, struct tt_writer *w)
     }
     flush_seek(tb, w);
     tt_tables_chunk_end(tb, w);
+    for (uint32_t i = 0; i < tb->nthreads; i++)
+        write_block_list(tb, w, i, &tb->threads[i]);
 }
 
 /* ---------------------------------------------------------------- summary and directory */
@@ -512,12 +552,12 @@ void tt_tables_write_tail(struct tt_tables *tb, struct tt_writer *w, uint32_t nt
              put(tb, &d, &dlen, &dcap, t->nblocks);
         for (unsigned k = 1; k <= TT_EV_KIND_MAX && ok; k++)
             ok = put(tb, &d, &dlen, &dcap, t->kinds[k]);
-        if (ok && t->bl_len) {
-            ok = grow(tb, (void **)&d, &dcap, dlen + t->bl_len, 1);
-            if (ok) {
-                memcpy(d + dlen, t->bl, t->bl_len);
-                dlen += t->bl_len;
-            }
+        ok = ok && put(tb, &d, &dlen, &dcap, t->nlists);
+        uint64_t prev_list = 0;
+        for (uint64_t k = 0; k < t->nlists && ok; k++) {
+            ok = put(tb, &d, &dlen, &dcap, t->lists[2 * k] - prev_list) &&
+                 put(tb, &d, &dlen, &dcap, t->lists[2 * k + 1]);
+            prev_list = t->lists[2 * k];
         }
     }
     ok = ok && put(tb, &d, &dlen, &dcap, tb->seek_total) &&

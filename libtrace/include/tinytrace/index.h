@@ -10,7 +10,7 @@
  * index through the reader's source, each read bounded: a table is refused (TT_E_CAPACITY)
  * before it is read if it is larger than @lim->max_table, and the index as a whole if it needs
  * more than @lim->max_total bytes. Frame rows are never all in memory: they are read a block
- * (TT_FRAME_BLOCK_ROWS rows, one seek and one read) at a time into a small fixed cache, so a
+ * (256 rows as written, one seek and one read) at a time into a small fixed cache, so a
  * lookup costs at most one read; memory does not grow with the number of frames beyond the
  * directory (16 bytes per block).
  *
