@@ -8,7 +8,8 @@
 #     (/usr/bin/time), targets < 1 s and < 64 MiB;
 #   - `tinytrace dump --from` the last million events: seeking there and printing 1000 events
 #     (target < 50 ms), and printing the whole last million to /dev/null.
-# Each query runs 3 times; all three figures are printed. CPU heavy: run it once.
+# Each query runs 3 times; all three figures are printed, wall and CPU time (the machine may be
+# shared: CPU time is what the command itself cost). CPU heavy: run it once.
 # Usage: bench/run-index.sh [--events N] [--dir DIR]   (defaults 100000000, a fresh /var/tmp dir)
 set -euo pipefail
 
@@ -51,11 +52,12 @@ import subprocess, sys, time
 out, cmd = sys.argv[1], sys.argv[2:]
 with open(out, "wb") as f:
     t0 = time.perf_counter()
-    p = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, stdout=f, stderr=subprocess.PIPE)
+    p = subprocess.run(["/usr/bin/time", "-f", "%M %U %S"] + cmd, stdout=f, stderr=subprocess.PIPE)
     ms = (time.perf_counter() - t0) * 1000
 if p.returncode != 0:
     sys.exit("failed: %s: %s" % (" ".join(cmd), p.stderr.decode()))
-print("wall_ms=%.1f rss_kib=%s" % (ms, p.stderr.decode().strip().splitlines()[-1]))
+rss, user, sys_ = p.stderr.decode().strip().splitlines()[-1].split()
+print("wall_ms=%.1f cpu_ms=%.0f rss_kib=%s" % (ms, (float(user) + float(sys_)) * 1000, rss))
 PY
 }
 
