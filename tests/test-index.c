@@ -695,12 +695,19 @@ Test(index, damaged_tables_are_refused_with_file_offset_and_reason)
     cp[fb + 48 + 3] ^= 0x01;
     expect_refused(cp, len, TT_VERIFY_CHECKSUM, fb, fb + 1, "checksum");
 
-    /* the first row's depth (body: children base, function, depth) set to 127, resealed */
+    /* the first row's flag byte (body: children base, flags, ...) with a reserved bit, resealed */
     memcpy(cp, img, len);
-    cr_assert_lt(cp[fb + 48 + 1], 0x80u, "function id fits one byte");
-    cp[fb + 48 + 2] = 0x7f;
+    cr_assert_eq(cp[fb + 48 + 1] & 0xC0u, 0u);
+    cp[fb + 48 + 1] |= 0x80;
     reseal(cp, fb);
-    expect_refused(cp, len, TT_VERIFY_CORRUPT, fb + 48, fb + 48 + fb_len, "is invalid");
+    expect_refused(cp, len, TT_VERIFY_CORRUPT, fb + 48, fb + 48 + fb_len, "reserved flag bits");
+
+    /* the first row made "not a leaf" with the same bytes after it: its fields shift, resealed */
+    memcpy(cp, img, len);
+    cr_assert_neq(cp[fb + 48 + 1] & 0x04u, 0u, "the first row of a block is a leaf");
+    cp[fb + 48 + 1] &= (uint8_t)~0x04u;
+    reseal(cp, fb);
+    expect_refused(cp, len, TT_VERIFY_CORRUPT, fb + 48, fb + 48 + fb_len, "frame");
 
     /* the block's children base moved: the rows no longer match the children array */
     memcpy(cp, img, len);

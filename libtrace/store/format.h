@@ -13,9 +13,10 @@
  *   file_size     end of file; nothing may follow
  *
  * Version 2 = version 1 + the index tables (FORMAT.md §14; tables.c writes, index.c reads):
- * per thread a frame table, one row per call in post-order (completion order), varint columns
- * (function, depth, descendants, end delta, duration, children<<2 | outcome, enter-chunk delta)
- * in blocks of 256 rows with the children lists after the rows; a seek entry for every 4096th
+ * per thread a frame table, one row per call in post-order (completion order): a flag byte
+ * (same function / same depth / leaf / same enter chunk as the previous row, outcome), then only
+ * the varints that differ (function, depth, descendants and children count, enter-chunk delta)
+ * and always end delta and duration, in blocks of 256 rows with the children lists after the rows; a seek entry for every 4096th
  * event of each thread (seq, time, chunk offset, index in chunk); per-function summary rows;
  * a directory with per-thread counts, kind counts and the offsets of every block and batch.
  * The manifest's bytes 368-383 (reserved in version 1) point to the directory; 0 = no index.
@@ -84,6 +85,13 @@ enum tt_chunk_type {
 #define TT_SEEK_EVERY 4096u       /* seek entry for every seq that is a multiple of this */
 #define TT_SEEK_BATCH 4096u       /* entries in a full seek chunk */
 #define TT_BLOCK_LIST 4096u       /* frame blocks in a full block list chunk */
+/* A frame row's flag byte (FORMAT.md §14.3): what it shares with the previous row. */
+#define TT_ROW_SAME_FN 0x01u
+#define TT_ROW_SAME_DEPTH 0x02u
+#define TT_ROW_LEAF 0x04u
+#define TT_ROW_SAME_CHUNK 0x08u
+#define TT_ROW_OUTCOME_SHIFT 4
+#define TT_ROW_RESERVED 0xC0u
 #define TT_NO_THREAD 0xFFFFFFFFu
 
 /* Manifest field offsets. */

@@ -629,25 +629,37 @@ static int decode_block(tt_index *ix, struct slot *s, uint32_t thread, uint64_t 
                        " checksum", nm, off);
     const uint8_t *body = s->body, *p = body, *end = body + h.body_len;
     uint64_t base = off + TT_CHUNK_HEADER;
-    uint64_t v, prev_end = h.base_time, prev_chunk = 0, kids = 0, cb;
+    uint64_t v, prev_end = h.base_time, prev_chunk = 0, kids = 0, cb, prev_fn = 0, prev_depth = 0;
     GETV(cb, "a block's children base");
     BAD(cb > t->info.children, "%s: frame block at offset %" PRIu64 " starts at child %" PRIu64
         ", past the thread's %" PRIu64, nm, off, cb, t->info.children);
     for (uint64_t i = 0; i < rows; i++) {
         struct drow *d = &s->rows[i];
-        uint64_t idx = first + i, fn, depth, dend, oc, dc;
+        uint64_t idx = first + i, fn = prev_fn, depth = prev_depth, dend, dc = 0;
         const uint8_t *q = p;
-        GETV(fn, "a frame's function");
-        GETV(depth, "a frame's depth");
-        GETV(d->desc, "a frame's descendant count");
+        BAD(p >= end, "%s: frame block at offset %" PRIu64 " ends inside its rows", nm, off);
+        uint8_t fl = *p++;
+        BAD(fl & TT_ROW_RESERVED, "%s: frame %" PRIu64 " of thread %u at offset %" PRIu64
+            " has reserved flag bits set", nm, idx, thread, base + (uint64_t)(q - body));
+        if (!(fl & TT_ROW_SAME_FN))
+            GETV(fn, "a frame's function");
+        if (!(fl & TT_ROW_SAME_DEPTH))
+            GETV(depth, "a frame's depth");
+        d->desc = 0;
+        d->nch = 0;
+        if (!(fl & TT_ROW_LEAF)) {
+            GETV(d->desc, "a frame's descendant count");
+            GETV(d->nch, "a frame's children count");
+        }
         GETV(dend, "a frame's end");
         GETV(d->dur, "a frame's duration");
-        GETV(oc, "a frame's children and outcome");
-        GETV(dc, "a frame's chunk");
+        if (!(fl & TT_ROW_SAME_CHUNK))
+            GETV(dc, "a frame's chunk");
         uint64_t chunk = prev_chunk + ((dc >> 1) ^ (0 - (dc & 1)));
-        d->nch = oc >> 2;
+        unsigned oc = (fl >> TT_ROW_OUTCOME_SHIFT) & 3;
         if (fn > UINT32_MAX || depth > t->info.max_depth || d->desc > idx ||
             dend > UINT64_MAX - prev_end || d->dur > prev_end + dend || d->nch > d->desc ||
+            (!(fl & TT_ROW_LEAF) && (d->desc == 0 || d->nch == 0)) ||
             (i == 0 && dend != 0) || chunk < m->data_offset || chunk >= m->data_end ||
             d->nch > t->info.children - cb - kids) {
             p = q;
@@ -656,7 +668,9 @@ static int decode_block(tt_index *ix, struct slot *s, uint32_t thread, uint64_t 
         }
         d->fn = (uint32_t)fn;
         d->depth = (uint32_t)depth;
-        d->outcome = (uint32_t)(oc & 3);
+        d->outcome = oc;
+        prev_fn = fn;
+        prev_depth = depth;
         prev_end += dend;
         d->start = prev_end - d->dur;
         d->child_off = cb + kids;

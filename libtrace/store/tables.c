@@ -69,6 +69,7 @@ struct tb_thread {
     size_t klen, kcap;
     uint32_t nrows;
     uint64_t blk_children_base, blk_first_end, prev_end, prev_chunk, blk_min_first;
+    uint32_t prev_fn, prev_depth;
     /* directory: offset and smallest subtree start of every written block */
     uint8_t *bl;              /* per block: varint offset delta, varint reach-back (§14.3) */
     size_t bl_len, bl_cap;
@@ -96,6 +97,7 @@ struct tt_tables {
     uint32_t nthreads;
     struct summary_row *sum;
     uint32_t sum_cap, sum_used;
+    uint32_t sum_last;        /* slot of the last function added: loops repeat it */
     /* seek batch */
     uint8_t *seek;
     size_t seek_len, seek_cap;
@@ -269,6 +271,9 @@ static void flush_seek(struct tt_tables *tb, struct tt_writer *w)
 static void summary_add(struct tt_tables *tb, uint32_t fn, uint32_t depth, uint64_t dur,
                         uint64_t self, uint32_t thread, uint64_t frame)
 {
+    if (tb->sum_last < tb->sum_cap && tb->sum[tb->sum_last].used &&
+        tb->sum[tb->sum_last].fn == fn && tb->sum_used * 2 < tb->sum_cap)
+        goto found;
     if (tb->sum_used * 2 >= tb->sum_cap) {
         uint32_t ncap = tb->sum_cap ? tb->sum_cap * 2 : 256;
         struct summary_row *ns = calloc(ncap, sizeof *ns);
@@ -291,12 +296,14 @@ static void summary_add(struct tt_tables *tb, uint32_t fn, uint32_t depth, uint6
     uint32_t j = (fn * 2654435761u) & (tb->sum_cap - 1);
     while (tb->sum[j].used && tb->sum[j].fn != fn)
         j = (j + 1) & (tb->sum_cap - 1);
-    struct summary_row *r = &tb->sum[j];
-    if (!r->used) {
-        r->used = true;
-        r->fn = fn;
+    if (!tb->sum[j].used) {
+        tb->sum[j].used = true;
+        tb->sum[j].fn = fn;
         tb->sum_used++;
     }
+    tb->sum_last = j;
+found:;
+    struct summary_row *r = &tb->sum[tb->sum_last];
     r->calls++;
     r->total += dur;
     r->self += self;
@@ -324,21 +331,40 @@ static void close_frame(struct tt_tables *tb, struct tt_writer *w, uint32_t thre
         t->blk_first_end = end;
         t->prev_end = end;
         t->prev_chunk = 0;
+        t->prev_fn = 0;
+        t->prev_depth = 0;
         t->blk_min_first = f->first;
     }
     if (f->first < t->blk_min_first)
         t->blk_min_first = f->first;
-    /* a row: fn, depth, desc, end delta, duration, kids << 2 | outcome, chunk delta */
-    if (grow(tb, (void **)&t->rows, &t->rows_cap, t->rows_len + 70, 1) &&
+    /* a row: a flag byte saying what it shares with the previous row, then what differs: fn,
+     * depth, desc and kids (not for a leaf), end delta, duration, chunk delta. A tight loop's
+     * leaf costs 3-4 bytes */
+    if (grow(tb, (void **)&t->rows, &t->rows_cap, t->rows_len + 71, 1) &&
         grow(tb, (void **)&t->kbuf, &t->kcap, t->klen + 10 * nkids + 1, 1)) {
-        uint8_t *o = t->rows + t->rows_len;
-        o = tt_put_varint(o, f->fn);
-        o = tt_put_varint(o, t->depth);
-        o = tt_put_varint(o, index - f->first);
+        uint8_t *o = t->rows + t->rows_len, *flags = o++;
+        uint8_t fl = (uint8_t)(outcome << TT_ROW_OUTCOME_SHIFT);
+        if (f->fn == t->prev_fn)
+            fl |= TT_ROW_SAME_FN;
+        else
+            o = tt_put_varint(o, f->fn);
+        if (t->depth == t->prev_depth)
+            fl |= TT_ROW_SAME_DEPTH;
+        else
+            o = tt_put_varint(o, t->depth);
+        if (index == f->first) {
+            fl |= TT_ROW_LEAF;
+        } else {
+            o = tt_put_varint(o, index - f->first);
+            o = tt_put_varint(o, nkids);
+        }
         o = tt_put_varint(o, end - t->prev_end);
         o = tt_put_varint(o, dur);
-        o = tt_put_varint(o, nkids << 2 | outcome);
-        o = tt_put_varint(o, zigzag((int64_t)(f->chunk_off - t->prev_chunk)));
+        if (f->chunk_off == t->prev_chunk)
+            fl |= TT_ROW_SAME_CHUNK;
+        else
+            o = tt_put_varint(o, zigzag((int64_t)(f->chunk_off - t->prev_chunk)));
+        *flags = fl;
         t->rows_len = (size_t)(o - t->rows);
         o = t->kbuf + t->klen;
         for (uint64_t k = f->kids_base; k < t->nkids; k++)
@@ -347,6 +373,8 @@ static void close_frame(struct tt_tables *tb, struct tt_writer *w, uint32_t thre
     }
     t->prev_end = end;
     t->prev_chunk = f->chunk_off;
+    t->prev_fn = f->fn;
+    t->prev_depth = t->depth;
     t->children_total += nkids;
     t->nkids = f->kids_base;
     t->nrows++;
