@@ -1,7 +1,8 @@
 /* tinytrace — the store: trace files, sinks, sources, the bounded reader and the verifier.
  *
  * A trace file opens with a fixed 512-byte Manifest, followed by framed chunks of events and, at
- * the end, the thread and object tables (docs/FORMAT.md is the normative description).
+ * the end, the thread and object tables (docs/FORMAT.md is the normative description). Version 2
+ * files also carry index tables (frames, summary, seek index), read through tinytrace/index.h.
  *
  * The reader never sizes a buffer from the file alone. tt_reader_probe() reads the manifest and,
  * from it and the caller's tt_reader_limits, computes a tt_reader_capacity: the exact byte count
