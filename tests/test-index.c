@@ -753,3 +753,42 @@ Test(index, damaged_tables_are_refused_with_file_offset_and_reason)
     free(cp);
     free(sink.data);
 }
+
+/* recover passes over the index chunks of a dead run's data area; its file has no index */
+Test(index, recover_keeps_the_events_and_leaves_the_index_out, .init = tt_test_dir_setup,
+     .fini = tt_test_dir_teardown)
+{
+    tt_memory_sink sink;
+    record_walk(&sink);
+    uint8_t *img = sink.data;
+    (void)find_type(img, 4); /* the data area holds frame blocks */
+    uint64_t events = le64(img + 192);
+    /* the file as a dead run leaves it: provisional manifest, the data area, nothing after */
+    uint64_t data_end = le64(img + 264);
+    uint32_t flags = le32(img + 16) & ~1u;
+    for (int i = 0; i < 4; i++)
+        img[16 + i] = (uint8_t)(flags >> (8 * i));
+    put64(img + 504, XXH3_64bits(img, 504));
+    tt_source src;
+    tt_source_memory(&src, img, data_end);
+    tt_recover_result res;
+    tt_error_info err = {0};
+    const char *out = tt_test_path("recovered.tt");
+    cr_assert_eq(tt_recover(&src, out, &res, &err), TT_OK, "%s", err.message);
+    cr_assert_eq(res.events, events, "recovered %llu of %llu events",
+                 (unsigned long long)res.events, (unsigned long long)events);
+    tt_source rs;
+    cr_assert_eq(tt_source_file(&rs, out, &err), TT_OK, "%s", err.message);
+    tt_verify_result vr;
+    cr_assert_eq(tt_verify(&rs, NULL, &vr), TT_OK, "%s", vr.message);
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_file(&tr, out, TT_CURSORS_SEQUENTIAL, &err), TT_OK, "%s",
+                 err.message);
+    cr_assert_eq(tr.m.index_offset, 0u);
+    tt_index *ix;
+    cr_assert_eq(tt_index_open(tr.r, NULL, &ix, &err), TT_E_INVAL);
+    cr_assert_not_null(strstr(err.message, "recovered"), "%s", err.message);
+    tt_test_reader_close(&tr);
+    tt_source_close(&rs);
+    free(sink.data);
+}
