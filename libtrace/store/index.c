@@ -897,6 +897,9 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
             if (rc != TT_OK)
                 break;
             n -= f.child_count;
+            /* (the summary below needs f whatever happens to the stack) */
+            if (f.depth == 0)
+                goto summary; /* a top-level frame is nobody's child: keep the stack small */
             if (n + 1 > cap) {
                 cap = cap ? cap * 2 : 256;
                 struct pend *ns = ix_realloc(ix, st, cap * sizeof *ns);
@@ -907,6 +910,7 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
                 st = ns;
             }
             st[n++] = (struct pend){ i, f.desc, f.start, f.start + f.duration, f.depth };
+        summary:;
             /* recompute the summary from the rows */
             tt_summary_entry *se = bsearch(&f.function, ix->sum, ix->nsum, sizeof *ix->sum, cmp_sum);
             if (!se) {

@@ -118,10 +118,17 @@ struct tt_tables {
 
 /* ---------------------------------------------------------------- small helpers */
 
-static bool grow(struct tt_tables *tb, void **p, size_t *cap, size_t need, size_t elem)
+static bool grow_slow(struct tt_tables *tb, void **p, size_t *cap, size_t need, size_t elem);
+
+/* Makes room for @need elements; the check is inline, the growing is not (per event). */
+static inline bool grow(struct tt_tables *tb, void **p, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap)
-        return true;
+    return TT_LIKELY(need <= *cap) || grow_slow(tb, p, cap, need, elem);
+}
+
+__attribute__((noinline)) static bool grow_slow(struct tt_tables *tb, void **p, size_t *cap,
+                                                size_t need, size_t elem)
+{
     size_t n = *cap ? *cap : 64;
     while (n < need)
         n *= 2;
@@ -437,6 +444,10 @@ void tt_tables_event(struct tt_tables *tb, struct tt_writer *w, uint32_t thread,
         /* the innermost open frame of this function; the frames above it lost their exit
          * (longjmp, an exception): they end here, ABANDONED */
         uint32_t d = t->depth;
+        if (TT_LIKELY(d > 0 && t->stack[d - 1].fn == fn)) {
+            close_frame(tb, w, thread, t, time, TT_FRAME_RETURNED);
+            return;
+        }
         while (d > 0 && t->stack[d - 1].fn != fn)
             d--;
         if (d == 0)
