@@ -327,71 +327,79 @@ found:;
 static void close_frame(struct tt_tables *tb, struct tt_writer *w, uint32_t thread,
                         struct tb_thread *t, uint64_t end, unsigned outcome)
 {
-    struct open_frame *f = &t->stack[--t->depth];
-    uint64_t index = t->frames++;
-    uint64_t nkids = t->nkids - f->kids_base;
-    uint64_t dur = end >= f->start ? end - f->start : 0;
-    uint64_t self = dur >= f->kid_time ? dur - f->kid_time : 0;
+    /* everything in locals first: the row is written through a uint8_t pointer, which may
+     * alias any field, so fields read after it would be loaded again (this runs per call) */
+    const uint32_t depth = --t->depth;
+    const struct open_frame fr = t->stack[depth];
+    const uint64_t index = t->frames++;
+    const uint64_t nkids = t->nkids - fr.kids_base;
+    const uint64_t dur = end >= fr.start ? end - fr.start : 0;
+    const uint64_t self = dur >= fr.kid_time ? dur - fr.kid_time : 0;
+    uint64_t prev_end = t->prev_end, prev_chunk = t->prev_chunk;
+    uint32_t prev_fn = t->prev_fn, prev_depth = t->prev_depth;
 
     if (t->nrows == 0) {
         t->blk_children_base = t->children_total;
         t->blk_first_end = end;
-        t->prev_end = end;
-        t->prev_chunk = 0;
-        t->prev_fn = 0;
-        t->prev_depth = 0;
-        t->blk_min_first = f->first;
+        prev_end = end;
+        prev_chunk = 0;
+        prev_fn = 0;
+        prev_depth = 0;
+        t->blk_min_first = fr.first;
+    } else if (fr.first < t->blk_min_first) {
+        t->blk_min_first = fr.first;
     }
-    if (f->first < t->blk_min_first)
-        t->blk_min_first = f->first;
     /* a row: a flag byte saying what it shares with the previous row, then what differs: fn,
      * depth, desc and kids (not for a leaf), end delta, duration, chunk delta. A tight loop's
      * leaf costs 3-4 bytes */
-    if (grow(tb, (void **)&t->rows, &t->rows_cap, t->rows_len + 71, 1) &&
-        grow(tb, (void **)&t->kbuf, &t->kcap, t->klen + 10 * nkids + 1, 1)) {
-        uint8_t *o = t->rows + t->rows_len, *flags = o++;
-        uint8_t fl = (uint8_t)(outcome << TT_ROW_OUTCOME_SHIFT);
-        if (f->fn == t->prev_fn)
+    size_t rows_len = t->rows_len;
+    if (grow(tb, (void **)&t->rows, &t->rows_cap, rows_len + 71, 1)) {
+        uint8_t *base = t->rows, *o = base + rows_len + 1;
+        unsigned fl = outcome << TT_ROW_OUTCOME_SHIFT;
+        if (fr.fn == prev_fn)
             fl |= TT_ROW_SAME_FN;
         else
-            o = tt_put_varint(o, f->fn);
-        if (t->depth == t->prev_depth)
+            o = tt_put_varint(o, fr.fn);
+        if (depth == prev_depth)
             fl |= TT_ROW_SAME_DEPTH;
         else
-            o = tt_put_varint(o, t->depth);
-        if (index == f->first) {
+            o = tt_put_varint(o, depth);
+        if (index == fr.first) {
             fl |= TT_ROW_LEAF;
         } else {
-            o = tt_put_varint(o, index - f->first);
+            o = tt_put_varint(o, index - fr.first);
             o = tt_put_varint(o, nkids);
         }
-        o = tt_put_varint(o, end - t->prev_end);
+        o = tt_put_varint(o, end - prev_end);
         o = tt_put_varint(o, dur);
-        if (f->chunk_off == t->prev_chunk)
+        if (fr.chunk_off == prev_chunk)
             fl |= TT_ROW_SAME_CHUNK;
         else
-            o = tt_put_varint(o, zigzag((int64_t)(f->chunk_off - t->prev_chunk)));
-        *flags = fl;
-        t->rows_len = (size_t)(o - t->rows);
-        o = t->kbuf + t->klen;
-        for (uint64_t k = f->kids_base; k < t->nkids; k++)
-            o = tt_put_varint(o, index - t->kids[k]);
+            o = tt_put_varint(o, zigzag((int64_t)(fr.chunk_off - prev_chunk)));
+        base[rows_len] = (uint8_t)fl;
+        t->rows_len = (size_t)(o - base);
+    }
+    if (nkids && grow(tb, (void **)&t->kbuf, &t->kcap, t->klen + 10 * nkids, 1)) {
+        uint8_t *o = t->kbuf + t->klen;
+        const uint64_t *kids = t->kids;
+        for (uint64_t k = fr.kids_base; k < fr.kids_base + nkids; k++)
+            o = tt_put_varint(o, index - kids[k]);
         t->klen = (size_t)(o - t->kbuf);
     }
     t->prev_end = end;
-    t->prev_chunk = f->chunk_off;
-    t->prev_fn = f->fn;
-    t->prev_depth = t->depth;
+    t->prev_chunk = fr.chunk_off;
+    t->prev_fn = fr.fn;
+    t->prev_depth = depth;
     t->children_total += nkids;
-    t->nkids = f->kids_base;
-    t->nrows++;
-    summary_add(tb, f->fn, t->depth, dur, self, thread, index);
-    if (t->depth) {
-        t->stack[t->depth - 1].kid_time += dur;
-        if (grow(tb, (void **)&t->kids, &t->kids_cap, t->nkids + 1, sizeof(uint64_t)))
+    t->nkids = fr.kids_base;
+    uint32_t nrows = ++t->nrows;
+    summary_add(tb, fr.fn, depth, dur, self, thread, index);
+    if (depth) {
+        t->stack[depth - 1].kid_time += dur;
+        if (grow(tb, (void **)&t->kids, &t->kids_cap, fr.kids_base + 1, sizeof(uint64_t)))
             t->kids[t->nkids++] = index;
     }
-    if (t->nrows == TT_FRAME_BLOCK_ROWS)
+    if (nrows == TT_FRAME_BLOCK_ROWS)
         flush_block(tb, w, thread, t);
 }
 
