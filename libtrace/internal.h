@@ -202,8 +202,32 @@ struct tt_thread *tt_writer_thread_alloc(tt_session *s);
 int tt_writer_append_long(tt_session *s, struct tt_thread *t, const struct tt_raw_long *rec,
                           const void *payload);
 
+/* writer.c, for tables.c: the offset the next appended byte gets; appending framed bytes or a
+ * chunk (framed here) through the block buffer; the manifest being built */
+uint64_t tt_writer_tail_(struct tt_writer *w);
+void tt_writer_put_raw_(struct tt_writer *w, const uint8_t *p, size_t len);
+void tt_writer_put_chunk_(struct tt_writer *w, struct tt_chunk_header *h, const uint8_t *body);
+tt_manifest *tt_writer_manifest_(struct tt_writer *w);
+
+/* tables.c: the index tables, built on the swapper (see its essay) */
+struct tt_tables;
+int tt_tables_open(tt_session *s, struct tt_tables **out);
+void tt_tables_free(struct tt_tables *tb);
+void tt_tables_chunk_begin(struct tt_tables *tb, struct tt_writer *w);
+void tt_tables_event(struct tt_tables *tb, struct tt_writer *w, uint32_t thread, uint32_t kind,
+                     uint32_t fn, uint64_t time, uint64_t seq, uint32_t index);
+void tt_tables_chunk_end(struct tt_tables *tb, struct tt_writer *w);
+void tt_tables_finish(struct tt_tables *tb, struct tt_writer *w);
+void tt_tables_write_tail(struct tt_tables *tb, struct tt_writer *w, uint32_t nthreads);
+
+/* index.c: frame blocks and seek batches the directory lists */
+uint64_t tt_index_chunks_(const tt_index *ix);
+
 /* reader.c: event chunks a sequential cursor has taken */
 uint64_t tt_reader_chunks_read_(const tt_reader *r);
+/* index chunks (frame blocks, seek batches) a sequential cursor passed in the data area */
+uint64_t tt_reader_index_chunks_(const tt_reader *r);
+const tt_source *tt_reader_source_(const tt_reader *r);
 int tt_reader_find_ahead_(tt_reader *r, uint32_t cursor, int max,
                           bool (*match)(const tt_event *ev, void *ctx), void *ctx);
 int tt_reader_skim_(tt_reader *r, uint64_t *events, tt_error_info *err);

@@ -222,7 +222,7 @@ Test(reader, allocates_nothing_beyond_the_storage_it_is_given)
     free(sink.data);
 }
 
-Test(reader, verify_allocates_no_more_than_the_probed_capacity)
+Test(reader, verify_allocates_no_more_than_the_probed_capacity_and_the_index)
 {
     tt_memory_sink sink;
     record_small(&sink);
@@ -233,15 +233,50 @@ Test(reader, verify_allocates_no_more_than_the_probed_capacity)
     cr_assert_eq(tt_reader_probe(&src, NULL, TT_CURSORS_PER_THREAD, NULL, &thr, NULL), TT_OK);
     uint64_t most = seq.total > thr.total ? seq.total : thr.total;
 
+    /* what opening and checking the index tables costs on its own, measured the same way */
+    void *mem = aligned_alloc(16, (seq.total + 15) & ~(uint64_t)15);
+    cr_assert_not_null(mem);
+    tt_reader *r;
+    tt_error_info err = {0};
+    cr_assert_eq(tt_reader_open(&src, NULL, TT_CURSORS_SEQUENTIAL, mem, seq.total, &r, &err),
+                 TT_OK, "%s", err.message);
+    tt_index *ix;
+    count_start();
+    int irc = tt_index_open(r, NULL, &ix, &err);
+    if (irc == TT_OK)
+        irc = tt_index_check(ix, &err);
+    call_counts ic = count_stop();
+    cr_assert_eq(irc, TT_OK, "%s", err.message);
+    uint64_t peak = tt_index_memory(ix);
+    cr_assert_gt(peak, 0);
+    tt_reader_limits small;
+    tt_reader_limits_default(&small);
+    tt_index_close(ix);
+    tt_reader_close(r);
+    free(mem);
+
     tt_verify_result res;
     count_start();
     int rc = tt_verify(&src, NULL, &res);
     call_counts c = count_stop();
     cr_assert_eq(rc, TT_OK, "%s", res.message);
-    cr_assert_leq(c.mallocs, 2, "verify allocated %lu times", c.mallocs);
-    cr_assert_leq(c.bytes, most + 4096, "verify asked for %llu bytes, the capacity is %llu",
-                  c.bytes, (unsigned long long)most);
+    /* the reader's one allocation, and nothing but what the index itself takes */
+    cr_assert_leq(c.mallocs, 1 + ic.mallocs, "verify allocated %lu times (index: %lu)", c.mallocs,
+                  ic.mallocs);
+    cr_assert_leq(c.bytes, most + ic.bytes + 4096,
+                  "verify asked for %llu bytes, the capacity is %llu and the index took %llu",
+                  c.bytes, (unsigned long long)most, (unsigned long long)ic.bytes);
     cr_assert_eq(c.threads, 0);
     cr_assert_eq(c.opens, 0);
+
+    /* the index never holds more than max_total: a limit below its need is refused */
+    cr_assert_eq(tt_reader_open(&src, NULL, TT_CURSORS_SEQUENTIAL,
+                                mem = aligned_alloc(16, (seq.total + 15) & ~(uint64_t)15),
+                                seq.total, &r, &err), TT_OK);
+    small.max_total = peak / 2;
+    cr_assert_neq(tt_index_open(r, &small, &ix, &err), TT_OK,
+                  "an index that needs %llu bytes opened under a limit of %llu",
+                  (unsigned long long)peak, (unsigned long long)small.max_total);
+    free(mem);
     free(sink.data);
 }

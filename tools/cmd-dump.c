@@ -25,7 +25,8 @@
 #define PREVIEW_BYTES 16
 
 static const char usage[] =
-    "Usage: tinytrace dump [--json] [--thread N] [--kind NAME[,NAME...]] [--max-memory MB] FILE\n"
+    "Usage: tinytrace dump [--json] [--thread N] [--kind NAME[,NAME...]] [--from SEQ|TIME]\n"
+    "                      [--count N] [--max-memory MB] FILE\n"
     "\n"
     "Prints the events of trace FILE in recorded order (time, thread, sequence), one per line:\n"
     "  SEQ THREAD TIME_NS KIND FUNCTION SITE ARG ADDR LEN PAYLOAD\n"
@@ -40,7 +41,15 @@ static const char usage[] =
     "                      site_id, site, arg, addr, len, payload (hex of the first 16 bytes)\n"
     "  -t, --thread N      only the events of thread N\n"
     "  -k, --kind NAMES    only events of these kinds (comma-separated, the option may repeat;\n"
-    "                      the kinds are listed below)\n" TOOL_MAX_MEMORY_HELP
+    "                      the kinds are listed below)\n"
+    "  -f, --from SEQ|TIME start at event number SEQ of the recorded order (0 = the first;\n"
+    "                      with --thread N, SEQ is thread N's own sequence number, the first\n"
+    "                      column), or at the first event at or after TIME since the session\n"
+    "                      opened, a number with a unit: 250us, 1.5ms, 2s, 800ns. Uses the\n"
+    "                      file's seek index: one seek per thread, then only the chunks\n"
+    "                      needed are read (a file without index tables is read from the\n"
+    "                      start)\n"
+    "  -n, --count N       print at most N events (after --kind), then stop\n" TOOL_MAX_MEMORY_HELP
     "  -h, --help          print this help\n"
     "\n"
     "Each chunk's checksum and each thread's sequence are checked as the events are read, and\n"
@@ -215,7 +224,117 @@ struct filter {
     int one_thread;
     uint32_t thread;
     uint32_t kinds; /* 0: all */
+    int from_set, from_time;
+    uint64_t from;  /* a sequence number, or nanoseconds when from_time */
+    uint64_t count; /* UINT64_MAX: all */
 };
+
+/* Where --from starts, found with the seek index. Each thread's cursor is put at a seek entry
+ * at or before the start; the merge then passes over what lies before it:
+ *   skip_before_time  events earlier than this time (ticks) are passed over, not counted;
+ *   skip_seq          (--thread) events of a lower sequence number are passed over;
+ *   skip_more         then this many events of the merged order are passed over.
+ * For a global SEQ it picks the latest time T at which at most SEQ events can precede: for each
+ * thread, the events before T are fewer than the seq of its first seek entry at or after T (the
+ * upper bound UB(T)); T is the largest entry time with UB(T) <= SEQ. The events before T are
+ * then counted exactly while they are passed over, and SEQ minus that many more are skipped:
+ * at most about threads x K events (K = the index's seek step) are decoded in vain. */
+struct start {
+    uint64_t skip_before_time;
+    uint64_t skip_seq;
+    uint64_t skip_more;
+    uint64_t before;     /* events known to precede the cursors' positions (global SEQ) */
+    int global;          /* global SEQ: count the passed-over events into `before` */
+    unsigned char *use;  /* per cursor: 1 = take part (0: no events from the start on) */
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Seeks thread @th's cursor to its last entry before @time (its first when none is). */
+static int seek_thread_time(tool_trace *t, tt_index *ix, uint32_t th, uint64_t time,
+                            uint64_t *seq_at, tt_error_info *err)
+{
+    tt_timepoint_entry e;
+    if (tt_index_seek_time(ix, th, time, &e) != TT_OK)
+        return TT_E_END; /* no events */
+    *seq_at = e.seq;
+    return tt_reader_seek(t->r, th, &e, err);
+}
+
+static int find_start(tool_trace *t, tt_index *ix, const struct filter *flt, struct start *st,
+                      tt_error_info *err)
+{
+    uint32_t n = t->cap.cursors;
+    uint64_t k = tt_index_seek_every(ix);
+    int rc;
+    memset(st->use, 0, n);
+    if (flt->one_thread && !flt->from_time) {
+        tt_timepoint_entry e;
+        if (tt_index_seek_seq(ix, flt->thread, flt->from, &e) != TT_OK)
+            return TT_OK; /* no events */
+        st->skip_seq = flt->from;
+        st->use[flt->thread] = 1;
+        return tt_reader_seek(t->r, flt->thread, &e, err);
+    }
+    if (flt->from_time) {
+        st->skip_before_time = tool_ns_to_ticks(flt->from, t->m.ticks_per_sec);
+    } else {
+        /* every entry time is a candidate T */
+        uint64_t total = 0, *times, m = 0, n_entries;
+        for (uint32_t th = 0; th < n; th++)
+            total += (tt_reader_thread(t->r, th)->event_count + k - 1) / k;
+        times = malloc((total + 1) * sizeof *times);
+        if (times == NULL)
+            return TT_E_NOMEM;
+        times[m++] = 0;
+        for (uint32_t th = 0; th < n; th++) {
+            n_entries = (tt_reader_thread(t->r, th)->event_count + k - 1) / k;
+            for (uint64_t j = 0; j < n_entries; j++) {
+                tt_timepoint_entry e;
+                tt_index_seek_seq(ix, th, j * k, &e);
+                times[m++] = e.time;
+            }
+        }
+        qsort(times, m, sizeof *times, cmp_u64);
+        uint64_t lo = 0, hi = m - 1; /* times[lo] satisfies UB <= SEQ (UB(0) = 0) */
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo + 1) / 2, ub = 0;
+            for (uint32_t th = 0; th < n; th++) {
+                uint64_t ev = tt_reader_thread(t->r, th)->event_count;
+                tt_timepoint_entry e;
+                if (tt_index_seek_time(ix, th, times[mid], &e) != TT_OK)
+                    continue;
+                /* the first entry at or after T: the next one, unless e is already */
+                uint64_t first = e.time >= times[mid] ? e.seq : e.seq + k;
+                ub += first < ev ? first : ev;
+            }
+            if (ub <= flt->from)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        st->skip_before_time = times[lo];
+        st->global = 1;
+        free(times);
+    }
+    for (uint32_t th = 0; th < n; th++) {
+        if (flt->one_thread && th != flt->thread)
+            continue;
+        uint64_t seq_at = 0;
+        rc = seek_thread_time(t, ix, th, st->skip_before_time, &seq_at, err);
+        if (rc == TT_E_END)
+            continue;
+        if (rc != TT_OK)
+            return rc;
+        st->use[th] = 1;
+        st->before += seq_at;
+    }
+    return TT_OK;
+}
 
 static int dump(tool_trace *t, const struct filter *flt)
 {
@@ -240,23 +359,81 @@ static int dump(tool_trace *t, const struct filter *flt)
     }
 
     tool_error_info_init(&err);
+    struct start st = {0};
+    tt_index *ix = NULL;
+    uint64_t printed = 0;
+    int seeking = flt->from_set;
+    st.use = malloc(ncur ? ncur : 1);
+    if (st.use == NULL) {
+        free(mg.heads);
+        free(mg.heap);
+        tool_error("%s: out of memory", t->path);
+        return TOOL_EXIT_SYSTEM;
+    }
+    memset(st.use, 1, ncur ? ncur : 1);
+    if (flt->from_set) {
+        rc = tt_index_open(t->r, &t->lim, &ix, &err);
+        if (rc == TT_E_INVAL) {
+            /* no index tables: read from the start and pass over what comes before */
+            fprintf(stderr, "tinytrace: %s: %s; reading from the start\n", t->path,
+                    tool_strip_path(err.message, t->path));
+            rc = TT_OK;
+            tool_error_info_init(&err);
+            if (flt->from_time)
+                st.skip_before_time = tool_ns_to_ticks(flt->from, t->m.ticks_per_sec);
+            else if (flt->one_thread)
+                st.skip_seq = flt->from;
+            else
+                st.skip_more = flt->from, st.global = 0;
+        } else if (rc == TT_OK) {
+            rc = find_start(t, ix, flt, &st, &err);
+            if (rc == TT_OK && st.global)
+                st.skip_more = flt->from; /* minus the events found before, see below */
+        }
+        if (rc != TT_OK) {
+            free(mg.heads);
+            free(mg.heap);
+            free(st.use);
+            tt_index_close(ix);
+            return tool_report(t->path, "seeking", rc, &err);
+        }
+    }
     for (uint32_t c = 0; c < ncur && rc == TT_OK; c++) {
-        if (flt->one_thread && c != flt->thread)
+        if ((flt->one_thread && c != flt->thread) || !st.use[c])
             continue;
         rc = load_head(t, &mg, c, &err);
         if (rc == TT_E_END)
             rc = TT_OK;
     }
-    while (rc == TT_OK && mg.len > 0) {
+    if (st.global)
+        st.skip_more -= st.before < st.skip_more ? st.before : st.skip_more;
+    tool_progress_begin("dump: reading events", 0);
+    while (rc == TT_OK && mg.len > 0 && printed < flt->count) {
         uint32_t c = mg.heap[0];
         const tt_event *ev = &mg.heads[c];
-        if (flt->kinds == 0 || (ev->kind < 32 && (flt->kinds & (UINT32_C(1) << ev->kind)))) {
+        int show = 1;
+        if (seeking) {
+            if (ev->time < st.skip_before_time || ev->tp.seq < st.skip_seq) {
+                show = 0;
+                if (st.global && st.skip_more)
+                    st.skip_more--; /* an event before T: it counts towards SEQ */
+            } else if (st.skip_more) {
+                show = 0;
+                st.skip_more--;
+            } else {
+                seeking = 0;
+            }
+        }
+        if (show &&
+            (flt->kinds == 0 || (ev->kind < 32 && (flt->kinds & (UINT32_C(1) << ev->kind))))) {
             if (flt->json)
                 print_event_json(t, ev);
             else
                 print_event_text(t, ev);
+            printed++;
         }
         read++;
+        tool_progress_update(read);
         payload += ev->payload_len;
         tt_reader_advance(t->r, c);
         /* take c out of the heap and put it back with its next head, if it has one */
@@ -266,8 +443,11 @@ static int dump(tool_trace *t, const struct filter *flt)
         if (rc == TT_E_END)
             rc = TT_OK;
     }
+    tool_progress_end();
     free(mg.heads);
     free(mg.heap);
+    free(st.use);
+    tt_index_close(ix);
 
     if (rc != TT_OK) {
         char what[64];
@@ -275,6 +455,8 @@ static int dump(tool_trace *t, const struct filter *flt)
         return tool_report(t->path, what, rc, &err);
     }
 
+    if (flt->from_set || flt->count != UINT64_MAX)
+        return TOOL_EXIT_OK; /* a part of the stream: its cursors' own checks are all there is */
     /* Every cursor ended: the count must be the one the file promises. */
     expected = t->m.event_count;
     if (flt->one_thread) {
@@ -309,17 +491,20 @@ int cmd_dump(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"thread", required_argument, NULL, 't'},
         {"kind", required_argument, NULL, 'k'},
+        {"from", required_argument, NULL, 'f'},
+        {"count", required_argument, NULL, 'n'},
         {"max-memory", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct filter flt = {0};
+    flt.count = UINT64_MAX;
     uint64_t max_mb = 0, v;
     tt_reader_limits lim;
     tool_trace t;
     int c, rc;
 
-    while ((c = getopt_long(argc, argv, "jt:k:h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "jt:k:f:n:h", options, NULL)) != -1) {
         switch (c) {
         case 'j':
             flt.json = 1;
@@ -332,6 +517,19 @@ int cmd_dump(int argc, char **argv)
             break;
         case 'k':
             if (parse_kinds(argv[0], optarg, &flt.kinds))
+                return TOOL_EXIT_USAGE;
+            break;
+        case 'f':
+            flt.from_set = 1;
+            if (tool_parse_time_ns(optarg, &flt.from) == 0) {
+                flt.from_time = 1;
+            } else if (tool_parse_u64(argv[0], "--from (a sequence number, or a time with a "
+                                      "unit: ns, us, ms, s)", optarg, 0, UINT64_MAX, &flt.from)) {
+                return TOOL_EXIT_USAGE;
+            }
+            break;
+        case 'n':
+            if (tool_parse_u64(argv[0], "--count", optarg, 0, UINT64_MAX, &flt.count))
                 return TOOL_EXIT_USAGE;
             break;
         case 'm':

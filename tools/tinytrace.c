@@ -25,9 +25,11 @@ static const struct verb verbs[] = {
     {"verify", cmd_verify, "check a whole trace: frames, checksums, counts"},
     {"recover", cmd_recover, "turn the temporary file of a run that died into a valid trace"},
     {"gc", cmd_gc, "remove the temporary files of recordings whose process is gone"},
-    {"dump", cmd_dump, "print every event in recorded order"},
+    {"dump", cmd_dump, "print the events in recorded order, or from a point (--from)"},
     {"diff", cmd_diff, "show where two recordings first differ, thread by thread"},
     {"export", cmd_export, "write a trace as Chrome trace-event JSON (Perfetto, chrome://tracing)"},
+    {"stats", cmd_stats, "per-function totals, per-thread and per-kind counts (index tables)"},
+    {"tree", cmd_tree, "the call tree, or folded stacks for flame graphs (index tables)"},
     {"help", cmd_help, "print this help, or the help of one verb"},
 };
 
@@ -56,9 +58,9 @@ static void print_usage(FILE *f)
         fprintf(f, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
     fprintf(f,
             "\n"
-            "info, verify, dump, diff and export accept --max-memory MB: the memory the bounded\n"
-            "reader may use (default %llu MiB). A trace that needs more is refused before it is\n"
-            "read.\n"
+            "info, verify, dump, stats, tree, diff and export accept --max-memory MB: the memory the\n"
+            "bounded reader may use (default %llu MiB). A trace that needs more is refused before it\n"
+            "is read.\n"
             "\n",
             (unsigned long long)(lim.max_total >> 20));
     fputs(tool_exit_codes_help, f);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 const char tool_exit_codes_help[] =
     "Exit codes:\n"
@@ -631,4 +632,88 @@ int tool_one_operand(int argc, char **argv, int optind_)
     if (argc - optind_ > 1)
         return tool_usage_error(argv[0], "takes one FILE, not %d", argc - optind_);
     return TOOL_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- progress */
+
+static struct {
+    int on;
+    const char *what;
+    uint64_t total, calls;
+    struct timespec last;
+} progress;
+
+void tool_progress_begin(const char *what, uint64_t total)
+{
+    progress.on = isatty(STDERR_FILENO);
+    progress.what = what;
+    progress.total = total;
+    progress.calls = 0;
+    clock_gettime(CLOCK_MONOTONIC, &progress.last);
+}
+
+void tool_progress_update(uint64_t done)
+{
+    /* look at the clock every 64Ki calls only: an update per event must stay cheap */
+    if (!progress.on || (++progress.calls & 0xFFFF) != 0)
+        return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t ms = (now.tv_sec - progress.last.tv_sec) * 1000 +
+                 (now.tv_nsec - progress.last.tv_nsec) / 1000000;
+    if (ms < 200)
+        return;
+    progress.last = now;
+    if (progress.total)
+        fprintf(stderr, "\r%s: %" PRIu64 " of %" PRIu64 " (%u%%)\033[K", progress.what, done,
+                progress.total, (unsigned)(done * 100 / progress.total));
+    else
+        fprintf(stderr, "\r%s: %" PRIu64 "\033[K", progress.what, done);
+    fflush(stderr);
+}
+
+void tool_progress_end(void)
+{
+    if (progress.on)
+        fputs("\r\033[K", stderr);
+    progress.on = 0;
+}
+
+int tool_parse_time_ns(const char *s, uint64_t *ns)
+{
+    static const struct { const char *unit; uint64_t mul; } units[] = {
+        {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000},
+    };
+    uint64_t whole = 0, frac = 0, fdiv = 1;
+    const char *p = s;
+    if (*p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (whole > (UINT64_MAX - 9) / 10)
+            return -1;
+        whole = whole * 10 + (uint64_t)(*p - '0');
+    }
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            if (fdiv < 1000000000) {
+                frac = frac * 10 + (uint64_t)(*p - '0');
+                fdiv *= 10;
+            }
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(p, units[i].unit) != 0)
+            continue;
+        uint64_t mul = units[i].mul;
+        if (whole > UINT64_MAX / mul)
+            return -1;
+        *ns = whole * mul + frac * mul / fdiv;
+        return 0;
+    }
+    return -1;
+}
+
+uint64_t tool_ns_to_ticks(uint64_t ns, uint64_t ticks_per_sec)
+{
+    tool_u128 t = ((tool_u128)ns * ticks_per_sec + 999999999u) / 1000000000u;
+    return t > UINT64_MAX ? UINT64_MAX : (uint64_t)t;
 }

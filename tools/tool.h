@@ -70,6 +70,8 @@ int cmd_record(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_tree(int argc, char **argv);
 
 /* ---- messages ---- */
 
@@ -143,6 +145,23 @@ int tool_trace_open(tool_trace *t);
 
 /* Closes the reader, frees its storage, closes the source. Safe on a partly opened trace. */
 void tool_trace_close(tool_trace *t);
+
+/* ---- progress ----
+ * A one-line progress report on stderr for operations that read a large file, drawn only when
+ * stderr is a terminal (never in a pipe, a log or a test) and at most five times a second:
+ *     tool_progress_begin("reading events", total);  ... tool_progress_update(done); ...
+ *     tool_progress_end();   // erases the line
+ * @total 0 = unknown (no percentage). Cheap enough to call once per event. */
+void tool_progress_begin(const char *what, uint64_t total);
+void tool_progress_update(uint64_t done);
+void tool_progress_end(void);
+
+/* Parses a time since session open: a number with a unit, "ns", "us", "ms" or "s"
+ * ("1.5ms", "250us", "20s"), into nanoseconds. Returns 0, or -1 when @s is not one. */
+int tool_parse_time_ns(const char *s, uint64_t *ns);
+/* Nanoseconds since session open in ticks of a trace with @ticks_per_sec (rounded up, so the
+ * first tick at or after @ns), saturating. */
+uint64_t tool_ns_to_ticks(uint64_t ns, uint64_t ticks_per_sec);
 
 /* ---- formatting ---- */
 

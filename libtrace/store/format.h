@@ -1,13 +1,26 @@
-/* The tinytrace file format, version 1 (normative text: docs/FORMAT.md).
+/* The tinytrace file format, version 2 (normative text: docs/FORMAT.md).
  *
  * A trace file is a 512-byte manifest followed by a data area of framed chunks. All integers are
  * little-endian. Varints are unsigned LEB128 of at most 10 bytes.
  *
  *   offset 0      manifest (512 bytes; its last 8 bytes are XXH3-64 of the first 504)
  *   data_offset   event chunks, in the order the swapper wrote them (one thread's chunks are in
- *                 that thread's order; threads interleave)
+ *                 that thread's order; threads interleave); in version 2 also frame blocks and
+ *                 seek batches of the index, each right after the event chunk whose encoding
+ *                 completed it
  *   data_end      table chunks: the thread table, then the object table
+ *                 (version 2, indexed) the summary, then the index directory at index_offset
  *   file_size     end of file; nothing may follow
+ *
+ * Version 2 = version 1 + the index tables (FORMAT.md §14; tables.c writes, index.c reads):
+ * per thread a frame table, one row per call in post-order (completion order): a flag byte
+ * (same function / same depth / leaf / same enter chunk as the previous row, outcome), then only
+ * the varints that differ (function, depth, descendants and children count, enter-chunk delta)
+ * and always end delta and duration, in blocks of 256 rows with the children lists after the rows; a seek entry for every 4096th
+ * event of each thread (seq, time, chunk offset, index in chunk); per-function summary rows;
+ * a directory with per-thread counts, kind counts and the offsets of every block and batch.
+ * The manifest's bytes 368-383 (reserved in version 1) point to the directory; 0 = no index.
+ * Readers accept versions 1 and 2.
  *
  * Every chunk is self-describing: a 48-byte header, then body_len bytes of body.
  *
@@ -47,7 +60,14 @@ enum tt_chunk_type {
     TT_CHUNK_EVENTS = 1,
     TT_CHUNK_THREADS = 2,
     TT_CHUNK_OBJECTS = 3,
+    /* version 2: index tables (tables.c writes them, index.c reads them) */
+    TT_CHUNK_FRAMES = 4,   /* a block of one thread's frame rows, in the data area */
+    TT_CHUNK_SEEK = 5,     /* a batch of seek-index entries, in the data area */
+    TT_CHUNK_SUMMARY = 6,  /* per-function totals, after the object table */
+    TT_CHUNK_INDEX = 7,    /* the table directory, the file's last chunk */
+    TT_CHUNK_BLOCKS = 8,   /* a list of one thread's frame block offsets, in the data area */
 };
+#define TT_CHUNK_TYPE_MAX 8u
 
 #define TT_CF_CONT_IN 0x1u
 #define TT_CF_CONT_OUT 0x2u
@@ -59,6 +79,19 @@ enum tt_chunk_type {
 #define TT_TAG_RESERVED 0x80u
 
 #define TT_THREAD_ROW 48u
+
+/* Index tables (version 2, tables.c / index.c, docs/FORMAT.md §14). */
+#define TT_FRAME_BLOCK_ROWS 256u /* rows in a full frame block */
+#define TT_SEEK_EVERY 4096u       /* seek entry for every seq that is a multiple of this */
+#define TT_SEEK_BATCH 4096u       /* entries in a full seek chunk */
+#define TT_BLOCK_LIST 4096u       /* frame blocks in a full block list chunk */
+/* A frame row's flag byte (FORMAT.md §14.3): what it shares with the previous row. */
+#define TT_ROW_SAME_FN 0x01u
+#define TT_ROW_SAME_DEPTH 0x02u
+#define TT_ROW_LEAF 0x04u
+#define TT_ROW_SAME_CHUNK 0x08u
+#define TT_ROW_OUTCOME_SHIFT 4
+#define TT_ROW_RESERVED 0xC0u
 #define TT_NO_THREAD 0xFFFFFFFFu
 
 /* Manifest field offsets. */
@@ -71,7 +104,8 @@ enum {
     TT_M_THR_LEN = 280, TT_M_OBJ_OFF = 288, TT_M_OBJ_LEN = 296, TT_M_FSIZE = 304,
     TT_M_TPS = 312, TT_M_TORIGIN = 320, TT_M_RTORIGIN = 328, TT_M_EVSUM = 336,
     TT_M_STALLS = 344, TT_M_STALLNS = 352, TT_M_ERRNO = 360, TT_M_PID = 364,
-    TT_M_RESERVED = 368, TT_M_CHECKSUM = 504,
+    TT_M_INDEX_OFF = 368, TT_M_INDEX_LEN = 376, /* version 2 */
+    TT_M_RESERVED = 384, TT_M_CHECKSUM = 504,
 };
 
 /* Raw records in a thread buffer: native byte order, 8-byte aligned, never on disk. */

@@ -38,7 +38,7 @@ const char *tt_chunk_header_decode(const uint8_t in[TT_CHUNK_HEADER], struct tt_
     h->cont_len = tt_get32(in + 28);
     h->base_time = tt_get64(in + 32);
     h->checksum = tt_get64(in + 40);
-    if (h->type < TT_CHUNK_EVENTS || h->type > TT_CHUNK_OBJECTS)
+    if (h->type < TT_CHUNK_EVENTS || h->type > TT_CHUNK_TYPE_MAX)
         return "unknown chunk type";
     if (h->flags & ~TT_CF_MASK)
         return "unknown chunk flags";
@@ -46,8 +46,13 @@ const char *tt_chunk_header_decode(const uint8_t in[TT_CHUNK_HEADER], struct tt_
         return "continuation longer than the chunk body";
     if (!!(h->flags & TT_CF_CONT_IN) != (h->cont_len != 0))
         return "continuation flag and length disagree";
-    if (h->type != TT_CHUNK_EVENTS && (h->flags || h->thread != TT_NO_THREAD || h->first_seq ||
-                                       h->cont_len || h->base_time))
+    if (h->type == TT_CHUNK_FRAMES || h->type == TT_CHUNK_BLOCKS) {
+        /* thread, first_seq (first frame) and base_time (first row's end) are used */
+        if (h->flags || h->cont_len)
+            return "frame block with event flags set";
+    } else if (h->type != TT_CHUNK_EVENTS &&
+               (h->flags || h->thread != TT_NO_THREAD || h->cont_len || h->base_time ||
+                (h->first_seq && h->type != TT_CHUNK_SEEK)))
         return "table chunk with event fields set";
     return NULL;
 }
@@ -89,6 +94,8 @@ void tt_manifest_encode(uint8_t out[TT_MANIFEST_SIZE], const tt_manifest *m)
     tt_put64(out + TT_M_STALLNS, m->stall_ns);
     tt_put32(out + TT_M_ERRNO, (uint32_t)m->write_errno);
     tt_put32(out + TT_M_PID, m->pid);
+    tt_put64(out + TT_M_INDEX_OFF, m->index_offset);
+    tt_put64(out + TT_M_INDEX_LEN, m->index_length);
     tt_put64(out + TT_M_CHECKSUM, tt_hash64(out, TT_M_CHECKSUM, 0));
 }
 
@@ -98,10 +105,10 @@ int tt_manifest_decode(const uint8_t in[TT_MANIFEST_SIZE], uint64_t size, tt_man
     if (memcmp(in + TT_M_MAGIC, TT_MAGIC, 8) != 0)
         return tt_fail(err, TT_E_FORMAT, 0, 0, "not a tinytrace file (bad magic)");
     uint32_t version = tt_get32(in + TT_M_VERSION);
-    if (version != TT_FORMAT_VERSION)
+    if (version < TT_FORMAT_VERSION_MIN || version > TT_FORMAT_VERSION)
         return tt_fail(err, TT_E_VERSION, 0, TT_M_VERSION,
-                       "file format version %u is not supported: this reader supports version %u",
-                       version, TT_FORMAT_VERSION);
+                       "file format version %u is not supported: this reader supports versions "
+                       "%u to %u", version, TT_FORMAT_VERSION_MIN, TT_FORMAT_VERSION);
     if (tt_get32(in + TT_M_SIZE) != TT_MANIFEST_SIZE)
         return tt_fail(err, TT_E_CORRUPT, 0, TT_M_SIZE, "manifest size %u is not %u",
                        tt_get32(in + TT_M_SIZE), TT_MANIFEST_SIZE);
@@ -142,9 +149,13 @@ int tt_manifest_decode(const uint8_t in[TT_MANIFEST_SIZE], uint64_t size, tt_man
     m->stall_ns = tt_get64(in + TT_M_STALLNS);
     m->write_errno = (int32_t)tt_get32(in + TT_M_ERRNO);
     m->pid = tt_get32(in + TT_M_PID);
+    if (version >= 2) {
+        m->index_offset = tt_get64(in + TT_M_INDEX_OFF);
+        m->index_length = tt_get64(in + TT_M_INDEX_LEN);
+    }
 
     /* a checksum only says the writer meant these values; check they describe a file */
-    for (unsigned i = TT_M_RESERVED; i < TT_M_CHECKSUM; i++)
+    for (unsigned i = version >= 2 ? TT_M_RESERVED : TT_M_INDEX_OFF; i < TT_M_CHECKSUM; i++)
         if (in[i])
             return tt_fail(err, TT_E_CORRUPT, 0, i, "reserved manifest byte %u is not zero", i);
     if (m->flags & ~(TT_MF_FINALIZED | TT_MF_INCOMPLETE | TT_MF_RECOVERED | TT_MF_CRASHED | TT_MF_TSC))
@@ -168,9 +179,20 @@ int tt_manifest_decode(const uint8_t in[TT_MANIFEST_SIZE], uint64_t size, tt_man
         m->threads_length < TT_CHUNK_HEADER || m->threads_length > m->file_size ||
         m->objects_offset != m->threads_offset + m->threads_length ||
         m->objects_length < TT_CHUNK_HEADER || m->objects_length > m->file_size ||
-        m->objects_offset + m->objects_length != m->file_size)
+        m->objects_offset + m->objects_length > m->file_size)
         return tt_fail(err, TT_E_CORRUPT, 0, TT_M_DATAEND,
                        "the data area and tables do not tile the file");
+    /* version 2: [summary chunk][index directory chunk] may follow the object table; the
+     * directory ends the file (index.c checks the summary's place) */
+    if (m->index_offset == 0 ? (m->index_length != 0 ||
+                                m->objects_offset + m->objects_length != m->file_size)
+                             : (m->index_length < TT_CHUNK_HEADER ||
+                                m->index_offset < m->objects_offset + m->objects_length ||
+                                m->index_length > m->file_size - m->index_offset ||
+                                m->index_offset + m->index_length != m->file_size))
+        return tt_fail(err, TT_E_CORRUPT, 0, TT_M_INDEX_OFF,
+                       "the index directory (offset %" PRIu64 ", %" PRIu64 " bytes) does not end "
+                       "the file", m->index_offset, m->index_length);
     if (m->threads_length - TT_CHUNK_HEADER != (uint64_t)m->thread_count * TT_THREAD_ROW)
         return tt_fail(err, TT_E_CORRUPT, 0, TT_M_THR_LEN,
                        "thread table of %" PRIu64 " bytes does not hold %u threads",

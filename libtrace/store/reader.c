@@ -162,6 +162,7 @@ struct tt_reader {
     struct tt_cursor *cursors;
     uint8_t *objects;       /* object table body */
     uint32_t *obj_off;
+    uint64_t index_chunks;  /* frame blocks and seek batches passed by the sequential cursor */
     /* sequential totals */
     uint64_t events, payload, chunks, largest_chunk, largest_event, largest_split, evsum;
 };
@@ -322,7 +323,17 @@ static int chunk_read_header(tt_reader *r, uint64_t off, uint64_t limit_end, uin
     if (why)
         return tt_fail(err, TT_E_CORRUPT, 0, off, "%s: chunk at offset %" PRIu64 ": %s", nm, off,
                        why);
-    if (h->type != want_type)
+    /* want_type 0: the data area, where version 2 puts frame blocks and seek batches between
+     * the event chunks */
+    bool data_ok = want_type == 0 &&
+                   (h->type == TT_CHUNK_EVENTS ||
+                    (r->m.version >= 2 && (h->type == TT_CHUNK_FRAMES || h->type == TT_CHUNK_SEEK ||
+                                            h->type == TT_CHUNK_BLOCKS)));
+    if (want_type == 0 && !data_ok)
+        return tt_fail(err, TT_E_CORRUPT, 0, off + 4,
+                       "%s: chunk at offset %" PRIu64 " has type %u, which does not belong in "
+                       "the data area of a version %u file", nm, off, h->type, r->m.version);
+    if (want_type != 0 && h->type != want_type)
         return tt_fail(err, TT_E_CORRUPT, 0, off + 4,
                        "%s: chunk at offset %" PRIu64 " has type %u where type %u belongs", nm, off,
                        h->type, want_type);
@@ -557,11 +568,29 @@ static int find_chunk(tt_reader *r, uint32_t thread, uint64_t *off, struct tt_ch
                       uint8_t raw[TT_CHUNK_HEADER], tt_error_info *err)
 {
     while (*off < r->m.data_end) {
-        int rc = chunk_read_header(r, *off, r->m.data_end, TT_CHUNK_EVENTS, h, raw, err);
+        int rc = chunk_read_header(r, *off, r->m.data_end, 0, h, raw, err);
         if (rc != TT_OK)
             return rc;
-        if (thread == TT_NO_THREAD || h->thread == thread)
+        if (h->type != TT_CHUNK_EVENTS) {
+            /* index chunks: tt_index_check reads them; the sequential pass counts them */
+            if (thread == TT_NO_THREAD) {
+                /* the sequential pass (verify) checks their frame and checksum here, so a
+                 * changed byte is named at its chunk; tt_index_check checks their contents */
+                if (h->body_len > r->chunk_cap)
+                    return tt_fail(err, TT_E_EXHAUSTED, 0, *off + 8,
+                                   "%s: chunk at offset %" PRIu64 " claims %u bytes, more than "
+                                   "the capacity of %" PRIu64, r->src.name, *off, h->body_len,
+                                   r->chunk_cap);
+                int brc = chunk_read_body(r, *off, h, raw, r->cursors[0].chunk, err);
+                if (brc != TT_OK)
+                    return brc;
+                r->index_chunks++;
+                if (h->body_len > r->largest_chunk)
+                    r->largest_chunk = h->body_len;
+            }
+        } else if (thread == TT_NO_THREAD || h->thread == thread) {
             return TT_OK;
+        }
         *off += TT_CHUNK_HEADER + h->body_len;
     }
     return TT_E_END;
@@ -877,6 +906,63 @@ int tt_reader_next(tt_reader *r, uint32_t cursor, tt_event *ev, tt_error_info *e
 uint64_t tt_reader_chunks_read_(const tt_reader *r)
 {
     return r->chunks;
+}
+
+uint64_t tt_reader_index_chunks_(const tt_reader *r)
+{
+    return r->index_chunks;
+}
+
+const tt_source *tt_reader_source_(const tt_reader *r)
+{
+    return &r->src;
+}
+
+int tt_reader_seek(tt_reader *r, uint32_t cursor, const tt_timepoint_entry *e, tt_error_info *err)
+{
+    if (!r || !e || cursor >= r->ncursors || r->mode != TT_CURSORS_PER_THREAD ||
+        e->thread != cursor)
+        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX,
+                       "tt_reader_seek needs a per-thread cursor of the entry's thread");
+    const char *nm = r->src.name;
+    uint64_t off = e->chunk_offset;
+    if (off < r->m.data_offset || off >= r->m.data_end)
+        return tt_fail(err, TT_E_CORRUPT, 0, off,
+                       "%s: seek entry points to offset %" PRIu64 ", outside the data area", nm,
+                       off);
+    struct tt_chunk_header h;
+    uint8_t raw[TT_CHUNK_HEADER];
+    int rc = chunk_read_header(r, off, r->m.data_end, TT_CHUNK_EVENTS, &h, raw, err);
+    if (rc != TT_OK)
+        return rc;
+    if (h.thread != e->thread || e->seq < h.first_seq || e->seq - h.first_seq >= h.count ||
+        e->seq - h.first_seq != e->index)
+        return tt_fail(err, TT_E_CORRUPT, 0, off,
+                       "%s: seek entry (thread %u, seq %" PRIu64 ", index %u) does not match the "
+                       "chunk at offset %" PRIu64 " (thread %u, events %" PRIu64 "..+%u)",
+                       nm, e->thread, e->seq, e->index, off, h.thread, h.first_seq, h.count);
+    struct tt_cursor *c = &r->cursors[cursor];
+    struct tt_cursor saved = *c;
+    c->next_off = off;
+    c->seq = h.first_seq;
+    c->pending = h.cont_len; /* whatever continues an earlier payload is skipped */
+    c->loaded = false;
+    c->done = false;
+    c->peeked = false;
+    c->left = 0;
+    rc = load_next(r, c, err);
+    for (uint32_t i = 0; rc == TT_OK && i < e->index; i++) {
+        tt_event ev;
+        rc = decode(r, c, &ev, err);
+        if (rc == TT_OK)
+            consume(r, c, &ev);
+    }
+    if (rc != TT_OK) {
+        *c = saved;
+        return rc == TT_E_END ? tt_fail(err, TT_E_CORRUPT, 0, off, "%s: seek past the end", nm)
+                              : rc;
+    }
+    return TT_OK;
 }
 
 /* Replay's fast path for enter and exit: matches the next event of a per-thread cursor against

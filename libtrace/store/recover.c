@@ -184,6 +184,13 @@ int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *re
         }
         if ((why = tt_chunk_header_decode(hb, &h)) != NULL)
             break;
+        if ((h.type == TT_CHUNK_FRAMES || h.type == TT_CHUNK_SEEK || h.type == TT_CHUNK_BLOCKS) &&
+            h.body_len <= src->size - off - TT_CHUNK_HEADER) {
+            /* index chunks between the event chunks: the recovered file has no index tables
+             * (docs/FORMAT.md §14.7), so they are passed over, not copied */
+            off += TT_CHUNK_HEADER + h.body_len;
+            continue;
+        }
         if (h.type != TT_CHUNK_EVENTS) {
             why = "a table chunk: the recording was being closed";
             break;
@@ -284,6 +291,8 @@ int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *re
         return tt_fail(err, TT_E_IO, e, UINT64_MAX, "cannot create %s: %s", tmp, strerror(e));
     }
     tt_manifest o = m;
+    o.version = TT_FORMAT_VERSION;
+    o.index_offset = o.index_length = 0; /* no index tables: §14.7 */
     o.flags = (m.flags & TT_MF_TSC) | TT_MF_FINALIZED | TT_MF_RECOVERED;
     o.write_errno = 0;
     o.event_count = o.payload_bytes = o.chunk_count = 0;

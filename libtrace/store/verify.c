@@ -84,6 +84,22 @@ int tt_verify(const tt_source *src, const tt_reader_limits *lim, tt_verify_resul
         res->chunks = tt_reader_chunks_read_(r);
         if (rc != TT_OK)
             res->chunk = res->chunks;
+        if (rc == TT_OK && m.index_offset) {
+            /* version 2: the index tables, and no index chunk in the data area that the
+             * directory does not list */
+            tt_index *ix;
+            rc = tt_index_open(r, lim, &ix, &err);
+            if (rc == TT_OK) {
+                rc = tt_index_check(ix, &err);
+                if (rc == TT_OK && tt_index_chunks_(ix) != tt_reader_index_chunks_(r))
+                    rc = tt_fail(&err, TT_E_COUNTS, 0, m.index_offset,
+                                 "%s: the data area holds %llu index chunks, the directory lists "
+                                 "%llu", src->name,
+                                 (unsigned long long)tt_reader_index_chunks_(r),
+                                 (unsigned long long)tt_index_chunks_(ix));
+                tt_index_close(ix);
+            }
+        }
         tt_reader_close(r);
     }
     res->bytes = rc == TT_OK ? m.file_size : 0;

@@ -66,6 +66,9 @@ struct tt_writer {
     uint32_t block_len, block_size;
     uint64_t file_off;
 
+    /* index tables, built by the swapper (tables.c); NULL: the file gets none */
+    struct tt_tables *tables;
+
     /* results, written by the swapper; read by others under qlock */
     tt_manifest m;
     uint64_t bytes_written;
@@ -209,6 +212,39 @@ static uint64_t chunk_emit(struct tt_writer *w, struct tt_chunk_header *h)
     return tt_get64(w->chunk + 40);
 }
 
+/* For tables.c: where the next appended byte lands, and appending through the block buffer. */
+uint64_t tt_writer_tail_(struct tt_writer *w)
+{
+    return w->file_off + w->block_len;
+}
+
+void tt_writer_put_raw_(struct tt_writer *w, const uint8_t *p, size_t len)
+{
+    /* framed chunks from tables.c: keep the largest body for the manifest */
+    for (size_t off = 0; off + TT_CHUNK_HEADER <= len;) {
+        uint32_t body = tt_get32(p + off + 8);
+        if (body > w->m.largest_chunk)
+            w->m.largest_chunk = body;
+        off += TT_CHUNK_HEADER + (size_t)body;
+    }
+    block_append(w, p, len);
+}
+
+void tt_writer_put_chunk_(struct tt_writer *w, struct tt_chunk_header *h, const uint8_t *body)
+{
+    uint8_t hdr[TT_CHUNK_HEADER];
+    tt_chunk_header_encode(hdr, h, body);
+    block_append(w, hdr, sizeof hdr);
+    if (h->body_len)
+        block_append(w, body, h->body_len);
+    /* the summary and the directory are not counted in largest_chunk: max_table bounds them */
+}
+
+tt_manifest *tt_writer_manifest_(struct tt_writer *w)
+{
+    return &w->m;
+}
+
 /* ---------------------------------------------------------------- the encoder */
 
 static inline uint64_t align8(uint64_t v)
@@ -223,6 +259,9 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
     const uint8_t *raw = b->data, *end = b->data + b->used;
     struct tt_chunk_header h = { .type = TT_CHUNK_EVENTS, .thread = t->id, .first_seq = t->seq };
     uint64_t origin = w->m.tick_origin;
+    struct tt_tables *tb = w->tables;
+    if (tb)
+        tt_tables_chunk_begin(tb, w);
 
     if (t->pending) {
         uint64_t n = t->pending < (uint64_t)(end - raw) ? t->pending : (uint64_t)(end - raw);
@@ -274,6 +313,8 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
         if (!same)
             o = tt_put_varint(o, sr.function);
         prev_fn = sr.function;
+        if (tb)
+            tt_tables_event(tb, w, t->id, kind, sr.function, rel, seq, (uint32_t)count);
         seq++;
         count++;
         if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
@@ -313,14 +354,19 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
     if (t->pending)
         h.flags |= TT_CF_CONT_OUT;
     h.body_len = (uint32_t)(o - body);
-    if (h.body_len == 0)
+    if (h.body_len == 0) {
+        if (tb)
+            tt_tables_chunk_end(tb, w);
         return;
+    }
     uint64_t sum = chunk_emit(w, &h);
     uint8_t le[8];
     tt_put64(le, sum);
     w->m.events_checksum = tt_hash64(le, 8, w->m.events_checksum);
     w->m.chunk_count++;
     t->chunks++;
+    if (tb)
+        tt_tables_chunk_end(tb, w); /* frame blocks and seek batches finished in this chunk */
 }
 
 /* ---------------------------------------------------------------- the swapper thread */
@@ -708,6 +754,13 @@ int tt_writer_open(tt_session *s, tt_error_info *err)
     }
 
     /* close uses an asymmetric barrier, so the hot path needs no fence (see tt_writer_close) */
+    if (tt_tables_open(s, &w->tables) != TT_OK) {
+        if (w->fd >= 0)
+            unlink(w->temp_path);
+        tt_writer_free(s);
+        return tt_fail(err, TT_E_NOMEM, ENOMEM, UINT64_MAX, "out of memory");
+    }
+
     w->membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 
     /* The swapper runs with every asynchronous signal blocked: the program's handlers never run
@@ -856,9 +909,13 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
     bool failed_before = w->write_errno != 0;
 
     tt_manifest *m = &w->m;
+    if (w->tables)
+        tt_tables_finish(w->tables, w); /* the frames still open, the last partial blocks */
     block_flush(w);
     m->data_end = w->file_off;
     write_tables(s, w);
+    if (w->tables)
+        tt_tables_write_tail(w->tables, w, s->nthreads);
     block_flush(w);
     m->file_size = w->file_off;
     m->block_count = (m->file_size - m->data_offset + w->block_size - 1) / w->block_size;
@@ -943,6 +1000,7 @@ void tt_writer_free(tt_session *s)
         if (w->pool)
             munmap(w->pool, w->pool_len);
     }
+    tt_tables_free(w->tables);
     pthread_mutex_destroy(&w->qlock);
     pthread_cond_destroy(&w->qcond);
     pthread_cond_destroy(&w->fcond);

@@ -1,7 +1,8 @@
 /* tinytrace — the store: trace files, sinks, sources, the bounded reader and the verifier.
  *
  * A trace file opens with a fixed 512-byte Manifest, followed by framed chunks of events and, at
- * the end, the thread and object tables (docs/FORMAT.md is the normative description).
+ * the end, the thread and object tables (docs/FORMAT.md is the normative description). Version 2
+ * files also carry index tables (frames, summary, seek index), read through tinytrace/index.h.
  *
  * The reader never sizes a buffer from the file alone. tt_reader_probe() reads the manifest and,
  * from it and the caller's tt_reader_limits, computes a tt_reader_capacity: the exact byte count
@@ -33,7 +34,11 @@
 extern "C" {
 #endif
 
-#define TT_FORMAT_VERSION 1u
+/* The version this library writes. Readers accept TT_FORMAT_VERSION_MIN..TT_FORMAT_VERSION:
+ * version 2 is version 1 plus the index tables (docs/FORMAT.md §14), which a version-1 file
+ * simply does not have. */
+#define TT_FORMAT_VERSION 2u
+#define TT_FORMAT_VERSION_MIN 1u
 #define TT_MANIFEST_SIZE 512u
 #define TT_BUILD_ID_MAX 32u
 #define TT_CALLER_MAX 128u
@@ -76,6 +81,9 @@ typedef struct tt_manifest {
     uint64_t stall_ns;
     int32_t write_errno;           /* errno of the write error when TT_MF_INCOMPLETE */
     uint32_t pid;
+    /* version 2: the index directory chunk (tinytrace/index.h); both 0 when the file has no
+     * index tables (version 1, recovered, or recorded into caller storage) */
+    uint64_t index_offset, index_length;
 } tt_manifest;
 
 /* ThreadEntry: one row of the thread table. */

@@ -8,6 +8,7 @@
 #include <tinytrace/error.h>
 #include <tinytrace/event.h>
 #include <tinytrace/store.h>
+#include <tinytrace/index.h>
 #include <tinytrace/session.h>
 #include <tinytrace/replay.h>
 #include <tinytrace/checkpoint.h>

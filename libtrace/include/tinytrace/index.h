@@ -1,0 +1,169 @@
+/* tinytrace — the index tables of a trace: frames, per-function summary, seek index.
+ *
+ * A version-2 file recorded by a session (not into caller storage) carries index tables that
+ * the swapper built while recording (docs/FORMAT.md §14): one frame row per call, a summary row
+ * per function, per-thread counts of every event kind, and a seek index that maps every
+ * K-th event of each thread to its chunk. They answer "what was the call tree", "where did the
+ * time go" and "where in the file is event N / time T" without reading the events.
+ *
+ * Opening: tt_index_open() reads the manifest's directory chunk, the summary chunk and the seek
+ * index through the reader's source, each read bounded: a table is refused (TT_E_CAPACITY)
+ * before it is read if it is larger than @lim->max_table, and the index as a whole if it needs
+ * more than @lim->max_total bytes. Frame rows are never all in memory: they are read a block
+ * (256 rows as written, one seek and one read) at a time into a small fixed cache, so a
+ * lookup costs at most one read; memory does not grow with the number of frames beyond the
+ * directory (16 bytes per block).
+ *
+ * Every offset, count and index read from the file is checked before use: against the manifest
+ * (offsets inside the file, blocks inside the data area, counts against the thread table), the
+ * directory (a block's first frame and row count) and the caller's limits. A failure names the
+ * file, the offset and what was wrong (tt_error_info).
+ *
+ * Ownership: the index borrows @r (its source, manifest and tables) and must be closed before
+ * it. Thread safety: an index is used by one thread at a time (lookups fill its block cache);
+ * different indexes over one file may be used from different threads. Nothing here is
+ * async-signal-safe.
+ *
+ * Example:
+ *     tt_index *ix;
+ *     if (tt_index_open(r, NULL, &ix, &err) != TT_OK) …
+ *     const tt_index_thread *ti = tt_index_thread_info(ix, 0);
+ *     tt_frame f;
+ *     for (uint64_t i = ti->frames; i-- > 0; i -= f.desc)     // the thread's top-level calls,
+ *         if (tt_index_frame(ix, 0, i, &f, &err) != TT_OK) …  // last to first
+ *     tt_index_close(ix);
+ */
+#ifndef TINYTRACE_INDEX_H
+#define TINYTRACE_INDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tinytrace/error.h>
+#include <tinytrace/event.h>
+#include <tinytrace/store.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a frame ended. */
+typedef enum tt_frame_outcome {
+    TT_FRAME_RETURNED = 0,  /* its exit event was recorded */
+    TT_FRAME_CRASHED = 1,   /* open when its thread recorded a crash event: unwound by it */
+    TT_FRAME_OPEN = 2,      /* still open when the recording ended */
+    TT_FRAME_ABANDONED = 3, /* an enclosing frame exited first (longjmp, exception) */
+} tt_frame_outcome;
+
+#define TT_FRAME_NONE UINT64_MAX
+
+/* Frame: one call. Numbers are per thread, in post-order (a frame after all its descendants),
+ * so a frame's subtree is the contiguous range [index - desc, index]. Times are ticks since
+ * session open (tt_manifest.ticks_per_sec). A frame still open at the end has the time of its
+ * thread's last event as its end. */
+typedef struct tt_frame {
+    uint64_t index;
+    tt_thread_id thread;
+    uint32_t function;        /* function id (object table) */
+    uint32_t depth;           /* 0 for a top-level call */
+    uint32_t outcome;         /* tt_frame_outcome */
+    uint64_t desc;            /* number of descendants */
+    uint64_t start, duration; /* ticks */
+    uint64_t child_count;
+    uint64_t children_offset; /* its first child in the thread's children array */
+    uint64_t chunk_offset;    /* file offset of the event chunk that holds its enter event */
+} tt_frame;
+
+/* SummaryEntry: one function's totals over all threads. @total adds up every call's duration,
+ * so a recursive function's nested time counts once per level; @self excludes the time of
+ * direct children. */
+typedef struct tt_summary_entry {
+    uint32_t function;
+    uint32_t max_depth;       /* deepest nesting (0 = top level) of any call */
+    uint64_t calls;
+    uint64_t total, self;     /* ticks */
+    uint64_t longest;         /* ticks of the longest single call */
+    tt_thread_id longest_thread;
+    uint64_t longest_frame;   /* its frame index in that thread */
+} tt_summary_entry;
+
+/* TimepointEntry: one seek-index entry. Event @seq of @thread (the per-thread sequence number
+ * of its timepoint) has time @time and is event number @index (0-based) of the event chunk at
+ * file offset @chunk_offset. Entries exist for every seq that is a multiple of
+ * tt_index_seek_every() in every thread, so seq 0 of every thread with events has one. */
+typedef struct tt_timepoint_entry {
+    tt_thread_id thread;
+    uint32_t index;
+    uint64_t seq;
+    uint64_t time;
+    uint64_t chunk_offset;
+} tt_timepoint_entry;
+
+/* Per-thread figures of the index. */
+typedef struct tt_index_thread {
+    uint64_t frames;          /* rows of its frame table */
+    uint64_t children;        /* entries of its children array */
+    uint32_t max_depth;       /* deepest open-frame stack */
+    uint32_t crashed;         /* 1 if it recorded a crash event */
+    uint64_t kinds[TT_EV_KIND_MAX + 1]; /* events per kind; [0] unused */
+} tt_index_thread;
+
+typedef struct tt_index tt_index;
+
+/* Opens the index of the file @r reads. TT_E_INVAL (with a message) when the file has no index
+ * tables: version 1, recovered (`tinytrace recover` omits them), or recorded into caller
+ * storage. @lim NULL = tt_reader_limits_default. On success *@out is allocated with malloc,
+ * at most @lim->max_total bytes (refused with TT_E_CAPACITY before reading otherwise). */
+TT_API int tt_index_open(tt_reader *r, const tt_reader_limits *lim, tt_index **out,
+                         tt_error_info *err);
+TT_API void tt_index_close(tt_index *ix);
+/* The most heap memory @ix has held at once so far, bytes (never more than @lim->max_total). */
+TT_API uint64_t tt_index_memory(const tt_index *ix);
+
+/* Figures of thread @thread, or NULL for an unknown thread. Valid while @ix is open. */
+TT_API const tt_index_thread *tt_index_thread_info(const tt_index *ix, tt_thread_id thread);
+
+/* Frame @index of @thread. TT_E_INVAL for an index out of range; TT_E_CORRUPT / TT_E_CHECKSUM
+ * etc. when its block is damaged. */
+TT_API int tt_index_frame(tt_index *ix, tt_thread_id thread, uint64_t index, tt_frame *out,
+                          tt_error_info *err);
+/* Child @i (0-based, in call order) of frame @f: its frame index into *@child. */
+TT_API int tt_index_child(tt_index *ix, const tt_frame *f, uint64_t i, uint64_t *child,
+                          tt_error_info *err);
+/* The parent of frame @index (TT_FRAME_NONE for a top-level frame): the first later frame whose
+ * subtree covers it. Costs at most a few block reads (the directory keeps each block's lowest
+ * subtree start). */
+TT_API int tt_index_parent(tt_index *ix, tt_thread_id thread, uint64_t index, uint64_t *parent,
+                           tt_error_info *err);
+
+TT_API uint32_t tt_index_summary_count(const tt_index *ix);
+/* Summary row @i, in function id order, or NULL. Valid while @ix is open. */
+TT_API const tt_summary_entry *tt_index_summary(const tt_index *ix, uint32_t i);
+
+/* K of "every K-th event" of the seek index. */
+TT_API uint64_t tt_index_seek_every(const tt_index *ix);
+/* The last entry of @thread whose seq ≤ @seq. TT_E_INVAL if the thread has no events. */
+TT_API int tt_index_seek_seq(const tt_index *ix, tt_thread_id thread, uint64_t seq,
+                             tt_timepoint_entry *out);
+/* The last entry of @thread whose time < @time, or its first entry when there is none (so
+ * reading on from it reaches every event at or after @time). TT_E_INVAL if no events. */
+TT_API int tt_index_seek_time(const tt_index *ix, tt_thread_id thread, uint64_t time,
+                              tt_timepoint_entry *out);
+
+/* Reads and checks every frame block and seek batch against the directory: framing,
+ * checksums, counts, depths and subtrees consistent with the children lists, references inside
+ * the file. The first problem is returned with file, offset and reason. */
+TT_API int tt_index_check(tt_index *ix, tt_error_info *err);
+
+/* Positions per-thread cursor @cursor (TT_CURSORS_PER_THREAD, cursor = @e->thread) so that its
+ * next event is the one @e names: one seek to @e->chunk_offset, one chunk read, @e->index events
+ * skipped. The chunk is checked (frame, checksum, thread, first_seq ≤ seq < first_seq + count,
+ * index = seq - first_seq) before the cursor moves; on failure the cursor is unchanged. After a
+ * seek the cursor's end-of-stream check covers the events from there on. */
+TT_API int tt_reader_seek(tt_reader *r, uint32_t cursor, const tt_timepoint_entry *e,
+                          tt_error_info *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

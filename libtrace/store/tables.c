@@ -1,0 +1,630 @@
+/* The index tables, built by the swapper while it encodes (format version 2, docs/FORMAT.md §14).
+ *
+ * The recording threads do nothing for the index: their raw records stay as they are. The
+ * swapper, while it turns a raw buffer into an event chunk (writer.c, encode_buffer), hands
+ * every event to tt_tables_event(), which
+ *
+ *   - keeps, per thread, the stack of open frames (an enter pushes one, the matching exit pops
+ *     it) and a stack of the closed children of those open frames;
+ *   - turns each closed frame into one row of the thread's frame table, numbered in post-order
+ *     (completion order), and appends it to the thread's current frame block; a block of
+ *     TT_FRAME_BLOCK_ROWS rows is written as a FRAMES chunk into the data area, after the event
+ *     chunk being encoded, so only open frames, their closed children and one block per thread
+ *     stay in memory;
+ *   - adds the closed frame to its function's summary row (calls, total, self, deepest nesting,
+ *     longest call);
+ *   - counts events per thread and kind;
+ *   - records every TT_SEEK_EVERY-th event of each thread (seq % K = 0) in the seek index,
+ *     with the offset of its event chunk and its index inside it; SEEK chunks of
+ *     TT_SEEK_BATCH entries go into the data area like the frame blocks.
+ *
+ * At close, tt_tables_finish() closes the frames still open (outcome CRASHED when the thread
+ * recorded a crash event, else OPEN) and writes the last partial blocks, still in the data area;
+ * tt_tables_write_tail() writes the summary chunk and the directory chunk that ends the file.
+ *
+ * A row's parent is not stored in the row: when a child closes, its parent's post-order number
+ * is not known yet (the parent's later children come first), and rows are streamed in index
+ * order. The parent stores its children explicitly instead (the thread's children array), and
+ * each row stores `desc`, its number of descendants, so its subtree is [index - desc, index];
+ * the reader derives the parent as the first later frame whose subtree covers the child.
+ *
+ * Memory: per thread, the open-frame stack (32 bytes a level), the pending children of open
+ * frames (8 bytes each), one frame block being filled (~10 bytes a row) and the directory's
+ * block offsets not yet written out (about 4 bytes a block, written as a BLOCKS chunk every
+ * TT_BLOCK_LIST blocks, so the directory only lists the lists); one seek batch; one summary
+ * row per function. The pending children of a frame that stays open while it calls millions of
+ * functions are the one part that grows with the run (see docs/FORMAT.md §14.8).
+ *
+ * A session recording into caller storage (TT_PARAM_STORAGE) allocates nothing on its own, so
+ * it writes no index: its files are version 2 without a directory (index_offset = 0).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct open_frame {
+    uint32_t fn;
+    uint32_t pad_;
+    uint64_t start;
+    uint64_t chunk_off;   /* event chunk holding the enter */
+    uint64_t first;       /* post-order number of the first frame that can be in its subtree */
+    uint64_t kids_base;   /* its children start here on the pending-children stack */
+    uint64_t kid_time;    /* sum of its children's durations */
+};
+
+struct tb_thread {
+    struct open_frame *stack;
+    uint32_t depth;
+    size_t stack_cap;
+    uint64_t *kids;
+    uint64_t nkids, kids_cap;
+    uint64_t frames;          /* rows emitted (next post-order number) */
+    uint64_t children_total;  /* entries in the thread's children array */
+    /* the block being filled */
+    uint8_t *rows;
+    size_t rows_len, rows_cap;
+    uint8_t *kbuf;
+    size_t klen, kcap;
+    uint32_t nrows;
+    uint64_t blk_children_base, blk_first_end, prev_end, prev_chunk, blk_min_first;
+    uint32_t prev_fn, prev_depth;
+    /* directory: offset and smallest subtree start of every written block */
+    uint8_t *bl;              /* per block: varint offset delta, varint reach-back (§14.3) */
+    size_t bl_len, bl_cap;
+    uint64_t nblocks, last_off;
+    uint32_t bl_n;            /* blocks in bl, not yet written as a BLOCKS chunk */
+    uint64_t *lists;          /* (offset, count) of its BLOCKS chunks */
+    uint64_t nlists, lists_cap;
+    uint64_t kinds[TT_EV_KIND_MAX + 1];
+    uint64_t last_time;
+    uint32_t max_depth;
+    bool crashed;
+};
+
+struct summary_row {
+    uint32_t fn;
+    uint32_t max_depth;
+    bool used;
+    uint64_t calls, total, self, longest;
+    uint32_t longest_thread;
+    uint64_t longest_frame;
+};
+
+struct tt_tables {
+    struct tb_thread *threads;
+    uint32_t nthreads;
+    struct summary_row *sum;
+    uint32_t sum_cap, sum_used;
+    uint32_t sum_last;        /* slot of the last function added: loops repeat it */
+    /* seek batch */
+    uint8_t *seek;
+    size_t seek_len, seek_cap;
+    uint32_t seek_n;
+    uint64_t seek_total, seek_prev_off;
+    uint64_t *seek_batches;   /* (offset, count) pairs */
+    uint64_t nseek_batches, seek_batches_cap;
+    /* chunks produced while an event chunk is being encoded, written after it */
+    uint8_t *out;
+    size_t out_len, out_cap;
+    uint64_t chunk_off;       /* offset the event chunk being encoded will get */
+    /* offsets of staged chunks are outbox-relative until the outbox is written: which
+     * directory entries to fix up then (thread, block; UINT32_MAX = a seek batch) */
+    struct fixup { uint32_t thread; uint64_t at, back; } *fix;
+    size_t nfix, fix_cap;
+    bool failed;              /* out of memory: the file gets no index */
+};
+
+/* ---------------------------------------------------------------- small helpers */
+
+static bool grow_slow(struct tt_tables *tb, void **p, size_t *cap, size_t need, size_t elem);
+
+/* Makes room for @need elements; the check is inline, the growing is not (per event). */
+static inline bool grow(struct tt_tables *tb, void **p, size_t *cap, size_t need, size_t elem)
+{
+    return TT_LIKELY(need <= *cap) || grow_slow(tb, p, cap, need, elem);
+}
+
+__attribute__((noinline)) static bool grow_slow(struct tt_tables *tb, void **p, size_t *cap,
+                                                size_t need, size_t elem)
+{
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q) {
+        tb->failed = true;
+        return false;
+    }
+    *p = q;
+    *cap = n;
+    return true;
+}
+
+static inline uint64_t zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+int tt_tables_open(tt_session *s, struct tt_tables **out)
+{
+    *out = NULL;
+    if (s->cfg.storage)
+        return TT_OK; /* caller storage: no allocation of our own, so no index */
+    struct tt_tables *tb = calloc(1, sizeof *tb);
+    if (!tb)
+        return TT_E_NOMEM;
+    *out = tb;
+    return TT_OK;
+}
+
+void tt_tables_free(struct tt_tables *tb)
+{
+    if (!tb)
+        return;
+    for (uint32_t i = 0; i < tb->nthreads; i++) {
+        struct tb_thread *t = &tb->threads[i];
+        free(t->stack);
+        free(t->kids);
+        free(t->rows);
+        free(t->kbuf);
+        free(t->bl);
+        free(t->lists);
+    }
+    free(tb->threads);
+    free(tb->sum);
+    free(tb->seek);
+    free(tb->seek_batches);
+    free(tb->out);
+    free(tb->fix);
+    free(tb);
+}
+
+static struct tb_thread *thread_of(struct tt_tables *tb, uint32_t id)
+{
+    if (id >= tb->nthreads) {
+        uint32_t n = tb->nthreads ? tb->nthreads : 4;
+        while (n <= id)
+            n *= 2;
+        struct tb_thread *nt = realloc(tb->threads, (size_t)n * sizeof *nt);
+        if (!nt) {
+            tb->failed = true;
+            return NULL;
+        }
+        memset(nt + tb->nthreads, 0, (size_t)(n - tb->nthreads) * sizeof *nt);
+        tb->threads = nt;
+        tb->nthreads = n;
+    }
+    return &tb->threads[id];
+}
+
+/* ---------------------------------------------------------------- staging chunks */
+
+/* Appends a framed chunk to the outbox; writer.c writes the outbox after the event chunk. */
+static void stage_chunk(struct tt_tables *tb, struct tt_chunk_header *h, const uint8_t *a,
+                        size_t alen, const uint8_t *b, size_t blen)
+{
+    size_t need = tb->out_len + TT_CHUNK_HEADER + alen + blen;
+    if (!grow(tb, (void **)&tb->out, &tb->out_cap, need, 1))
+        return;
+    uint8_t *hdr = tb->out + tb->out_len, *body = hdr + TT_CHUNK_HEADER;
+    memcpy(body, a, alen);
+    if (blen)
+        memcpy(body + alen, b, blen);
+    h->body_len = (uint32_t)(alen + blen);
+    tt_chunk_header_encode(hdr, h, body);
+    tb->out_len = need;
+}
+
+/* The outbox-relative offset of a chunk staged now; noted for chunk_end to make absolute. */
+static uint64_t staged_offset(struct tt_tables *tb, uint32_t thread, uint64_t at, uint64_t back)
+{
+    if (grow(tb, (void **)&tb->fix, &tb->fix_cap, tb->nfix + 1, sizeof *tb->fix))
+        tb->fix[tb->nfix++] = (struct fixup){ thread, thread == UINT32_MAX ? at : tb->out_len,
+                                              back };
+    return tb->out_len;
+}
+
+static void flush_block(struct tt_tables *tb, struct tt_writer *w, uint32_t thread,
+                        struct tb_thread *t)
+{
+    if (t->nrows == 0 || tb->failed)
+        return;
+    /* body: varint children_base, then the rows, then the children lists */
+    uint8_t pre[10];
+    size_t plen = (size_t)(tt_put_varint(pre, t->blk_children_base) - pre);
+    size_t need = plen + t->rows_len;
+    uint8_t *tmp = malloc(need);
+    if (!tmp) {
+        tb->failed = true;
+        return;
+    }
+    memcpy(tmp, pre, plen);
+    memcpy(tmp + plen, t->rows, t->rows_len);
+    struct tt_chunk_header h = { .type = TT_CHUNK_FRAMES, .thread = thread,
+                                 .first_seq = t->frames - t->nrows, .count = t->nrows,
+                                 .base_time = t->blk_first_end };
+    staged_offset(tb, thread, 0, h.first_seq - t->blk_min_first);
+    stage_chunk(tb, &h, tmp, need, t->kbuf, t->klen);
+    free(tmp);
+    t->nblocks++;
+    t->nrows = 0;
+    t->rows_len = 0;
+    t->klen = 0;
+}
+
+static void flush_seek(struct tt_tables *tb, struct tt_writer *w)
+{
+    if (tb->seek_n == 0 || tb->failed)
+        return;
+    if (!grow(tb, (void **)&tb->seek_batches, &tb->seek_batches_cap,
+              2 * (tb->nseek_batches + 1), sizeof(uint64_t)))
+        return;
+    struct tt_chunk_header h = { .type = TT_CHUNK_SEEK, .thread = TT_NO_THREAD,
+                                 .first_seq = tb->seek_total - tb->seek_n, .count = tb->seek_n };
+    uint64_t off = staged_offset(tb, UINT32_MAX, tb->nseek_batches, 0);
+    stage_chunk(tb, &h, tb->seek, tb->seek_len, NULL, 0);
+    tb->seek_batches[2 * tb->nseek_batches] = off;
+    tb->seek_batches[2 * tb->nseek_batches + 1] = tb->seek_n;
+    tb->nseek_batches++;
+    tb->seek_n = 0;
+    tb->seek_len = 0;
+    tb->seek_prev_off = 0;
+}
+
+/* ---------------------------------------------------------------- frames */
+
+static void summary_add(struct tt_tables *tb, uint32_t fn, uint32_t depth, uint64_t dur,
+                        uint64_t self, uint32_t thread, uint64_t frame)
+{
+    if (tb->sum_last < tb->sum_cap && tb->sum[tb->sum_last].used &&
+        tb->sum[tb->sum_last].fn == fn && tb->sum_used * 2 < tb->sum_cap)
+        goto found;
+    if (tb->sum_used * 2 >= tb->sum_cap) {
+        uint32_t ncap = tb->sum_cap ? tb->sum_cap * 2 : 256;
+        struct summary_row *ns = calloc(ncap, sizeof *ns);
+        if (!ns) {
+            tb->failed = true;
+            return;
+        }
+        for (uint32_t i = 0; i < tb->sum_cap; i++) {
+            if (!tb->sum[i].used)
+                continue;
+            uint32_t j = (tb->sum[i].fn * 2654435761u) & (ncap - 1);
+            while (ns[j].used)
+                j = (j + 1) & (ncap - 1);
+            ns[j] = tb->sum[i];
+        }
+        free(tb->sum);
+        tb->sum = ns;
+        tb->sum_cap = ncap;
+    }
+    uint32_t j = (fn * 2654435761u) & (tb->sum_cap - 1);
+    while (tb->sum[j].used && tb->sum[j].fn != fn)
+        j = (j + 1) & (tb->sum_cap - 1);
+    if (!tb->sum[j].used) {
+        tb->sum[j].used = true;
+        tb->sum[j].fn = fn;
+        tb->sum_used++;
+    }
+    tb->sum_last = j;
+found:;
+    struct summary_row *r = &tb->sum[tb->sum_last];
+    r->calls++;
+    r->total += dur;
+    r->self += self;
+    if (depth > r->max_depth)
+        r->max_depth = depth;
+    if (r->calls == 1 || dur > r->longest) {
+        r->longest = dur;
+        r->longest_thread = thread;
+        r->longest_frame = frame;
+    }
+}
+
+/* Closes the top frame of @t at @end with @outcome and emits its row. */
+static void close_frame(struct tt_tables *tb, struct tt_writer *w, uint32_t thread,
+                        struct tb_thread *t, uint64_t end, unsigned outcome)
+{
+    /* everything in locals first: the row is written through a uint8_t pointer, which may
+     * alias any field, so fields read after it would be loaded again (this runs per call) */
+    const uint32_t depth = --t->depth;
+    const struct open_frame fr = t->stack[depth];
+    const uint64_t index = t->frames++;
+    const uint64_t nkids = t->nkids - fr.kids_base;
+    const uint64_t dur = end >= fr.start ? end - fr.start : 0;
+    const uint64_t self = dur >= fr.kid_time ? dur - fr.kid_time : 0;
+    uint64_t prev_end = t->prev_end, prev_chunk = t->prev_chunk;
+    uint32_t prev_fn = t->prev_fn, prev_depth = t->prev_depth;
+
+    if (t->nrows == 0) {
+        t->blk_children_base = t->children_total;
+        t->blk_first_end = end;
+        prev_end = end;
+        prev_chunk = 0;
+        prev_fn = 0;
+        prev_depth = 0;
+        t->blk_min_first = fr.first;
+    } else if (fr.first < t->blk_min_first) {
+        t->blk_min_first = fr.first;
+    }
+    /* a row: a flag byte saying what it shares with the previous row, then what differs: fn,
+     * depth, desc and kids (not for a leaf), end delta, duration, chunk delta. A tight loop's
+     * leaf costs 3-4 bytes */
+    size_t rows_len = t->rows_len;
+    if (grow(tb, (void **)&t->rows, &t->rows_cap, rows_len + 71, 1)) {
+        uint8_t *base = t->rows, *o = base + rows_len + 1;
+        unsigned fl = outcome << TT_ROW_OUTCOME_SHIFT;
+        if (fr.fn == prev_fn)
+            fl |= TT_ROW_SAME_FN;
+        else
+            o = tt_put_varint(o, fr.fn);
+        if (depth == prev_depth)
+            fl |= TT_ROW_SAME_DEPTH;
+        else
+            o = tt_put_varint(o, depth);
+        if (index == fr.first) {
+            fl |= TT_ROW_LEAF;
+        } else {
+            o = tt_put_varint(o, index - fr.first);
+            o = tt_put_varint(o, nkids);
+        }
+        o = tt_put_varint(o, end - prev_end);
+        o = tt_put_varint(o, dur);
+        if (fr.chunk_off == prev_chunk)
+            fl |= TT_ROW_SAME_CHUNK;
+        else
+            o = tt_put_varint(o, zigzag((int64_t)(fr.chunk_off - prev_chunk)));
+        base[rows_len] = (uint8_t)fl;
+        t->rows_len = (size_t)(o - base);
+    }
+    if (nkids && grow(tb, (void **)&t->kbuf, &t->kcap, t->klen + 10 * nkids, 1)) {
+        uint8_t *o = t->kbuf + t->klen;
+        const uint64_t *kids = t->kids;
+        for (uint64_t k = fr.kids_base; k < fr.kids_base + nkids; k++)
+            o = tt_put_varint(o, index - kids[k]);
+        t->klen = (size_t)(o - t->kbuf);
+    }
+    t->prev_end = end;
+    t->prev_chunk = fr.chunk_off;
+    t->prev_fn = fr.fn;
+    t->prev_depth = depth;
+    t->children_total += nkids;
+    t->nkids = fr.kids_base;
+    uint32_t nrows = ++t->nrows;
+    summary_add(tb, fr.fn, depth, dur, self, thread, index);
+    if (depth) {
+        t->stack[depth - 1].kid_time += dur;
+        if (grow(tb, (void **)&t->kids, &t->kids_cap, fr.kids_base + 1, sizeof(uint64_t)))
+            t->kids[t->nkids++] = index;
+    }
+    if (nrows == TT_FRAME_BLOCK_ROWS)
+        flush_block(tb, w, thread, t);
+}
+
+void tt_tables_chunk_begin(struct tt_tables *tb, struct tt_writer *w)
+{
+    tb->chunk_off = tt_writer_tail_(w);
+    tb->out_len = 0;
+    tb->nfix = 0;
+}
+
+void tt_tables_event(struct tt_tables *tb, struct tt_writer *w, uint32_t thread, uint32_t kind,
+                     uint32_t fn, uint64_t time, uint64_t seq, uint32_t index)
+{
+    struct tb_thread *t = thread < tb->nthreads ? &tb->threads[thread] : thread_of(tb, thread);
+    if (TT_UNLIKELY(!t || tb->failed || kind > TT_EV_KIND_MAX))
+        return;
+    t->kinds[kind]++;
+    t->last_time = time;
+    if (TT_UNLIKELY(seq % TT_SEEK_EVERY == 0)) {
+        if (grow(tb, (void **)&tb->seek, &tb->seek_cap, tb->seek_len + 60, 1)) {
+            /* an entry: thread, seq / K, time, chunk offset delta, index in chunk */
+            uint8_t *o = tb->seek + tb->seek_len;
+            o = tt_put_varint(o, thread);
+            o = tt_put_varint(o, seq / TT_SEEK_EVERY);
+            o = tt_put_varint(o, time);
+            o = tt_put_varint(o, tb->chunk_off - tb->seek_prev_off);
+            o = tt_put_varint(o, index);
+            tb->seek_len = (size_t)(o - tb->seek);
+            tb->seek_prev_off = tb->chunk_off;
+            tb->seek_n++;
+            tb->seek_total++;
+            if (tb->seek_n == TT_SEEK_BATCH)
+                flush_seek(tb, w);
+        }
+    }
+    if (kind == TT_EV_ENTER) {
+        if (!grow(tb, (void **)&t->stack, &t->stack_cap, (size_t)t->depth + 1,
+                  sizeof *t->stack))
+            return;
+        struct open_frame *f = &t->stack[t->depth++];
+        f->fn = fn;
+        f->start = time;
+        f->chunk_off = tb->chunk_off;
+        f->first = t->frames;
+        f->kids_base = t->nkids;
+        f->kid_time = 0;
+        if (t->depth > t->max_depth)
+            t->max_depth = t->depth;
+    } else if (kind == TT_EV_EXIT) {
+        /* the innermost open frame of this function; the frames above it lost their exit
+         * (longjmp, an exception): they end here, ABANDONED */
+        uint32_t d = t->depth;
+        if (TT_LIKELY(d > 0 && t->stack[d - 1].fn == fn)) {
+            close_frame(tb, w, thread, t, time, TT_FRAME_RETURNED);
+            return;
+        }
+        while (d > 0 && t->stack[d - 1].fn != fn)
+            d--;
+        if (d == 0)
+            return; /* an exit without its enter (recording began inside the call) */
+        while (t->depth > d)
+            close_frame(tb, w, thread, t, time, TT_FRAME_ABANDONED);
+        close_frame(tb, w, thread, t, time, TT_FRAME_RETURNED);
+    } else if (kind == TT_EV_CRASH) {
+        t->crashed = true;
+    }
+}
+
+/* Writes what the event chunk just written finished: its frame blocks and seek batches. */
+/* Writes @t's pending block offsets as a BLOCKS chunk at the writer's tail, so the directory
+ * need not keep every block of a long run in memory: it lists the lists. */
+static void write_block_list(struct tt_tables *tb, struct tt_writer *w, uint32_t thread,
+                             struct tb_thread *t)
+{
+    if (t->bl_n == 0 || tb->failed)
+        return;
+    if (!grow(tb, (void **)&t->lists, &t->lists_cap, 2 * (t->nlists + 1), sizeof(uint64_t)))
+        return;
+    uint8_t *c = malloc(TT_CHUNK_HEADER + t->bl_len);
+    if (!c) {
+        tb->failed = true;
+        return;
+    }
+    memcpy(c + TT_CHUNK_HEADER, t->bl, t->bl_len);
+    uint64_t listed = 0;
+    for (uint64_t k = 0; k < t->nlists; k++)
+        listed += t->lists[2 * k + 1];
+    struct tt_chunk_header h = { .type = TT_CHUNK_BLOCKS, .thread = thread, .first_seq = listed,
+                                 .count = t->bl_n, .body_len = (uint32_t)t->bl_len };
+    tt_chunk_header_encode(c, &h, c + TT_CHUNK_HEADER);
+    t->lists[2 * t->nlists] = tt_writer_tail_(w);
+    t->lists[2 * t->nlists + 1] = t->bl_n;
+    t->nlists++;
+    tt_writer_put_raw_(w, c, TT_CHUNK_HEADER + t->bl_len);
+    free(c);
+    t->bl_len = 0;
+    t->bl_n = 0;
+    t->last_off = 0; /* each list starts with an absolute offset */
+}
+
+void tt_tables_chunk_end(struct tt_tables *tb, struct tt_writer *w)
+{
+    uint64_t base = tt_writer_tail_(w);
+    if (tb->out_len && !tb->failed)
+        tt_writer_put_raw_(w, tb->out, tb->out_len);
+    tb->out_len = 0;
+    for (size_t i = 0; i < tb->nfix; i++) {
+        struct fixup *f = &tb->fix[i];
+        if (f->thread == UINT32_MAX) {
+            tb->seek_batches[2 * f->at] += base;
+            continue;
+        }
+        /* the directory's list of this thread's blocks, kept as the varints it is written as */
+        struct tb_thread *t = &tb->threads[f->thread];
+        if (!grow(tb, (void **)&t->bl, &t->bl_cap, t->bl_len + 20, 1))
+            break;
+        uint8_t *o = tt_put_varint(t->bl + t->bl_len, base + f->at - t->last_off);
+        o = tt_put_varint(o, f->back);
+        t->bl_len = (size_t)(o - t->bl);
+        t->last_off = base + f->at;
+        if (++t->bl_n == TT_BLOCK_LIST)
+            write_block_list(tb, w, f->thread, t);
+    }
+    tb->nfix = 0;
+}
+
+void tt_tables_finish(struct tt_tables *tb, struct tt_writer *w)
+{
+    tt_tables_chunk_begin(tb, w);
+    for (uint32_t i = 0; i < tb->nthreads; i++) {
+        struct tb_thread *t = &tb->threads[i];
+        while (t->depth)
+            close_frame(tb, w, i, t, t->last_time,
+                        t->crashed ? TT_FRAME_CRASHED : TT_FRAME_OPEN);
+        flush_block(tb, w, i, t);
+    }
+    flush_seek(tb, w);
+    tt_tables_chunk_end(tb, w);
+    for (uint32_t i = 0; i < tb->nthreads; i++)
+        write_block_list(tb, w, i, &tb->threads[i]);
+}
+
+/* ---------------------------------------------------------------- summary and directory */
+
+static int cmp_fn(const void *a, const void *b)
+{
+    const struct summary_row *x = a, *y = b;
+    return x->fn < y->fn ? -1 : x->fn > y->fn;
+}
+
+static bool put(struct tt_tables *tb, uint8_t **buf, size_t *len, size_t *cap, uint64_t v)
+{
+    if (!grow(tb, (void **)buf, cap, *len + 10, 1))
+        return false;
+    *len = (size_t)(tt_put_varint(*buf + *len, v) - *buf);
+    return true;
+}
+
+void tt_tables_write_tail(struct tt_tables *tb, struct tt_writer *w, uint32_t nthreads)
+{
+    tt_manifest *m = tt_writer_manifest_(w);
+    if (tb->failed)
+        return;
+    /* summary: rows sorted by function id */
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < tb->sum_cap; i++)
+        if (tb->sum[i].used)
+            tb->sum[n++] = tb->sum[i];
+    if (n)
+        qsort(tb->sum, n, sizeof *tb->sum, cmp_fn);
+    uint8_t *b = NULL;
+    size_t len = 0, cap = 0;
+    bool ok = true;
+    uint32_t prev = 0;
+    for (uint32_t i = 0; i < n && ok; i++) {
+        const struct summary_row *r = &tb->sum[i];
+        ok = put(tb, &b, &len, &cap, r->fn - prev) && put(tb, &b, &len, &cap, r->calls) &&
+             put(tb, &b, &len, &cap, r->total) && put(tb, &b, &len, &cap, r->self) &&
+             put(tb, &b, &len, &cap, r->max_depth) && put(tb, &b, &len, &cap, r->longest) &&
+             put(tb, &b, &len, &cap, r->longest_thread) &&
+             put(tb, &b, &len, &cap, r->longest_frame);
+        prev = r->fn;
+    }
+    tb->sum_cap = 0; /* the rows are compacted: the hash is gone */
+    /* both bodies are built before either is written: the file gets both or neither */
+    uint64_t sum_off = tt_writer_tail_(w), sum_len = TT_CHUNK_HEADER + len;
+    uint8_t *d = NULL;
+    size_t dlen = 0, dcap = 0;
+    ok = ok && put(tb, &d, &dlen, &dcap, TT_FRAME_BLOCK_ROWS) &&
+         put(tb, &d, &dlen, &dcap, TT_SEEK_EVERY) && put(tb, &d, &dlen, &dcap, sum_off) &&
+         put(tb, &d, &dlen, &dcap, sum_len) && put(tb, &d, &dlen, &dcap, nthreads);
+    for (uint32_t i = 0; i < nthreads && ok; i++) {
+        struct tb_thread z = { 0 }, *t = i < tb->nthreads ? &tb->threads[i] : &z;
+        ok = put(tb, &d, &dlen, &dcap, t->frames) &&
+             put(tb, &d, &dlen, &dcap, t->children_total) &&
+             put(tb, &d, &dlen, &dcap, t->max_depth) && put(tb, &d, &dlen, &dcap, t->crashed) &&
+             put(tb, &d, &dlen, &dcap, t->nblocks);
+        for (unsigned k = 1; k <= TT_EV_KIND_MAX && ok; k++)
+            ok = put(tb, &d, &dlen, &dcap, t->kinds[k]);
+        ok = ok && put(tb, &d, &dlen, &dcap, t->nlists);
+        uint64_t prev_list = 0;
+        for (uint64_t k = 0; k < t->nlists && ok; k++) {
+            ok = put(tb, &d, &dlen, &dcap, t->lists[2 * k] - prev_list) &&
+                 put(tb, &d, &dlen, &dcap, t->lists[2 * k + 1]);
+            prev_list = t->lists[2 * k];
+        }
+    }
+    ok = ok && put(tb, &d, &dlen, &dcap, tb->seek_total) &&
+         put(tb, &d, &dlen, &dcap, tb->nseek_batches);
+    uint64_t prev_off = 0;
+    for (uint64_t k = 0; k < tb->nseek_batches && ok; k++) {
+        ok = put(tb, &d, &dlen, &dcap, tb->seek_batches[2 * k] - prev_off) &&
+             put(tb, &d, &dlen, &dcap, tb->seek_batches[2 * k + 1]);
+        prev_off = tb->seek_batches[2 * k];
+    }
+    if (ok) {
+        struct tt_chunk_header h = { .type = TT_CHUNK_SUMMARY, .thread = TT_NO_THREAD,
+                                     .count = n, .body_len = (uint32_t)len };
+        tt_writer_put_chunk_(w, &h, b);
+        m->index_offset = tt_writer_tail_(w);
+        h = (struct tt_chunk_header){ .type = TT_CHUNK_INDEX, .thread = TT_NO_THREAD,
+                                      .count = nthreads, .body_len = (uint32_t)dlen };
+        tt_writer_put_chunk_(w, &h, d);
+        m->index_length = TT_CHUNK_HEADER + dlen;
+    }
+    free(d);
+    free(b);
+}

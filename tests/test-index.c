@@ -1,0 +1,794 @@
+/* The index tables: the frame table reproduces a known call tree exactly, the summary agrees
+ * with a brute recomputation from the events, the seek index lands on the right events, the
+ * outcomes of crashed and still-open frames, and damaged tables are refused with file, offset
+ * and reason. */
+#include "common.h"
+
+#include "harness.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a known call tree ---- */
+
+#define MAX_NODES 4096
+
+struct node {
+    uint32_t fn;
+    int parent;           /* node number, -1 for a top-level call */
+    int depth;
+    int first_child, next_sibling, last_child;
+    uint64_t post;        /* expected post-order number in its thread */
+};
+
+struct model {
+    struct node n[MAX_NODES];
+    int count;
+    int roots[8], nroots;
+    uint64_t next_post;
+};
+
+static int add(struct model *m, int parent, uint32_t fn)
+{
+    cr_assert_lt(m->count, MAX_NODES);
+    int k = m->count++;
+    struct node *x = &m->n[k];
+    x->fn = fn;
+    x->parent = parent;
+    x->depth = parent < 0 ? 0 : m->n[parent].depth + 1;
+    x->first_child = x->next_sibling = x->last_child = -1;
+    if (parent < 0) {
+        m->roots[m->nroots++] = k;
+    } else {
+        struct node *p = &m->n[parent];
+        if (p->last_child < 0)
+            p->first_child = k;
+        else
+            m->n[p->last_child].next_sibling = k;
+        p->last_child = k;
+    }
+    return k;
+}
+
+static void number(struct model *m, int k)
+{
+    for (int c = m->n[k].first_child; c >= 0; c = m->n[c].next_sibling)
+        number(m, c);
+    m->n[k].post = m->next_post++;
+}
+
+struct run {
+    tt_session *s;
+    struct model *m;
+};
+
+/* Each call carries its own value: a user event whose tag is the node number. */
+static void play(tt_session *s, struct model *m, int k)
+{
+    cr_assert_eq(tt_enter(s, m->n[k].fn), TT_OK);
+    cr_assert_eq(tt_user(s, (uint64_t)k, NULL, 0), TT_OK);
+    for (int c = m->n[k].first_child; c >= 0; c = m->n[c].next_sibling)
+        play(s, m, c);
+    cr_assert_eq(tt_exit(s, m->n[k].fn), TT_OK);
+}
+
+static void *play_thread(void *arg)
+{
+    struct run *r = arg;
+    for (int i = 0; i < r->m->nroots; i++)
+        play(r->s, r->m, r->m->roots[i]);
+    tt_session_thread_end(r->s);
+    return NULL;
+}
+
+static uint32_t fn_named(tt_session *s, const char *fmt, int k)
+{
+    char name[64];
+    uint32_t id;
+    snprintf(name, sizeof name, fmt, k);
+    cr_assert_eq(tt_intern(s, TT_OBJ_FUNCTION, name, &id), TT_OK);
+    return id;
+}
+
+/* Thread A: a root with a function of 1500 children (more than a frame block), then a
+ * recursion 12 deep, then a leaf. Thread B: two top-level calls, a binary tree of depth 6 and a
+ * chain. Every node but the recursive ones calls a function of its own. */
+static void build(tt_session *s, struct model *a, struct model *b)
+{
+    memset(a, 0, sizeof *a);
+    memset(b, 0, sizeof *b);
+    int ra = add(a, -1, fn_named(s, "a_root", 0));
+    int wide = add(a, ra, fn_named(s, "wide", 0));
+    for (int i = 0; i < 1500; i++)
+        add(a, wide, fn_named(s, "leaf%d", i));
+    uint32_t rec = fn_named(s, "rec", 0);
+    int at = ra;
+    for (int i = 0; i < 12; i++)
+        at = add(a, at, rec);
+    add(a, ra, fn_named(s, "a_tail", 0));
+
+    int rb = add(b, -1, fn_named(s, "b_root", 0));
+    int level[64], nl = 1, next[128];
+    level[0] = rb;
+    for (int d = 0; d < 5; d++) {
+        int nn = 0;
+        for (int i = 0; i < nl; i++) {
+            next[nn] = add(b, level[i], fn_named(s, "bt%d", b->count));
+            nn++;
+            next[nn] = add(b, level[i], fn_named(s, "bt%d", b->count));
+            nn++;
+        }
+        memcpy(level, next, (size_t)nn * sizeof *next);
+        nl = nn;
+    }
+    int chain = add(b, -1, fn_named(s, "chain", 0));
+    for (int i = 0; i < 20; i++)
+        chain = add(b, chain, fn_named(s, "c%d", i));
+    for (int i = 0; i < a->nroots; i++)
+        number(a, a->roots[i]);
+    for (int i = 0; i < b->nroots; i++)
+        number(b, b->roots[i]);
+}
+
+static int open_small(tt_memory_sink *sink, tt_session **s, tt_error_info *err)
+{
+    tt_config cfg;
+    tt_config_init(&cfg);
+    tt_config_set(&cfg, TT_PARAM_MODE, TT_MODE_RECORD, err);
+    /* small buffers: many chunks, frame blocks and seek batches interleave with them */
+    tt_config_set(&cfg, TT_PARAM_BUFFER_BYTES, 4096, err);
+    tt_config_set(&cfg, TT_PARAM_MEMORY_BYTES, 64 * 4096, err);
+    tt_config_set_memory_sink(&cfg, sink);
+    return tt_session_open(&cfg, s, err);
+}
+
+struct thread_view {
+    uint32_t id;          /* recorded thread id */
+    struct model *m;
+    int *node_of_post;    /* post-order number -> node */
+    uint64_t *enter, *exit;
+};
+
+/* The enter and exit time of every node, from the events alone: the user event right after an
+ * enter names the node. */
+static void times_from_events(tt_test_reader *tr, struct thread_view *v)
+{
+    tt_test_events evs = {0};
+    tt_test_read_cursor(tr, v->id, &evs);
+    cr_assert_eq(evs.end_code, TT_E_END, "%s", evs.err.message);
+    int stack[256], depth = 0;
+    uint64_t pending_enter = 0;
+    int have = 0;
+    for (size_t i = 0; i < evs.n; i++) {
+        const tt_event *e = &evs.v[i].ev;
+        if (e->kind == TT_EV_ENTER) {
+            pending_enter = e->time;
+            have = 1;
+        } else if (e->kind == TT_EV_USER) {
+            cr_assert(have, "a user event without its enter");
+            int k = (int)e->arg;
+            cr_assert_lt(k, v->m->count);
+            v->enter[k] = pending_enter;
+            stack[depth++] = k;
+            have = 0;
+        } else if (e->kind == TT_EV_EXIT) {
+            cr_assert_gt(depth, 0);
+            int k = stack[--depth];
+            cr_assert_eq(e->sp.function, v->m->n[k].fn);
+            v->exit[k] = e->time;
+        }
+    }
+    cr_assert_eq(depth, 0);
+    tt_test_events_free(&evs);
+}
+
+static void check_thread(tt_index *ix, tt_test_reader *tr, struct thread_view *v)
+{
+    tt_error_info err = {0};
+    const struct model *m = v->m;
+    const tt_index_thread *ti = tt_index_thread_info(ix, v->id);
+    cr_assert_not_null(ti);
+    cr_assert_eq(ti->frames, (uint64_t)m->count, "thread %u: %llu frames, the program made %d calls",
+                 v->id, (unsigned long long)ti->frames, m->count);
+    cr_assert_eq(ti->kinds[TT_EV_ENTER], (uint64_t)m->count);
+    cr_assert_eq(ti->kinds[TT_EV_USER], (uint64_t)m->count);
+    v->enter = calloc((size_t)m->count, sizeof *v->enter);
+    v->exit = calloc((size_t)m->count, sizeof *v->exit);
+    times_from_events(tr, v);
+    uint64_t children = 0;
+    for (int k = 0; k < m->count; k++) {
+        const struct node *x = &m->n[k];
+        tt_frame f;
+        cr_assert_eq(tt_index_frame(ix, v->id, x->post, &f, &err), TT_OK, "%s", err.message);
+        cr_assert_eq(f.function, x->fn, "thread %u node %d: function %u, expected %u", v->id, k,
+                     f.function, x->fn);
+        cr_assert_eq(f.depth, (uint32_t)x->depth, "node %d: depth %u, expected %d", k, f.depth,
+                     x->depth);
+        cr_assert_eq(f.outcome, TT_FRAME_RETURNED);
+        cr_assert_eq(f.start, v->enter[k], "node %d: start %llu, its enter is at %llu", k,
+                     (unsigned long long)f.start, (unsigned long long)v->enter[k]);
+        cr_assert_eq(f.start + f.duration, v->exit[k], "node %d: end %llu, its exit is at %llu", k,
+                     (unsigned long long)(f.start + f.duration), (unsigned long long)v->exit[k]);
+        uint64_t parent;
+        cr_assert_eq(tt_index_parent(ix, v->id, x->post, &parent, &err), TT_OK, "%s", err.message);
+        cr_assert_eq(parent, x->parent < 0 ? TT_FRAME_NONE : m->n[x->parent].post,
+                     "node %d: parent %llu", k, (unsigned long long)parent);
+        /* the children, in call order */
+        uint64_t i = 0;
+        for (int c = x->first_child; c >= 0; c = m->n[c].next_sibling, i++) {
+            uint64_t ci;
+            cr_assert_lt(i, f.child_count, "node %d has more children than its frame", k);
+            cr_assert_eq(tt_index_child(ix, &f, i, &ci, &err), TT_OK, "%s", err.message);
+            cr_assert_eq(ci, m->n[c].post, "node %d child %llu: frame %llu, expected %llu", k,
+                         (unsigned long long)i, (unsigned long long)ci,
+                         (unsigned long long)m->n[c].post);
+        }
+        cr_assert_eq(i, f.child_count, "node %d: %llu children, its frame has %llu", k,
+                     (unsigned long long)i, (unsigned long long)f.child_count);
+        children += i;
+        /* its enter lies in the chunk the frame names: seek there and find it */
+        tt_timepoint_entry e;
+        cr_assert_eq(tt_index_seek_time(ix, v->id, f.start, &e), TT_OK);
+    }
+    cr_assert_eq(ti->children, children);
+    free(v->enter);
+    free(v->exit);
+}
+
+Test(index, frame_table_reproduces_a_known_call_tree, .init = tt_test_dir_setup,
+     .fini = tt_test_dir_teardown)
+{
+    static struct model a, b;
+    tt_memory_sink sink;
+    tt_session *s;
+    tt_error_info err = {0};
+    cr_assert_eq(open_small(&sink, &s, &err), TT_OK, "%s", err.message);
+    build(s, &a, &b);
+    /* the two branches run in parallel, each in its own thread; the main thread records
+     * nothing before them, so thread ids follow whichever starts first */
+    struct run ra = { s, &a }, rb = { s, &b };
+    pthread_t ta, tb;
+    cr_assert_eq(pthread_create(&ta, NULL, play_thread, &ra), 0);
+    cr_assert_eq(pthread_create(&tb, NULL, play_thread, &rb), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+
+    tt_source src;
+    tt_source_memory(&src, sink.data, sink.len);
+    tt_verify_result vr;
+    cr_assert_eq(tt_verify(&src, NULL, &vr), TT_OK, "%s", vr.message);
+
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_PER_THREAD, &err),
+                 TT_OK, "%s", err.message);
+    tt_index *ix;
+    cr_assert_eq(tt_index_open(tr.r, NULL, &ix, &err), TT_OK, "%s", err.message);
+    cr_assert_eq(tr.m.thread_count, 3u, "threads: the closing main thread and the two branches");
+    /* which recorded thread ran which branch: the one whose first frame is a leaf of "wide" */
+    struct thread_view va = { .m = &a }, vb = { .m = &b };
+    int found = 0;
+    for (uint32_t t = 0; t < tr.m.thread_count; t++) {
+        const tt_index_thread *ti = tt_index_thread_info(ix, t);
+        if (ti->frames == (uint64_t)a.count) {
+            va.id = t;
+            found |= 1;
+        } else if (ti->frames == (uint64_t)b.count) {
+            vb.id = t;
+            found |= 2;
+        } else {
+            cr_assert_eq(ti->frames, 0u, "thread %u has %llu frames", t,
+                         (unsigned long long)ti->frames);
+        }
+    }
+    cr_assert_eq(found, 3);
+    tt_test_reader_close(&tr);
+    tt_index_close(ix);
+
+    cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_PER_THREAD, &err),
+                 TT_OK, "%s", err.message);
+    cr_assert_eq(tt_index_open(tr.r, NULL, &ix, &err), TT_OK, "%s", err.message);
+    check_thread(ix, &tr, &va);
+    tt_test_reader_close(&tr);
+    cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_PER_THREAD, &err),
+                 TT_OK, "%s", err.message);
+    tt_index_close(ix);
+    cr_assert_eq(tt_index_open(tr.r, NULL, &ix, &err), TT_OK, "%s", err.message);
+    check_thread(ix, &tr, &vb);
+    tt_index_close(ix);
+    tt_test_reader_close(&tr);
+    free(sink.data);
+}
+
+/* ---- the summary against a brute recomputation from the events ---- */
+
+struct walker {
+    tt_session *s;
+    uint32_t fns[24];
+    uint64_t seed;
+    int calls;
+};
+
+/* A pseudo-random call tree: up to 6 levels, 0-4 children, recursion through fns[0]. */
+static void walk(struct walker *w, int depth)
+{
+    w->seed = tt_test_mix(w->seed, (uint64_t)depth, 7);
+    uint32_t fn = w->fns[w->seed % 24];
+    cr_assert_eq(tt_enter(w->s, fn), TT_OK);
+    w->calls++;
+    cr_assert_eq(tt_safepoint(w->s, fn, (uint32_t)w->calls), TT_OK);
+    int kids = depth >= 6 ? 0 : (int)((w->seed >> 8) % 5);
+    for (int i = 0; i < kids; i++)
+        walk(w, depth + 1);
+    cr_assert_eq(tt_exit(w->s, fn), TT_OK);
+}
+
+static void *walk_thread(void *arg)
+{
+    struct walker *w = arg;
+    for (int i = 0; i < 40; i++)
+        walk(w, 0);
+    tt_session_thread_end(w->s);
+    return NULL;
+}
+
+struct brute {
+    uint64_t calls, total, self, longest;
+    uint32_t max_depth;
+};
+
+Test(index, summary_equals_a_recomputation_from_the_events)
+{
+    tt_memory_sink sink;
+    tt_session *s;
+    tt_error_info err = {0};
+    cr_assert_eq(open_small(&sink, &s, &err), TT_OK, "%s", err.message);
+    struct walker w[3];
+    pthread_t th[3];
+    for (int t = 0; t < 3; t++) {
+        w[t] = (struct walker){ .s = s, .seed = (uint64_t)t + 11 };
+        for (int i = 0; i < 24; i++)
+            w[t].fns[i] = fn_named(s, "f%d", i);
+        cr_assert_eq(pthread_create(&th[t], NULL, walk_thread, &w[t]), 0);
+    }
+    for (int t = 0; t < 3; t++)
+        pthread_join(th[t], NULL);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_PER_THREAD, &err),
+                 TT_OK, "%s", err.message);
+    static struct brute want[64];
+    memset(want, 0, sizeof want);
+    uint64_t frames = 0;
+    for (uint32_t t = 0; t < tr.m.thread_count; t++) {
+        tt_test_events evs = {0};
+        tt_test_read_cursor(&tr, t, &evs);
+        cr_assert_eq(evs.end_code, TT_E_END, "%s", evs.err.message);
+        struct { uint32_t fn; uint64_t start, kids; } st[64];
+        int d = 0;
+        for (size_t i = 0; i < evs.n; i++) {
+            const tt_event *e = &evs.v[i].ev;
+            if (e->kind == TT_EV_ENTER) {
+                cr_assert_lt(d, 64);
+                st[d].fn = e->sp.function;
+                st[d].start = e->time;
+                st[d].kids = 0;
+                d++;
+            } else if (e->kind == TT_EV_EXIT) {
+                cr_assert_gt(d, 0);
+                d--;
+                cr_assert_eq(st[d].fn, e->sp.function);
+                uint64_t dur = e->time - st[d].start;
+                struct brute *b = &want[e->sp.function];
+                cr_assert_lt(e->sp.function, 64u);
+                b->calls++;
+                b->total += dur;
+                b->self += dur - st[d].kids;
+                if (dur > b->longest)
+                    b->longest = dur;
+                if ((uint32_t)d > b->max_depth)
+                    b->max_depth = (uint32_t)d;
+                if (d)
+                    st[d - 1].kids += dur;
+                frames++;
+            }
+        }
+        tt_test_events_free(&evs);
+    }
+    tt_test_reader_close(&tr);
+    cr_assert_eq(frames, (uint64_t)(w[0].calls + w[1].calls + w[2].calls));
+
+    cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_SEQUENTIAL, &err),
+                 TT_OK, "%s", err.message);
+    tt_index *ix;
+    cr_assert_eq(tt_index_open(tr.r, NULL, &ix, &err), TT_OK, "%s", err.message);
+    uint64_t seen = 0;
+    for (uint32_t i = 0; i < tt_index_summary_count(ix); i++) {
+        const tt_summary_entry *e = tt_index_summary(ix, i);
+        cr_assert_lt(e->function, 64u);
+        const struct brute *b = &want[e->function];
+        cr_assert_eq(e->calls, b->calls, "function %u: %llu calls, the events say %llu",
+                     e->function, (unsigned long long)e->calls, (unsigned long long)b->calls);
+        cr_assert_eq(e->total, b->total, "function %u: total", e->function);
+        cr_assert_eq(e->self, b->self, "function %u: self", e->function);
+        cr_assert_eq(e->longest, b->longest, "function %u: longest", e->function);
+        cr_assert_eq(e->max_depth, b->max_depth, "function %u: depth", e->function);
+        /* the longest call's frame is a call of this function that took that long */
+        tt_frame f;
+        cr_assert_eq(tt_index_frame(ix, e->longest_thread, e->longest_frame, &f, &err), TT_OK);
+        cr_assert_eq(f.function, e->function);
+        cr_assert_eq(f.duration, e->longest);
+        seen += e->calls;
+    }
+    cr_assert_eq(seen, frames);
+    cr_assert_eq(tt_index_check(ix, &err), TT_OK, "%s", err.message);
+    tt_index_close(ix);
+    tt_test_reader_close(&tr);
+    free(sink.data);
+}
+
+/* ---- the seek index ---- */
+
+Test(index, seek_lands_on_the_event_a_full_read_finds)
+{
+    tt_memory_sink sink;
+    tt_session *s;
+    tt_error_info err = {0};
+    cr_assert_eq(open_small(&sink, &s, &err), TT_OK, "%s", err.message);
+    struct walker w[2];
+    pthread_t th[2];
+    for (int t = 0; t < 2; t++) {
+        w[t] = (struct walker){ .s = s, .seed = (uint64_t)t + 3 };
+        for (int i = 0; i < 24; i++)
+            w[t].fns[i] = fn_named(s, "g%d", i);
+        cr_assert_eq(pthread_create(&th[t], NULL, walk_thread, &w[t]), 0);
+    }
+    for (int t = 0; t < 2; t++)
+        pthread_join(th[t], NULL);
+    /* a payload split over chunks, so some seeks land in a chunk that continues one */
+    static uint8_t big[9000];
+    tt_test_fill(big, sizeof big, 99);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(tt_user(s, (uint32_t)i, big, sizeof big), TT_OK);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_PER_THREAD, &err),
+                 TT_OK, "%s", err.message);
+    tt_test_events all[4] = {{0}};
+    cr_assert_leq(tr.m.thread_count, 4u);
+    for (uint32_t t = 0; t < tr.m.thread_count; t++) {
+        tt_test_read_cursor(&tr, t, &all[t]);
+        cr_assert_eq(all[t].end_code, TT_E_END, "%s", all[t].err.message);
+    }
+    tt_test_reader_close(&tr);
+
+    cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_PER_THREAD, &err),
+                 TT_OK, "%s", err.message);
+    tt_index *ix;
+    cr_assert_eq(tt_index_open(tr.r, NULL, &ix, &err), TT_OK, "%s", err.message);
+    uint64_t k = tt_index_seek_every(ix), tried = 0;
+    for (uint32_t t = 0; t < tr.m.thread_count; t++) {
+        uint64_t n = all[t].n;
+        for (uint64_t seq = 0; seq < n; seq += 1 + seq / 3) {
+            tt_timepoint_entry e;
+            cr_assert_eq(tt_index_seek_seq(ix, t, seq, &e), TT_OK);
+            cr_assert_leq(e.seq, seq);
+            cr_assert_eq(e.seq % k, 0u);
+            cr_assert_eq(e.time, all[t].v[e.seq].ev.time, "entry for seq %llu has the wrong time",
+                         (unsigned long long)e.seq);
+            cr_assert_eq(tt_reader_seek(tr.r, t, &e, &err), TT_OK, "%s", err.message);
+            /* read on to seq: every event equals the full read's */
+            for (uint64_t q = e.seq; q <= seq; q++) {
+                tt_event ev;
+                cr_assert_eq(tt_reader_next(tr.r, t, &ev, &err), TT_OK, "%s", err.message);
+                cr_assert_eq(ev.tp.seq, q);
+                cr_assert_eq(ev.time, all[t].v[q].ev.time);
+                cr_assert_eq(ev.kind, all[t].v[q].ev.kind);
+                cr_assert_eq(ev.sp.function, all[t].v[q].ev.sp.function);
+                cr_assert_eq(ev.payload_len, all[t].v[q].ev.payload_len);
+                if (ev.payload_len)
+                    cr_assert_eq(memcmp(ev.payload, all[t].v[q].payload, ev.payload_len), 0);
+            }
+            tried++;
+            /* by time: the entry is before the event, and reading on reaches it */
+            uint64_t when = all[t].v[seq].ev.time;
+            cr_assert_eq(tt_index_seek_time(ix, t, when, &e), TT_OK);
+            cr_assert(e.time < when || e.seq == 0);
+            cr_assert_leq(e.seq, seq);
+        }
+    }
+    cr_assert_gt(tried, 20u);
+    /* a hostile entry: the right chunk, the wrong index */
+    tt_timepoint_entry bad;
+    cr_assert_eq(tt_index_seek_seq(ix, 0, 0, &bad), TT_OK);
+    bad.index = 3;
+    cr_assert_eq(tt_reader_seek(tr.r, 0, &bad, &err), TT_E_CORRUPT);
+    cr_assert_not_null(strstr(err.message, "does not match"), "%s", err.message);
+    bad.index = 0;
+    bad.chunk_offset = tr.m.data_end + 100;
+    cr_assert_eq(tt_reader_seek(tr.r, 0, &bad, &err), TT_E_CORRUPT);
+    cr_assert_not_null(strstr(err.message, "outside the data area"), "%s", err.message);
+    tt_index_close(ix);
+    tt_test_reader_close(&tr);
+    for (uint32_t t = 0; t < 4; t++)
+        tt_test_events_free(&all[t]);
+    free(sink.data);
+}
+
+/* ---- outcomes ---- */
+
+Test(index, crashed_open_and_abandoned_frames_get_their_outcome)
+{
+    tt_memory_sink sink;
+    tt_session *s;
+    tt_error_info err = {0};
+    cr_assert_eq(open_small(&sink, &s, &err), TT_OK, "%s", err.message);
+    uint32_t outer = fn_named(s, "outer", 0), inner = fn_named(s, "inner", 0),
+             lost = fn_named(s, "lost", 0), done = fn_named(s, "done", 0);
+    /* done returns; lost is abandoned when outer exits around it */
+    cr_assert_eq(tt_enter(s, done), TT_OK);
+    cr_assert_eq(tt_exit(s, done), TT_OK);
+    cr_assert_eq(tt_enter(s, outer), TT_OK);
+    cr_assert_eq(tt_enter(s, lost), TT_OK);
+    cr_assert_eq(tt_exit(s, outer), TT_OK);
+    /* outer and inner stay open: the session closes around them */
+    cr_assert_eq(tt_enter(s, outer), TT_OK);
+    cr_assert_eq(tt_enter(s, inner), TT_OK);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_SEQUENTIAL, &err),
+                 TT_OK, "%s", err.message);
+    tt_index *ix;
+    cr_assert_eq(tt_index_open(tr.r, NULL, &ix, &err), TT_OK, "%s", err.message);
+    cr_assert_eq(tt_index_check(ix, &err), TT_OK, "%s", err.message);
+    const tt_index_thread *ti = tt_index_thread_info(ix, 0);
+    cr_assert_eq(ti->frames, 5u);
+    cr_assert_eq(ti->crashed, 0u);
+    struct { uint32_t fn, depth, outcome; } want[5] = {
+        { done, 0, TT_FRAME_RETURNED }, { lost, 1, TT_FRAME_ABANDONED },
+        { outer, 0, TT_FRAME_RETURNED }, { inner, 1, TT_FRAME_OPEN }, { outer, 0, TT_FRAME_OPEN },
+    };
+    const tt_thread_entry *te = tt_reader_thread(tr.r, 0);
+    for (uint64_t i = 0; i < 5; i++) {
+        tt_frame f;
+        cr_assert_eq(tt_index_frame(ix, 0, i, &f, &err), TT_OK, "%s", err.message);
+        cr_assert_eq(f.function, want[i].fn, "frame %llu", (unsigned long long)i);
+        cr_assert_eq(f.depth, want[i].depth, "frame %llu", (unsigned long long)i);
+        cr_assert_eq(f.outcome, want[i].outcome, "frame %llu: outcome %u", (unsigned long long)i,
+                     f.outcome);
+        if (f.outcome == TT_FRAME_OPEN)
+            cr_assert_eq(f.start + f.duration, te->last_time, "an open frame ends with its thread");
+    }
+    tt_index_close(ix);
+    tt_test_reader_close(&tr);
+    free(sink.data);
+}
+
+Test(index, frames_open_at_a_crash_are_unwound_by_it)
+{
+    tt_memory_sink sink;
+    tt_session *s;
+    tt_error_info err = {0};
+    cr_assert_eq(open_small(&sink, &s, &err), TT_OK, "%s", err.message);
+    uint32_t a = fn_named(s, "crash_a", 0), b = fn_named(s, "crash_b", 0);
+    cr_assert_eq(tt_enter(s, a), TT_OK);
+    cr_assert_eq(tt_enter(s, b), TT_OK);
+    tt_event ev = { .kind = TT_EV_CRASH, .arg = 11, .payload = "bt", .payload_len = 2 };
+    cr_assert_eq(tt_event_full_(s, &ev, NULL, 0, NULL), TT_OK);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_SEQUENTIAL, &err),
+                 TT_OK, "%s", err.message);
+    tt_index *ix;
+    cr_assert_eq(tt_index_open(tr.r, NULL, &ix, &err), TT_OK, "%s", err.message);
+    cr_assert_eq(tt_index_thread_info(ix, 0)->crashed, 1u);
+    cr_assert_eq(tt_index_thread_info(ix, 0)->kinds[TT_EV_CRASH], 1u);
+    tt_frame f;
+    cr_assert_eq(tt_index_frame(ix, 0, 0, &f, &err), TT_OK);
+    cr_assert_eq(f.function, b);
+    cr_assert_eq(f.outcome, TT_FRAME_CRASHED);
+    cr_assert_eq(tt_index_frame(ix, 0, 1, &f, &err), TT_OK);
+    cr_assert_eq(f.function, a);
+    cr_assert_eq(f.outcome, TT_FRAME_CRASHED);
+    cr_assert_eq(f.child_count, 1u);
+    tt_index_close(ix);
+    tt_test_reader_close(&tr);
+    free(sink.data);
+}
+
+/* ---- hostile tables ---- */
+
+#include <xxhash.h>
+
+static uint64_t le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Re-checksums the chunk at @off after an edit (docs/FORMAT.md §4.2). */
+static void reseal(uint8_t *img, uint64_t off)
+{
+    uint32_t len = le32(img + off + 8);
+    uint64_t seed = XXH3_64bits(img + off, 40);
+    put64(img + off + 40, XXH3_64bits_withSeed(img + off + 48, len, seed));
+}
+
+/* The first chunk of @type in the data area. */
+static uint64_t find_type(const uint8_t *img, uint16_t type)
+{
+    uint64_t off = 512, end = le64(img + 264);
+    while (off < end) {
+        if ((img[off + 4] | img[off + 5] << 8) == type)
+            return off;
+        off += 48 + le32(img + off + 8);
+    }
+    cr_assert_fail("no chunk of type %u", type);
+    return 0;
+}
+
+static void record_walk(tt_memory_sink *sink)
+{
+    tt_session *s;
+    tt_error_info err = {0};
+    cr_assert_eq(open_small(sink, &s, &err), TT_OK, "%s", err.message);
+    struct walker w = { .s = s, .seed = 5 };
+    for (int i = 0; i < 24; i++)
+        w.fns[i] = fn_named(s, "h%d", i);
+    for (int i = 0; i < 200; i++)
+        walk(&w, 0);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+}
+
+/* tt_verify on the edited copy fails with @status, naming the source and an offset in
+ * [@lo, @hi), and a message that contains @what. */
+static void expect_refused(const uint8_t *img, size_t len, tt_verify_status status, uint64_t lo,
+                           uint64_t hi, const char *what)
+{
+    tt_source src;
+    tt_source_memory(&src, img, len);
+    tt_verify_result res;
+    int rc = tt_verify(&src, NULL, &res);
+    cr_assert_neq(rc, TT_OK, "an edited table was accepted (%s)", what);
+    cr_assert_eq(res.status, status, "status %s, expected %s: %s", tt_verify_status_name(res.status),
+                 tt_verify_status_name(status), res.message);
+    cr_assert(res.offset >= lo && res.offset < hi, "offset %llu not in [%llu, %llu): %s",
+              (unsigned long long)res.offset, (unsigned long long)lo, (unsigned long long)hi,
+              res.message);
+    cr_assert_not_null(strstr(res.message, "<memory>"), "no file name: %s", res.message);
+    cr_assert_not_null(strstr(res.message, what), "'%s' not in: %s", what, res.message);
+}
+
+Test(index, damaged_tables_are_refused_with_file_offset_and_reason)
+{
+    tt_memory_sink sink;
+    record_walk(&sink);
+    uint8_t *img = sink.data, *cp = malloc(sink.len);
+    size_t len = sink.len;
+    tt_source src;
+    tt_source_memory(&src, img, len);
+    tt_verify_result res;
+    cr_assert_eq(tt_verify(&src, NULL, &res), TT_OK, "%s", res.message);
+    uint64_t fb = find_type(img, 4), sb = find_type(img, 5), dir = le64(img + 368);
+    uint32_t fb_len = le32(img + fb + 8);
+
+    /* a frame block byte changed, checksum left: the checksum catches it */
+    memcpy(cp, img, len);
+    cp[fb + 48 + 3] ^= 0x01;
+    expect_refused(cp, len, TT_VERIFY_CHECKSUM, fb, fb + 1, "checksum");
+
+    /* the first row's flag byte (body: children base, flags, ...) with a reserved bit, resealed */
+    memcpy(cp, img, len);
+    cr_assert_eq(cp[fb + 48 + 1] & 0xC0u, 0u);
+    cp[fb + 48 + 1] |= 0x80;
+    reseal(cp, fb);
+    expect_refused(cp, len, TT_VERIFY_CORRUPT, fb + 48, fb + 48 + fb_len, "reserved flag bits");
+
+    /* the first row made "not a leaf" with the same bytes after it: its fields shift, resealed */
+    memcpy(cp, img, len);
+    cr_assert_neq(cp[fb + 48 + 1] & 0x04u, 0u, "the first row of a block is a leaf");
+    cp[fb + 48 + 1] &= (uint8_t)~0x04u;
+    reseal(cp, fb);
+    expect_refused(cp, len, TT_VERIFY_CORRUPT, fb + 48, fb + 48 + fb_len, "frame");
+
+    /* the block's children base moved: the rows no longer match the children array */
+    memcpy(cp, img, len);
+    cr_assert_eq(cp[fb + 48], 0u);
+    cp[fb + 48] = 1;
+    reseal(cp, fb);
+    expect_refused(cp, len, TT_VERIFY_CORRUPT, fb + 48, fb + 48 + fb_len, "child");
+
+    /* a seek entry naming thread 127 */
+    memcpy(cp, img, len);
+    cp[sb + 48] = 0x7f;
+    reseal(cp, sb);
+    expect_refused(cp, len, TT_VERIFY_CORRUPT, sb + 48, sb + 48 + le32(img + sb + 8),
+                   "seek entry");
+
+    /* the directory's block size changed from 256 to 257: every block is the wrong one */
+    memcpy(cp, img, len);
+    cr_assert_eq(cp[dir + 48], 0x80u);
+    cr_assert_eq(cp[dir + 49], 0x02u);
+    cp[dir + 48] = 0x81;
+    reseal(cp, dir);
+    expect_refused(cp, len, TT_VERIFY_CORRUPT, 0, len, "frame block");
+
+    /* the summary's first row says one call more than its frames */
+    uint64_t sum = le64(img + 288) + le64(img + 296); /* right after the object table */
+    memcpy(cp, img, len);
+    cr_assert_lt(cp[sum + 48 + 1] & 0x7fu, 0x7fu);
+    cp[sum + 48 + 1]++; /* the low 7 bits of the calls varint's first byte: one more */
+    reseal(cp, sum);
+    expect_refused(cp, len, TT_VERIFY_CORRUPT, sum, sum + 1, "differs from its frames");
+
+    /* the manifest's directory pointer off by one */
+    memcpy(cp, img, len);
+    put64(cp + 368, dir + 1);
+    put64(cp + 504, XXH3_64bits(cp, 504));
+    expect_refused(cp, len, TT_VERIFY_CORRUPT, 368, 369, "index directory");
+
+    /* a frame block's thread changed: the directory's block is another thread's */
+    memcpy(cp, img, len);
+    cp[fb + 12] = 1;
+    reseal(cp, fb);
+    expect_refused(cp, len, TT_VERIFY_CORRUPT, fb, fb + 1, "frame block");
+    free(cp);
+    free(sink.data);
+}
+
+/* recover passes over the index chunks of a dead run's data area; its file has no index */
+Test(index, recover_keeps_the_events_and_leaves_the_index_out, .init = tt_test_dir_setup,
+     .fini = tt_test_dir_teardown)
+{
+    tt_memory_sink sink;
+    record_walk(&sink);
+    uint8_t *img = sink.data;
+    (void)find_type(img, 4); /* the data area holds frame blocks */
+    uint64_t events = le64(img + 192);
+    /* the file as a dead run leaves it: provisional manifest, the data area, nothing after */
+    uint64_t data_end = le64(img + 264);
+    uint32_t flags = le32(img + 16) & ~1u;
+    for (int i = 0; i < 4; i++)
+        img[16 + i] = (uint8_t)(flags >> (8 * i));
+    put64(img + 504, XXH3_64bits(img, 504));
+    tt_source src;
+    tt_source_memory(&src, img, data_end);
+    tt_recover_result res;
+    tt_error_info err = {0};
+    const char *out = tt_test_path("recovered.tt");
+    cr_assert_eq(tt_recover(&src, out, &res, &err), TT_OK, "%s", err.message);
+    cr_assert_eq(res.events, events, "recovered %llu of %llu events",
+                 (unsigned long long)res.events, (unsigned long long)events);
+    tt_source rs;
+    cr_assert_eq(tt_source_file(&rs, out, &err), TT_OK, "%s", err.message);
+    tt_verify_result vr;
+    cr_assert_eq(tt_verify(&rs, NULL, &vr), TT_OK, "%s", vr.message);
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_file(&tr, out, TT_CURSORS_SEQUENTIAL, &err), TT_OK, "%s",
+                 err.message);
+    cr_assert_eq(tr.m.index_offset, 0u);
+    tt_index *ix;
+    cr_assert_eq(tt_index_open(tr.r, NULL, &ix, &err), TT_E_INVAL);
+    cr_assert_not_null(strstr(err.message, "recovered"), "%s", err.message);
+    tt_test_reader_close(&tr);
+    tt_source_close(&rs);
+    free(sink.data);
+}

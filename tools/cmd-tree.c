@@ -1,0 +1,433 @@
+/* tinytrace tree — the call tree of a trace, from its frame table.
+ *
+ * The frame table holds each thread's calls in post-order with explicit child lists
+ * (tinytrace/index.h). The tree is walked top-down: a thread's top-level calls are found from
+ * its last frame backwards (the one before a top-level frame's subtree is the previous top-level
+ * frame), and each printed frame's children come from its child list. Only the frames that are
+ * printed, and the children of printed frames that a filter rejects, are read: `--depth 3` on a
+ * run of billions of calls reads the blocks of its first three levels, not the run.
+ *
+ * --function scans every frame of the thread(s) in order (sequential block reads) for the
+ * function's calls; --folded walks every frame and adds each one's self time to its stack in a
+ * hash table of distinct call paths, so memory grows with the paths, not the calls.
+ */
+#include "tool.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "Usage: tinytrace tree [--thread N] [--depth D] [--min-duration TIME] [--function NAME]\n"
+    "                      [--folded] [--max-memory MB] FILE\n"
+    "\n"
+    "Prints the call tree of trace FILE from its index tables, one call per line, indented two\n"
+    "spaces per level, for each thread:\n"
+    "  thread ID NAME: FRAMES calls\n"
+    "    FUNCTION DURATION_NS ns [OUTCOME]\n"
+    "OUTCOME is shown when a call did not return: 'crashed' (its thread crashed inside it),\n"
+    "'open' (still running when the recording ended) or 'abandoned' (a caller exited first).\n"
+    "\n"
+    "Options:\n"
+    "  -t, --thread N          only thread N\n"
+    "  -d, --depth D           only calls at nesting levels 0 .. D-1\n"
+    "  -m, --min-duration TIME only calls that took at least TIME (250us, 1.5ms, 2s, 800ns),\n"
+    "                          and their subtrees\n"
+    "  -f, --function NAME     every call of function NAME, each with its subtree (--depth\n"
+    "                          counts from it), after a line with its call path\n"
+    "  -F, --folded            folded stacks for flame-graph tools: one line per distinct call\n"
+    "                          path, 'thread-name;caller;...;function SELF_NS'\n" TOOL_MAX_MEMORY_HELP
+    "  -h, --help              print this help\n"
+    "\n"
+    "Exits 0 on success; 2 on a usage error (an unknown thread or function); 3 when the tables\n"
+    "are damaged or missing (recovered and version-1 traces have none); 6 when FILE cannot be\n"
+    "opened or the output written.\n";
+
+struct opts {
+    int one_thread;
+    uint32_t thread;
+    uint64_t depth;        /* UINT64_MAX: all */
+    uint64_t min_ticks;
+    int by_function;
+    uint32_t function;
+    int folded;
+};
+
+struct ctx {
+    tool_trace *t;
+    tt_index *ix;
+    struct opts o;
+    tt_error_info err;
+    /* DFS stack */
+    struct item { uint64_t frame; uint32_t depth; } *stack;
+    size_t n, cap;
+};
+
+static int push(struct ctx *c, uint64_t frame, uint32_t depth)
+{
+    if (c->n == c->cap) {
+        size_t ncap = c->cap ? c->cap * 2 : 256;
+        struct item *ns = realloc(c->stack, ncap * sizeof *ns);
+        if (ns == NULL)
+            return TT_E_NOMEM;
+        c->stack = ns;
+        c->cap = ncap;
+    }
+    c->stack[c->n++] = (struct item){ frame, depth };
+    return TT_OK;
+}
+
+static const char *outcome_name(uint32_t o)
+{
+    switch (o) {
+    case TT_FRAME_CRASHED: return " crashed";
+    case TT_FRAME_OPEN: return " open";
+    case TT_FRAME_ABANDONED: return " abandoned";
+    default: return "";
+    }
+}
+
+static void print_frame(struct ctx *c, const tt_frame *f, uint32_t level)
+{
+    for (uint32_t i = 0; i < level + 1; i++)
+        fputs("  ", stdout);
+    tool_print_object(stdout, c->t->r, f->function);
+    fputc(' ', stdout);
+    tool_print_u64(stdout, tool_ticks_to_ns(f->duration, c->t->m.ticks_per_sec));
+    fputs(" ns", stdout);
+    fputs(outcome_name(f->outcome), stdout);
+    fputc('\n', stdout);
+}
+
+/* Prints the subtree of @root (at printed level 0), depth-first in call order. */
+static int print_subtree(struct ctx *c, uint32_t th, uint64_t root)
+{
+    int rc;
+    c->n = 0;
+    if ((rc = push(c, root, 0)) != TT_OK)
+        return rc;
+    while (c->n) {
+        struct item it = c->stack[--c->n];
+        tt_frame f;
+        if ((rc = tt_index_frame(c->ix, th, it.frame, &f, &c->err)) != TT_OK)
+            return rc;
+        if (f.duration < c->o.min_ticks)
+            continue;
+        print_frame(c, &f, it.depth);
+        if (it.depth + 1 >= c->o.depth)
+            continue;
+        /* children pushed last-first, so the first child is printed first */
+        for (uint64_t i = f.child_count; i-- > 0;) {
+            uint64_t ch;
+            if ((rc = tt_index_child(c->ix, &f, i, &ch, &c->err)) != TT_OK)
+                return rc;
+            if ((rc = push(c, ch, it.depth + 1)) != TT_OK)
+                return rc;
+        }
+    }
+    return TT_OK;
+}
+
+static void print_thread_head(struct ctx *c, uint32_t th)
+{
+    const tt_thread_entry *te = tt_reader_thread(c->t->r, th);
+    printf("thread %" PRIu32 " ", th);
+    tool_print_object(stdout, c->t->r, te->name);
+    printf(": %" PRIu64 " calls\n", tt_index_thread_info(c->ix, th)->frames);
+}
+
+static int tree_thread(struct ctx *c, uint32_t th)
+{
+    uint64_t frames = tt_index_thread_info(c->ix, th)->frames, *roots = NULL, nroots = 0, cap = 0;
+    int rc = TT_OK;
+    print_thread_head(c, th);
+    /* the top-level calls, last to first */
+    for (uint64_t i = frames; i > 0 && rc == TT_OK;) {
+        tt_frame f;
+        if ((rc = tt_index_frame(c->ix, th, i - 1, &f, &c->err)) != TT_OK)
+            break;
+        if (nroots == cap) {
+            cap = cap ? cap * 2 : 64;
+            uint64_t *nr = realloc(roots, cap * sizeof *nr);
+            if (nr == NULL) {
+                rc = TT_E_NOMEM;
+                break;
+            }
+            roots = nr;
+        }
+        roots[nroots++] = i - 1;
+        i = i - 1 - f.desc;
+    }
+    for (uint64_t k = nroots; k-- > 0 && rc == TT_OK;)
+        rc = print_subtree(c, th, roots[k]);
+    free(roots);
+    return rc;
+}
+
+static int function_thread(struct ctx *c, uint32_t th)
+{
+    uint64_t frames = tt_index_thread_info(c->ix, th)->frames;
+    int rc = TT_OK;
+    tool_progress_begin("tree: looking for the function", frames);
+    for (uint64_t i = 0; i < frames && rc == TT_OK; i++) {
+        tt_frame f;
+        tool_progress_update(i);
+        if ((rc = tt_index_frame(c->ix, th, i, &f, &c->err)) != TT_OK)
+            break;
+        if (f.function != c->o.function || f.duration < c->o.min_ticks)
+            continue;
+        /* the call path, from the top */
+        uint64_t path[256], np = 0, p = i;
+        while (np < 256 && (rc = tt_index_parent(c->ix, th, p, &p, &c->err)) == TT_OK &&
+               p != TT_FRAME_NONE)
+            path[np++] = p;
+        if (rc != TT_OK)
+            break;
+        printf("thread %" PRIu32 " frame %" PRIu64 ":", th, i);
+        if (np == 256)
+            fputs(" ...", stdout);
+        for (uint64_t k = np; k-- > 0;) {
+            tt_frame a;
+            if ((rc = tt_index_frame(c->ix, th, path[k], &a, &c->err)) != TT_OK)
+                break;
+            fputc(' ', stdout);
+            tool_print_object(stdout, c->t->r, a.function);
+            fputs(" >", stdout);
+        }
+        fputc(' ', stdout);
+        tool_print_object(stdout, c->t->r, f.function);
+        fputc('\n', stdout);
+        if (rc == TT_OK)
+            rc = print_subtree(c, th, i);
+    }
+    tool_progress_end();
+    return rc;
+}
+
+/* ---- folded stacks: a hash table of call paths (parent path, function) -> self time ---- */
+
+struct path {
+    uint32_t parent;   /* path number + 1; 0: the thread */
+    uint32_t fn;
+    uint64_t self;
+};
+
+struct paths {
+    struct path *v;
+    uint32_t n, cap;
+    uint32_t *slots;   /* path number + 1 */
+    uint32_t nslots;
+};
+
+static uint32_t path_of(struct paths *ps, uint32_t parent, uint32_t fn)
+{
+    if ((uint64_t)(ps->n + 1) * 2 > ps->nslots) {
+        uint32_t ns = ps->nslots ? ps->nslots * 2 : 1024;
+        uint32_t *sl = calloc(ns, sizeof *sl);
+        if (sl == NULL)
+            return UINT32_MAX;
+        for (uint32_t i = 0; i < ps->n; i++) {
+            uint32_t h = (ps->v[i].parent * 2654435761u ^ ps->v[i].fn * 40503u) & (ns - 1);
+            while (sl[h])
+                h = (h + 1) & (ns - 1);
+            sl[h] = i + 1;
+        }
+        free(ps->slots);
+        ps->slots = sl;
+        ps->nslots = ns;
+    }
+    uint32_t h = (parent * 2654435761u ^ fn * 40503u) & (ps->nslots - 1);
+    while (ps->slots[h]) {
+        struct path *p = &ps->v[ps->slots[h] - 1];
+        if (p->parent == parent && p->fn == fn)
+            return ps->slots[h] - 1;
+        h = (h + 1) & (ps->nslots - 1);
+    }
+    if (ps->n == ps->cap) {
+        uint32_t nc = ps->cap ? ps->cap * 2 : 1024;
+        struct path *nv = realloc(ps->v, nc * sizeof *nv);
+        if (nv == NULL)
+            return UINT32_MAX;
+        ps->v = nv;
+        ps->cap = nc;
+    }
+    ps->v[ps->n] = (struct path){ parent, fn, 0 };
+    ps->slots[h] = ps->n + 1;
+    return ps->n++;
+}
+
+static void print_path(struct ctx *c, const struct paths *ps, uint32_t p)
+{
+    if (ps->v[p].parent)
+        print_path(c, ps, ps->v[p].parent - 1);
+    fputc(';', stdout);
+    tool_print_object(stdout, c->t->r, ps->v[p].fn);
+}
+
+static int folded_thread(struct ctx *c, uint32_t th)
+{
+    struct paths ps = {0};
+    uint64_t frames = tt_index_thread_info(c->ix, th)->frames, done = 0;
+    int rc = TT_OK;
+    /* depth-first from the top-level calls; the stack item's depth field carries the path */
+    c->n = 0;
+    for (uint64_t i = frames; i > 0 && rc == TT_OK;) {
+        tt_frame f;
+        if ((rc = tt_index_frame(c->ix, th, i - 1, &f, &c->err)) != TT_OK)
+            break;
+        rc = push(c, i - 1, 0);
+        i = i - 1 - f.desc;
+    }
+    /* the roots were pushed last-first: the first is on top */
+    tool_progress_begin("tree: folding", frames);
+    while (rc == TT_OK && c->n) {
+        struct item it = c->stack[--c->n];
+        tt_frame f;
+        if ((rc = tt_index_frame(c->ix, th, it.frame, &f, &c->err)) != TT_OK)
+            break;
+        tool_progress_update(++done);
+        uint32_t p = path_of(&ps, it.depth, f.function);
+        if (p == UINT32_MAX) {
+            rc = TT_E_NOMEM;
+            break;
+        }
+        uint64_t kids = 0;
+        for (uint64_t i = f.child_count; i-- > 0 && rc == TT_OK;) {
+            uint64_t ch;
+            tt_frame cf;
+            if ((rc = tt_index_child(c->ix, &f, i, &ch, &c->err)) != TT_OK ||
+                (rc = tt_index_frame(c->ix, th, ch, &cf, &c->err)) != TT_OK)
+                break;
+            kids += cf.duration;
+            rc = push(c, ch, p + 1);
+        }
+        ps.v[p].self += f.duration >= kids ? f.duration - kids : 0;
+    }
+    tool_progress_end();
+    const tt_thread_entry *te = tt_reader_thread(c->t->r, th);
+    for (uint32_t p = 0; rc == TT_OK && p < ps.n; p++) {
+        if (ps.v[p].self == 0)
+            continue;
+        if (te->name)
+            tool_print_object(stdout, c->t->r, te->name);
+        else
+            printf("thread-%" PRIu32, th);
+        print_path(c, &ps, p);
+        fputc(' ', stdout);
+        tool_print_u64(stdout, tool_ticks_to_ns(ps.v[p].self, c->t->m.ticks_per_sec));
+        fputc('\n', stdout);
+    }
+    free(ps.v);
+    free(ps.slots);
+    return rc;
+}
+
+int cmd_tree(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"thread", required_argument, NULL, 't'},
+        {"depth", required_argument, NULL, 'd'},
+        {"min-duration", required_argument, NULL, 'm'},
+        {"function", required_argument, NULL, 'f'},
+        {"folded", no_argument, NULL, 'F'},
+        {"max-memory", required_argument, NULL, 'M'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct ctx cx = {0};
+    const char *fname = NULL;
+    uint64_t max_mb = 0, v, min_ns = 0;
+    tt_reader_limits lim;
+    tool_trace t;
+    int c, rc;
+
+    cx.o.depth = UINT64_MAX;
+    while ((c = getopt_long(argc, argv, "t:d:m:f:Fh", options, NULL)) != -1) {
+        switch (c) {
+        case 't':
+            if (tool_parse_u64(argv[0], "--thread", optarg, 0, UINT32_MAX, &v))
+                return TOOL_EXIT_USAGE;
+            cx.o.one_thread = 1;
+            cx.o.thread = (uint32_t)v;
+            break;
+        case 'd':
+            if (tool_parse_u64(argv[0], "--depth", optarg, 1, UINT64_MAX, &cx.o.depth))
+                return TOOL_EXIT_USAGE;
+            break;
+        case 'm':
+            if (tool_parse_time_ns(optarg, &min_ns) != 0)
+                return tool_usage_error(argv[0], "--min-duration: '%s' is not a time with a "
+                                        "unit (ns, us, ms, s)", optarg);
+            break;
+        case 'f':
+            fname = optarg;
+            break;
+        case 'F':
+            cx.o.folded = 1;
+            break;
+        case 'M':
+            if (tool_parse_u64(argv[0], "--max-memory", optarg, 1, UINT64_MAX >> 20, &max_mb))
+                return TOOL_EXIT_USAGE;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return tool_finish_stdout(TOOL_EXIT_OK);
+        default:
+            return tool_usage_hint(argv[0]);
+        }
+    }
+    if ((c = tool_one_operand(argc, argv, optind)) != TOOL_EXIT_OK)
+        return c;
+    if (cx.o.folded && fname != NULL)
+        return tool_usage_error(argv[0], "--folded and --function do not go together");
+    tool_limits(&lim, max_mb);
+    rc = tool_trace_probe(&t, argv[optind], &lim, TT_CURSORS_SEQUENTIAL);
+    if (rc == TOOL_EXIT_OK)
+        rc = tool_trace_open(&t);
+    cx.t = &t;
+    if (rc == TOOL_EXIT_OK) {
+        tool_error_info_init(&cx.err);
+        int e = tt_index_open(t.r, &t.lim, &cx.ix, &cx.err);
+        if (e != TT_OK)
+            rc = tool_report(t.path, "index tables", e == TT_E_INVAL ? TT_E_CORRUPT : e, &cx.err);
+    }
+    if (rc == TOOL_EXIT_OK && cx.o.one_thread && cx.o.thread >= t.m.thread_count) {
+        tool_error("%s: the trace has no thread %" PRIu32 " (it has %" PRIu32 ")", t.path,
+                   cx.o.thread, t.m.thread_count);
+        rc = TOOL_EXIT_USAGE;
+    }
+    if (rc == TOOL_EXIT_OK && fname != NULL) {
+        cx.o.by_function = 1;
+        cx.o.function = tt_reader_find_object(t.r, TT_OBJ_FUNCTION, fname);
+        if (cx.o.function == 0) {
+            tool_error("%s: no function named '%s' in the trace", t.path, fname);
+            rc = TOOL_EXIT_USAGE;
+        }
+    }
+    if (rc == TOOL_EXIT_OK) {
+        cx.o.min_ticks = min_ns ? tool_ns_to_ticks(min_ns, t.m.ticks_per_sec) : 0;
+        int e = TT_OK;
+        tool_error_info_init(&cx.err);
+        for (uint32_t th = 0; th < t.m.thread_count && e == TT_OK; th++) {
+            if (cx.o.one_thread && th != cx.o.thread)
+                continue;
+            if (cx.o.folded)
+                e = folded_thread(&cx, th);
+            else if (cx.o.by_function)
+                e = function_thread(&cx, th);
+            else
+                e = tree_thread(&cx, th);
+        }
+        if (e == TT_E_NOMEM) {
+            tool_error("%s: out of memory", t.path);
+            rc = TOOL_EXIT_SYSTEM;
+        } else if (e != TT_OK) {
+            rc = tool_report(t.path, "frame table", e, &cx.err);
+        }
+    }
+    free(cx.stack);
+    tt_index_close(cx.ix);
+    tool_trace_close(&t);
+    return tool_finish_stdout(rc) == TOOL_EXIT_SYSTEM ? TOOL_EXIT_SYSTEM : rc;
+}
