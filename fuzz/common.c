@@ -1,6 +1,8 @@
 /* Shared parts of the libFuzzer targets; see fuzz.h. */
 #include "fuzz.h"
 
+#include <tinytrace/index.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,6 +200,7 @@ void fz_dump(const uint8_t *f, size_t n)
 
 struct pass {
     int rc;                 /* TT_OK: the whole stream read (TT_E_END reached) */
+    int index_rc;           /* then the index tables, opened and checked (TT_OK if none) */
     tt_error_info err;
     uint64_t events;
     uint64_t count[FZ_THREADS];
@@ -312,6 +315,19 @@ static void seq_pass(const tt_source *src, const tt_reader_limits *lim, struct p
         if (ps->rc == TT_OK)
             FZ_ASSERT(ps->events == m->event_count, "read %llu events, the manifest says %llu",
                       (unsigned long long)ps->events, (unsigned long long)m->event_count);
+        /* the index tables are verify's last step; the event stream does not need them */
+        if (ps->rc == TT_OK && m->index_offset) {
+            tt_index *ix;
+            tt_error_info ierr;
+            ps->index_rc = tt_index_open(r, lim, &ix, &ierr);
+            if (ps->index_rc == TT_OK) {
+                ps->index_rc = tt_index_check(ix, &ierr);
+                tt_index_close(ix);
+            }
+            if (ps->index_rc != TT_OK)
+                FZ_ASSERT(strstr(ierr.message, src->name) != NULL,
+                          "an index refusal without the file name: \"%s\"", ierr.message);
+        }
         tt_reader_close(r);
     }
     free(mem);
@@ -438,8 +454,12 @@ int fz_read_all(const uint8_t *image, size_t n)
 
     static struct pass seq; /* large: not on the stack */
     seq_pass(&src, &lim, &seq);
-    FZ_ASSERT(vrc == seq.rc, "tt_verify says %d (%s), the sequential reader %d (%s)", vrc,
-              vr.message, seq.rc, seq.err.message);
+    if (seq.rc == TT_OK && seq.index_rc != TT_OK)
+        FZ_ASSERT(vrc != TT_OK, "tt_verify accepts a file whose index tables are refused (%d)",
+                  seq.index_rc);
+    else
+        FZ_ASSERT(vrc == seq.rc, "tt_verify says %d (%s), the sequential reader %d (%s)", vrc,
+                  vr.message, seq.rc, seq.err.message);
     if (vrc == TT_OK)
         FZ_ASSERT(vr.events == seq.events, "verify counted %llu events, the reader %llu",
                   (unsigned long long)vr.events, (unsigned long long)seq.events);

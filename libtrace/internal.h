@@ -214,8 +214,7 @@ struct tt_tables;
 int tt_tables_open(tt_session *s, struct tt_tables **out);
 void tt_tables_free(struct tt_tables *tb);
 void tt_tables_chunk_begin(struct tt_tables *tb, struct tt_writer *w);
-void tt_tables_event(struct tt_tables *tb, struct tt_writer *w, uint32_t thread, uint32_t kind,
-                     uint32_t fn, uint64_t time, uint64_t seq, uint32_t index);
+/* tt_tables_event: inline, store/tables.h */
 void tt_tables_chunk_end(struct tt_tables *tb, struct tt_writer *w);
 void tt_tables_finish(struct tt_tables *tb, struct tt_writer *w);
 void tt_tables_write_tail(struct tt_tables *tb, struct tt_writer *w, uint32_t nthreads);

@@ -214,18 +214,29 @@ static void check_thread(tt_index *ix, tt_test_reader *tr, struct thread_view *v
         cr_assert_eq(tt_index_parent(ix, v->id, x->post, &parent, &err), TT_OK, "%s", err.message);
         cr_assert_eq(parent, x->parent < 0 ? TT_FRAME_NONE : m->n[x->parent].post,
                      "node %d: parent %llu", k, (unsigned long long)parent);
-        /* the children, in call order */
+        /* the children, walked last to first through the rows (tt_frame_prev_child), against
+         * the program's own list in call order */
         uint64_t i = 0;
-        for (int c = x->first_child; c >= 0; c = m->n[c].next_sibling, i++) {
-            uint64_t ci;
-            cr_assert_lt(i, f.child_count, "node %d has more children than its frame", k);
-            cr_assert_eq(tt_index_child(ix, &f, i, &ci, &err), TT_OK, "%s", err.message);
-            cr_assert_eq(ci, m->n[c].post, "node %d child %llu: frame %llu, expected %llu", k,
-                         (unsigned long long)i, (unsigned long long)ci,
-                         (unsigned long long)m->n[c].post);
-        }
+        for (int c = x->first_child; c >= 0; c = m->n[c].next_sibling)
+            i++;
         cr_assert_eq(i, f.child_count, "node %d: %llu children, its frame has %llu", k,
                      (unsigned long long)i, (unsigned long long)f.child_count);
+        uint64_t left = i, ci = tt_frame_last_child(&f);
+        while (left > 0) {
+            int c = x->first_child;
+            for (uint64_t j = 1; j < left; j++)
+                c = m->n[c].next_sibling;
+            cr_assert_neq(ci, TT_FRAME_NONE, "node %d: the rows list %llu children fewer", k,
+                          (unsigned long long)left);
+            cr_assert_eq(ci, m->n[c].post, "node %d child %llu: frame %llu, expected %llu", k,
+                         (unsigned long long)(left - 1), (unsigned long long)ci,
+                         (unsigned long long)m->n[c].post);
+            tt_frame cf;
+            cr_assert_eq(tt_index_frame(ix, v->id, ci, &cf, &err), TT_OK, "%s", err.message);
+            ci = tt_frame_prev_child(&f, &cf);
+            left--;
+        }
+        cr_assert_eq(ci, TT_FRAME_NONE, "node %d: the rows list more children than it made", k);
         children += i;
         /* its enter lies in the chunk the frame names: seek there and find it */
         tt_timepoint_entry e;
@@ -695,26 +706,26 @@ Test(index, damaged_tables_are_refused_with_file_offset_and_reason)
     cp[fb + 48 + 3] ^= 0x01;
     expect_refused(cp, len, TT_VERIFY_CHECKSUM, fb, fb + 1, "checksum");
 
-    /* the first row's flag byte (body: children base, flags, ...) with a reserved bit, resealed */
+    /* the first row's flag byte (the body opens with it) made a run of repeats, resealed: a
+     * block's first row has nothing to repeat */
     memcpy(cp, img, len);
-    cr_assert_eq(cp[fb + 48 + 1] & 0xC0u, 0u);
-    cp[fb + 48 + 1] |= 0x80;
+    cr_assert_eq(cp[fb + 48] & 0xC0u, 0u, "the first row of a block is a full row");
+    cp[fb + 48] |= 0x80;
     reseal(cp, fb);
-    expect_refused(cp, len, TT_VERIFY_CORRUPT, fb + 48, fb + 48 + fb_len, "reserved flag bits");
+    expect_refused(cp, len, TT_VERIFY_CORRUPT, fb + 48, fb + 48 + fb_len, "run of");
 
     /* the first row made "not a leaf" with the same bytes after it: its fields shift, resealed */
     memcpy(cp, img, len);
-    cr_assert_neq(cp[fb + 48 + 1] & 0x04u, 0u, "the first row of a block is a leaf");
-    cp[fb + 48 + 1] &= (uint8_t)~0x04u;
+    cr_assert_neq(cp[fb + 48] & 0x04u, 0u, "the first row of a block is a leaf");
+    cp[fb + 48] &= (uint8_t)~0x04u;
     reseal(cp, fb);
     expect_refused(cp, len, TT_VERIFY_CORRUPT, fb + 48, fb + 48 + fb_len, "frame");
 
-    /* the block's children base moved: the rows no longer match the children array */
+    /* the first row of a block given GAP: it has no previous row to start after */
     memcpy(cp, img, len);
-    cr_assert_eq(cp[fb + 48], 0u);
-    cp[fb + 48] = 1;
+    cp[fb + 48] |= 0x40;
     reseal(cp, fb);
-    expect_refused(cp, len, TT_VERIFY_CORRUPT, fb + 48, fb + 48 + fb_len, "child");
+    expect_refused(cp, len, TT_VERIFY_CORRUPT, fb + 48, fb + 48 + fb_len, "is invalid");
 
     /* a seek entry naming thread 127 */
     memcpy(cp, img, len);

@@ -118,12 +118,13 @@ static int print_subtree(struct ctx *c, uint32_t th, uint64_t root)
         if (it.depth + 1 >= c->o.depth)
             continue;
         /* children pushed last-first, so the first child is printed first */
-        for (uint64_t i = f.child_count; i-- > 0;) {
-            uint64_t ch;
-            if ((rc = tt_index_child(c->ix, &f, i, &ch, &c->err)) != TT_OK)
+        for (uint64_t ch = tt_frame_last_child(&f); ch != TT_FRAME_NONE;) {
+            tt_frame cf;
+            if ((rc = tt_index_frame(c->ix, th, ch, &cf, &c->err)) != TT_OK)
                 return rc;
             if ((rc = push(c, ch, it.depth + 1)) != TT_OK)
                 return rc;
+            ch = tt_frame_prev_child(&f, &cf);
         }
     }
     return TT_OK;
@@ -270,44 +271,46 @@ static int folded_thread(struct ctx *c, uint32_t th)
     struct paths ps = {0};
     uint64_t frames = tt_index_thread_info(c->ix, th)->frames, done = 0;
     int rc = TT_OK;
-    /* depth-first from the top-level calls; the stack item's depth field carries the path */
-    c->n = 0;
-    for (uint64_t i = frames; i > 0 && rc == TT_OK;) {
-        tt_frame f;
-        if ((rc = tt_index_frame(c->ix, th, i - 1, &f, &c->err)) != TT_OK)
-            break;
-        rc = push(c, i - 1, 0);
-        i = i - 1 - f.desc;
-    }
-    /* the roots were pushed last-first: the first is on top */
+    /* Frames last to first: in reverse post-order a frame's parent comes before it, so the
+     * path of the last frame seen at each depth is the whole state (memory grows with the
+     * depth, not with the number of calls). A frame's duration is added to its own path's self
+     * time and taken off its parent's. */
+    uint32_t levels = tt_index_thread_info(c->ix, th)->max_depth + 1;
+    uint32_t *at = malloc((size_t)levels * sizeof *at);
+    if (at == NULL)
+        rc = TT_E_NOMEM;
+    for (uint32_t d = 0; at && d < levels; d++)
+        at[d] = UINT32_MAX;
     tool_progress_begin("tree: folding", frames);
-    while (rc == TT_OK && c->n) {
-        struct item it = c->stack[--c->n];
+    for (uint64_t i = frames; i-- > 0 && rc == TT_OK;) {
         tt_frame f;
-        if ((rc = tt_index_frame(c->ix, th, it.frame, &f, &c->err)) != TT_OK)
+        if ((rc = tt_index_frame(c->ix, th, i, &f, &c->err)) != TT_OK)
             break;
         tool_progress_update(++done);
-        uint32_t p = path_of(&ps, it.depth, f.function);
+        if (f.depth >= levels || (f.depth && at[f.depth - 1] == UINT32_MAX)) {
+            rc = c->err.code = TT_E_CORRUPT;
+            c->err.sys_errno = 0;
+            c->err.offset = UINT64_MAX;
+            snprintf(c->err.message, sizeof c->err.message, "%s: frame %" PRIu64 " of thread %"
+                     PRIu32 " has depth %" PRIu32 " but no parent", c->t->path, i, th, f.depth);
+            break;
+        }
+        uint32_t parent = f.depth ? at[f.depth - 1] + 1 : 0;
+        uint32_t p = path_of(&ps, parent, f.function);
         if (p == UINT32_MAX) {
             rc = TT_E_NOMEM;
             break;
         }
-        uint64_t kids = 0;
-        for (uint64_t i = f.child_count; i-- > 0 && rc == TT_OK;) {
-            uint64_t ch;
-            tt_frame cf;
-            if ((rc = tt_index_child(c->ix, &f, i, &ch, &c->err)) != TT_OK ||
-                (rc = tt_index_frame(c->ix, th, ch, &cf, &c->err)) != TT_OK)
-                break;
-            kids += cf.duration;
-            rc = push(c, ch, p + 1);
-        }
-        ps.v[p].self += f.duration >= kids ? f.duration - kids : 0;
+        at[f.depth] = p;
+        ps.v[p].self += f.duration;
+        if (parent)
+            ps.v[parent - 1].self -= f.duration;
     }
+    free(at);
     tool_progress_end();
     const tt_thread_entry *te = tt_reader_thread(c->t->r, th);
     for (uint32_t p = 0; rc == TT_OK && p < ps.n; p++) {
-        if (ps.v[p].self == 0)
+        if (ps.v[p].self == 0 || ps.v[p].self > INT64_MAX) /* (children longer: a bad file) */
             continue;
         if (te->name)
             tool_print_object(stdout, c->t->r, te->name);

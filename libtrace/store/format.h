@@ -14,9 +14,10 @@
  *
  * Version 2 = version 1 + the index tables (FORMAT.md §14; tables.c writes, index.c reads):
  * per thread a frame table, one row per call in post-order (completion order): a flag byte
- * (same function / same depth / leaf / same enter chunk as the previous row, outcome), then only
- * the varints that differ (function, depth, descendants and children count, enter-chunk delta)
- * and always end delta and duration, in blocks of 256 rows with the children lists after the rows; a seek entry for every 4096th
+ * (same function / same depth / leaf / same enter chunk as the previous row, outcome, gap), then
+ * only the varints that differ (function, depth, descendants and children count, enter-chunk
+ * delta) and always the time (end delta or gap) and duration; a loop's repeated leaves go in
+ * runs of gap and duration only; blocks of 256 rows; a seek entry for every 4096th
  * event of each thread (seq, time, chunk offset, index in chunk); per-function summary rows;
  * a directory with per-thread counts, kind counts and the offsets of every block and batch.
  * The manifest's bytes 368-383 (reserved in version 1) point to the directory; 0 = no index.
@@ -37,12 +38,14 @@
  * Only payloads larger than a quarter of a buffer are ever split.
  *
  * An event is a tag byte (kind in bits 0-4, bit 5 "same function as the previous event in this
- * chunk" — for a chunk's first event, "function 0" — bit 6 "direction out", bit 7 zero), a varint time delta from the previous event (the
- * first from base_time), the function id as varint unless bit 5 is set, and for every kind but
- * enter and exit: varints site, arg, addr, payload length, then the payload bytes.
+ * chunk" — for a chunk's first event, "function 0" — bit 6 "direction out", bit 7 zero), a
+ * varint time delta from the previous event (the first from base_time), the function id as
+ * varint unless bit 5 is set, and for every kind but enter and exit: varints site, arg, addr,
+ * payload length, then the payload bytes. A short tag (bit 7 set) is a whole enter or exit of
+ * the same function with a time delta of 0-63 in one byte.
  *
  * The recording thread never encodes: it stores fixed raw records (below) and the swapper turns
- * them into this form, so a tight enter/exit loop costs two bytes per event on disk.
+ * them into this form, so a tight enter/exit loop costs one or two bytes per event on disk.
  */
 #ifndef TT_STORE_FORMAT_H
 #define TT_STORE_FORMAT_H
@@ -76,7 +79,22 @@ enum tt_chunk_type {
 #define TT_TAG_KIND 0x1Fu
 #define TT_TAG_FSAME 0x20u
 #define TT_TAG_OUT 0x40u
-#define TT_TAG_RESERVED 0x80u
+#define TT_TAG_RESERVED 0x80u /* in a full tag; set, the byte is a short tag instead: */
+/* A short tag is a whole event in one byte: enter (bit 6 clear) or exit (bit 6 set) of the same
+ * function as the previous event, with its time step (0-63) in bits 0-5. */
+#define TT_TAG_SHORT 0x80u
+#define TT_TAG_SHORT_EXIT 0x40u
+#define TT_TAG_SHORT_STEP 0x3Fu
+
+/* A byte's tag in its full form: kind, FSAME, OUT (never SHORT). @step gets a short tag's step;
+ * for a full tag it is left alone. */
+static inline uint8_t tt_tag_full(uint8_t tag, uint64_t *step)
+{
+    if (!(tag & TT_TAG_SHORT))
+        return tag;
+    *step = tag & TT_TAG_SHORT_STEP;
+    return (uint8_t)(((tag & TT_TAG_SHORT_EXIT) ? TT_EV_EXIT : TT_EV_ENTER) | TT_TAG_FSAME);
+}
 
 #define TT_THREAD_ROW 48u
 
@@ -91,7 +109,11 @@ enum tt_chunk_type {
 #define TT_ROW_LEAF 0x04u
 #define TT_ROW_SAME_CHUNK 0x08u
 #define TT_ROW_OUTCOME_SHIFT 4
-#define TT_ROW_RESERVED 0xC0u
+#define TT_ROW_GAP 0x40u /* the time varint is start - previous end, not end - previous end */
+/* A byte with bit 7 set opens a run of n = bits 0-6 (1-127) rows that repeat the previous row's
+ * function, depth and enter chunk as returned leaves, each only its gap and duration varints. */
+#define TT_ROW_RUN 0x80u
+#define TT_ROW_RUN_MAX 0x7Fu /* (a full flag byte never has bit 7 set) */
 #define TT_NO_THREAD 0xFFFFFFFFu
 
 /* Manifest field offsets. */

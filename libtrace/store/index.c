@@ -20,7 +20,7 @@
 struct drow {
     uint32_t fn, depth;
     uint32_t outcome, pad_;
-    uint64_t desc, start, dur, nch, child_off, chunk_off;
+    uint64_t desc, start, dur, nch, chunk_off;
 };
 
 struct slot {
@@ -28,10 +28,7 @@ struct slot {
     uint64_t block;        /* UINT64_MAX: empty */
     uint32_t nrows;
     struct drow *rows;     /* TT_FRAME_BLOCK_ROWS */
-    uint64_t *kids;        /* children of the block's rows, absolute frame indices */
-    uint64_t nkids, kids_cap;
     uint8_t *body;
-    uint64_t children_base;
 };
 
 struct ithread {
@@ -558,7 +555,6 @@ void tt_index_close(tt_index *ix)
     ix_free(ix, ix->threads);
     for (unsigned i = 0; i < CACHE_SLOTS; i++) {
         ix_free(ix, ix->cache[i].rows);
-        ix_free(ix, ix->cache[i].kids);
         ix_free(ix, ix->cache[i].body);
     }
     ix_free(ix, ix->sum);
@@ -629,18 +625,41 @@ static int decode_block(tt_index *ix, struct slot *s, uint32_t thread, uint64_t 
                        " checksum", nm, off);
     const uint8_t *body = s->body, *p = body, *end = body + h.body_len;
     uint64_t base = off + TT_CHUNK_HEADER;
-    uint64_t v, prev_end = h.base_time, prev_chunk = 0, kids = 0, cb, prev_fn = 0, prev_depth = 0;
-    GETV(cb, "a block's children base");
-    BAD(cb > t->info.children, "%s: frame block at offset %" PRIu64 " starts at child %" PRIu64
-        ", past the thread's %" PRIu64, nm, off, cb, t->info.children);
+    uint64_t prev_end = h.base_time, prev_chunk = 0, prev_fn = 0, prev_depth = 0;
+    uint64_t run = 0; /* rows left in a run of repeated leaves */
     for (uint64_t i = 0; i < rows; i++) {
         struct drow *d = &s->rows[i];
         uint64_t idx = first + i, fn = prev_fn, depth = prev_depth, dend, dc = 0;
         const uint8_t *q = p;
         BAD(p >= end, "%s: frame block at offset %" PRIu64 " ends inside its rows", nm, off);
+        if (!run && (*p & TT_ROW_RUN)) {
+            run = *p & TT_ROW_RUN_MAX;
+            BAD(run == 0 || i == 0 || run > rows - i, "%s: frame %" PRIu64 " of thread %u at "
+                "offset %" PRIu64 " opens a run of %" PRIu64 " repeated rows that cannot be", nm,
+                idx, thread, base + (uint64_t)(q - body), run);
+            p++;
+        }
+        if (run) {
+            /* the previous row's function, depth and chunk; a returned leaf after it */
+            run--;
+            GETV(dend, "a frame's start");
+            GETV(d->dur, "a frame's duration");
+            if (dend > UINT64_MAX - prev_end || d->dur > UINT64_MAX - prev_end - dend) {
+                p = q;
+                BAD(1, "%s: frame %" PRIu64 " of thread %u at offset %" PRIu64 " is invalid", nm,
+                    idx, thread, base + (uint64_t)(q - body));
+            }
+            d->fn = (uint32_t)prev_fn;
+            d->depth = (uint32_t)prev_depth;
+            d->outcome = TT_FRAME_RETURNED;
+            d->desc = 0;
+            d->nch = 0;
+            d->start = prev_end + dend;
+            prev_end = d->start + d->dur;
+            d->chunk_off = prev_chunk;
+            continue;
+        }
         uint8_t fl = *p++;
-        BAD(fl & TT_ROW_RESERVED, "%s: frame %" PRIu64 " of thread %u at offset %" PRIu64
-            " has reserved flag bits set", nm, idx, thread, base + (uint64_t)(q - body));
         if (!(fl & TT_ROW_SAME_FN))
             GETV(fn, "a frame's function");
         if (!(fl & TT_ROW_SAME_DEPTH))
@@ -651,17 +670,18 @@ static int decode_block(tt_index *ix, struct slot *s, uint32_t thread, uint64_t 
             GETV(d->desc, "a frame's descendant count");
             GETV(d->nch, "a frame's children count");
         }
-        GETV(dend, "a frame's end");
+        GETV(dend, (fl & TT_ROW_GAP) ? "a frame's start" : "a frame's end");
         GETV(d->dur, "a frame's duration");
         if (!(fl & TT_ROW_SAME_CHUNK))
             GETV(dc, "a frame's chunk");
         uint64_t chunk = prev_chunk + ((dc >> 1) ^ (0 - (dc & 1)));
         unsigned oc = (fl >> TT_ROW_OUTCOME_SHIFT) & 3;
         if (fn > UINT32_MAX || depth > t->info.max_depth || d->desc > idx ||
-            dend > UINT64_MAX - prev_end || d->dur > prev_end + dend || d->nch > d->desc ||
-            (!(fl & TT_ROW_LEAF) && (d->desc == 0 || d->nch == 0)) ||
-            (i == 0 && dend != 0) || chunk < m->data_offset || chunk >= m->data_end ||
-            d->nch > t->info.children - cb - kids) {
+            dend > UINT64_MAX - prev_end ||
+            ((fl & TT_ROW_GAP) ? d->dur > UINT64_MAX - prev_end - dend || i == 0
+                               : d->dur > prev_end + dend) ||
+            d->nch > d->desc || (!(fl & TT_ROW_LEAF) && (d->desc == 0 || d->nch == 0)) ||
+            (i == 0 && dend != 0) || chunk < m->data_offset || chunk >= m->data_end) {
             p = q;
             BAD(1, "%s: frame %" PRIu64 " of thread %u at offset %" PRIu64 " is invalid", nm, idx,
                 thread, base + (uint64_t)(q - body));
@@ -671,43 +691,20 @@ static int decode_block(tt_index *ix, struct slot *s, uint32_t thread, uint64_t 
         d->outcome = oc;
         prev_fn = fn;
         prev_depth = depth;
-        prev_end += dend;
-        d->start = prev_end - d->dur;
-        d->child_off = cb + kids;
+        if (fl & TT_ROW_GAP) {
+            d->start = prev_end + dend;
+            prev_end = d->start + d->dur;
+        } else {
+            prev_end += dend;
+            d->start = prev_end - d->dur;
+        }
         d->chunk_off = chunk;
         prev_chunk = chunk;
-        kids += d->nch;
-    }
-    if (kids > s->kids_cap) {
-        uint64_t *nk = ix_realloc(ix, s->kids, kids * sizeof *nk);
-        if (!nk)
-            return tt_fail(err, TT_E_NOMEM, 0, off, "%s: out of memory (or over max_total)", nm);
-        s->kids = nk;
-        s->kids_cap = kids;
-    }
-    uint64_t k = 0;
-    for (uint64_t i = 0; i < rows; i++) {
-        const struct drow *d = &s->rows[i];
-        uint64_t idx = first + i, prev = idx - d->desc;
-        for (uint64_t j = 0; j < d->nch; j++) {
-            const uint8_t *q = p;
-            GETV(v, "a child");
-            /* children in call order, inside the subtree, the last one just before the parent */
-            if (v == 0 || v > d->desc || idx - v < prev || (j + 1 == d->nch && v != 1)) {
-                p = q;
-                BAD(1, "%s: child %" PRIu64 " of frame %" PRIu64 " (thread %u) at offset %" PRIu64
-                    " is outside its subtree", nm, j, idx, thread, base + (uint64_t)(q - body));
-            }
-            prev = idx - v + 1;
-            s->kids[k++] = idx - v;
-        }
     }
     BAD(p != end, "%s: frame block at offset %" PRIu64 " has trailing bytes", nm, off);
     s->thread = thread;
     s->block = b;
     s->nrows = (uint32_t)rows;
-    s->nkids = kids;
-    s->children_base = cb;
     return TT_OK;
 }
 
@@ -744,23 +741,7 @@ int tt_index_frame(tt_index *ix, tt_thread_id thread, uint64_t index, tt_frame *
     out->start = d->start;
     out->duration = d->dur;
     out->child_count = d->nch;
-    out->children_offset = d->child_off;
     out->chunk_offset = d->chunk_off;
-    return TT_OK;
-}
-
-int tt_index_child(tt_index *ix, const tt_frame *f, uint64_t i, uint64_t *child,
-                   tt_error_info *err)
-{
-    if (!ix || !f || i >= f->child_count || f->thread >= ix->nthreads ||
-        f->index >= ix->threads[f->thread].info.frames)
-        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "no child %" PRIu64, i);
-    struct slot *s;
-    int rc = get_block(ix, f->thread, f->index / ix->block_rows, &s, err);
-    if (rc != TT_OK)
-        return rc;
-    const struct drow *d = &s->rows[f->index % ix->block_rows];
-    *child = s->kids[d->child_off - s->children_base + i];
     return TT_OK;
 }
 
@@ -825,11 +806,13 @@ int tt_index_seek_time(const tt_index *ix, tt_thread_id thread, uint64_t time,
 
 /* ---------------------------------------------------------------- the whole check */
 
+/* The closed frames of one depth whose parent has not been read yet. In post-order they all
+ * have the same parent (the open frame one level up), so a running total per depth is the
+ * whole state of the check: its memory grows with the depth, not with the children. */
 struct pend {
-    uint64_t index, desc, start, end;
-    uint32_t depth;
+    uint64_t n, desc, time;   /* frames, their descendants + themselves, their durations */
+    uint64_t first_start, last_end, last_index;
 };
-
 static int cmp_sum(const void *key, const void *elem)
 {
     uint32_t fn = *(const uint32_t *)key;
@@ -843,74 +826,66 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
     const tt_manifest *m = ix->m;
     int rc = TT_OK;
     tt_summary_entry *re = ix_calloc(ix, ix->nsum ? ix->nsum : 1, sizeof *re);
-    struct pend *st = NULL;
+    struct pend *st = NULL; /* by depth */
     uint64_t cap = 0;
     if (!re)
         return tt_fail(err, TT_E_NOMEM, 0, UINT64_MAX, "%s: out of memory (or over max_total)", nm);
     for (uint32_t th = 0; th < ix->nthreads && rc == TT_OK; th++) {
         const struct ithread *t = &ix->threads[th];
-        uint64_t n = 0, children = 0;
+        uint64_t children = 0;
+        uint32_t top = 0; /* the depth of the last frame: nothing deeper is pending */
+        if ((uint64_t)t->info.max_depth + 2 > cap) {
+            uint64_t nc = (uint64_t)t->info.max_depth + 2;
+            struct pend *ns = ix_realloc(ix, st, nc * sizeof *ns);
+            if (!ns) {
+                rc = tt_fail(err, TT_E_NOMEM, 0, UINT64_MAX, "%s: out of memory (or over max_total)", nm);
+                break;
+            }
+            st = ns;
+            cap = nc;
+        }
+        memset(st, 0, cap * sizeof *st);
         for (uint64_t i = 0; i < t->info.frames && rc == TT_OK; i++) {
             tt_frame f;
             if ((rc = tt_index_frame(ix, th, i, &f, err)) != TT_OK)
                 break;
             uint64_t off = t->blocks[2 * (i / ix->block_rows)];
-            if (i % ix->block_rows == 0) {
-                struct slot *s = NULL;
-                if ((rc = get_block(ix, th, i / ix->block_rows, &s, err)) != TT_OK)
-                    break;
-                if (s->children_base != children) {
-                    rc = tt_fail(err, TT_E_CORRUPT, 0, off + TT_CHUNK_HEADER, "%s: frame block at "
-                                 "offset %" PRIu64 " starts at child %" PRIu64 ", expected %"
-                                 PRIu64, nm, off, s->children_base, children);
-                    break;
-                }
-            }
+            /* its children are the pending frames one level down, which must end just before
+             * it and cover its whole subtree; nothing deeper may be pending */
+            const struct pend *k = &st[f.depth + 1];
+            uint64_t fend = f.start + f.duration;
+            if (top > f.depth + 1)
+                rc = tt_fail(err, TT_E_CORRUPT, 0, off, "%s: frame %" PRIu64 " of thread %u "
+                             "(block at offset %" PRIu64 ") leaves deeper frames without a parent",
+                             nm, i, th, off);
+            else if (k->n != f.child_count || k->desc != f.desc ||
+                     (k->n && (k->last_index != i - 1 || k->first_start < f.start ||
+                               k->last_end > fend)))
+                rc = tt_fail(err, TT_E_CORRUPT, 0, off, "%s: frame %" PRIu64 " of thread %u "
+                             "(block at offset %" PRIu64 ") has %" PRIu64 " children and %" PRIu64
+                             " descendants; the frames before it give %" PRIu64 " and %" PRIu64
+                             ", or their times or order do not fit", nm, i, th, off,
+                             f.child_count, f.desc, k->n, k->desc);
+            if (rc != TT_OK)
+                break;
+            uint64_t kid_time = k->time;
             children += f.child_count;
-            /* its children are the top entries of the stack of closed, parentless frames */
-            if (f.child_count > n) {
+            st[f.depth + 1] = (struct pend){ 0 };
+            struct pend *me = &st[f.depth];
+            if (me->n && f.start < me->last_end)
                 rc = tt_fail(err, TT_E_CORRUPT, 0, off, "%s: frame %" PRIu64 " of thread %u "
-                             "(block at offset %" PRIu64 ") claims more children than precede "
-                             "it", nm, i, th, off);
-                break;
-            }
-            uint64_t desc = 0, kid_time = 0;
-            for (uint64_t c = 0; c < f.child_count && rc == TT_OK; c++) {
-                uint64_t ci;
-                const struct pend *p = &st[n - f.child_count + c];
-                if ((rc = tt_index_child(ix, &f, c, &ci, err)) != TT_OK)
-                    break;
-                if (ci != p->index || p->depth != f.depth + 1 || p->start < f.start ||
-                    p->end > f.start + f.duration)
-                    rc = tt_fail(err, TT_E_CORRUPT, 0, off, "%s: child %" PRIu64 " of frame %"
-                                 PRIu64 " (thread %u, block at offset %" PRIu64 ") does not match"
-                                 " the tree: depth, order or time", nm, c, i, th, off);
-                desc += p->desc + 1;
-                kid_time += p->end - p->start;
-            }
+                             "(block at offset %" PRIu64 ") starts before its previous sibling "
+                             "ends", nm, i, th, off);
             if (rc != TT_OK)
                 break;
-            if (desc != f.desc || (f.child_count == 0 && f.desc != 0))
-                rc = tt_fail(err, TT_E_CORRUPT, 0, off, "%s: frame %" PRIu64 " of thread %u "
-                             "(block at offset %" PRIu64 ") has %" PRIu64 " descendants, its "
-                             "children %" PRIu64, nm, i, th, off, f.desc, desc);
-            if (rc != TT_OK)
-                break;
-            n -= f.child_count;
-            /* (the summary below needs f whatever happens to the stack) */
-            if (f.depth == 0)
-                goto summary; /* a top-level frame is nobody's child: keep the stack small */
-            if (n + 1 > cap) {
-                cap = cap ? cap * 2 : 256;
-                struct pend *ns = ix_realloc(ix, st, cap * sizeof *ns);
-                if (!ns) {
-                    rc = tt_fail(err, TT_E_NOMEM, 0, off, "%s: out of memory (or over max_total)", nm);
-                    break;
-                }
-                st = ns;
-            }
-            st[n++] = (struct pend){ i, f.desc, f.start, f.start + f.duration, f.depth };
-        summary:;
+            if (!me->n)
+                me->first_start = f.start;
+            me->n++;
+            me->desc += f.desc + 1;
+            me->time += f.duration;
+            me->last_end = fend;
+            me->last_index = i;
+            top = f.depth;
             /* recompute the summary from the rows */
             tt_summary_entry *se = bsearch(&f.function, ix->sum, ix->nsum, sizeof *ix->sum, cmp_sum);
             if (!se) {
@@ -934,12 +909,10 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
             rc = tt_fail(err, TT_E_CORRUPT, 0, m->index_offset, "%s: thread %u has %" PRIu64
                          " children, the directory says %" PRIu64, nm, th, children,
                          t->info.children);
-        for (uint64_t j = 0; rc == TT_OK && j < n; j++)
-            if (st[j].depth != 0)
+        for (uint32_t d = 1; rc == TT_OK && d < cap; d++)
+            if (st[d].n)
                 rc = tt_fail(err, TT_E_CORRUPT, 0, m->index_offset, "%s: frame %" PRIu64 " of "
-                             "thread %u has no parent but depth %u", nm, st[j].index, th,
-                             st[j].depth);
-        n = 0;
+                             "thread %u has no parent but depth %u", nm, st[d].last_index, th, d);
     }
     for (uint32_t i = 0; rc == TT_OK && i < ix->nsum; i++) {
         const tt_summary_entry *a = &ix->sum[i], *b = &re[i];

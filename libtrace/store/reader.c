@@ -762,10 +762,12 @@ static int decode(tt_reader *r, struct tt_cursor *c, tt_event *ev, tt_error_info
     if (p >= end)
         goto bad;
     uint8_t tag = *p++;
+    bool short_tag = (tag & TT_TAG_SHORT) != 0;
+    tag = tt_tag_full(tag, &dt);
     uint8_t kind = tag & TT_TAG_KIND;
-    if ((tag & TT_TAG_RESERVED) || kind == 0 || kind > TT_EV_KIND_MAX)
+    if (kind == 0 || kind > TT_EV_KIND_MAX)
         goto bad;
-    if (tt_get_varint(&p, end, &dt) != 0 || dt > UINT64_MAX - c->prev_time)
+    if ((!short_tag && tt_get_varint(&p, end, &dt) != 0) || dt > UINT64_MAX - c->prev_time)
         goto bad;
     uint32_t fn = c->prev_fn;
     if (!(tag & TT_TAG_FSAME)) {
@@ -977,11 +979,16 @@ bool tt_reader_match_fn_(tt_reader *r, uint32_t cursor, uint8_t kind, uint32_t f
         return false;
     const uint8_t *p = c->p;
     uint8_t tag = p[0];
-    if ((tag & (TT_TAG_KIND | TT_TAG_OUT | TT_TAG_RESERVED)) != kind)
-        return false;
     uint64_t dt;
     uint32_t fn = c->prev_fn;
-    if (TT_LIKELY(p[1] < 0x80)) {
+    if (tag & TT_TAG_SHORT) {
+        tag = tt_tag_full(tag, &dt);
+        if (tag != (kind | TT_TAG_FSAME))
+            return false;
+        p++;
+    } else if ((tag & (TT_TAG_KIND | TT_TAG_OUT)) != kind) {
+        return false;
+    } else if (TT_LIKELY(p[1] < 0x80)) {
         dt = p[1];
         p += 2;
     } else {
@@ -1051,6 +1058,28 @@ static int skim_chunk(tt_reader *r, struct tt_cursor *c, uint64_t *events, tt_er
     const uint64_t max_event = r->m.largest_event;
     const bool cont_out = (c->h.flags & TT_CF_CONT_OUT) != 0;
     while (left > 1 || (left == 1 && !cont_out)) {
+        /* a loop's enters and exits eight at a time: eight short tags (bit 7 set), their steps
+         * (bits 0-5) summed in 16-bit lanes */
+        if (left > 8 && end - p >= 8 && time <= UINT64_MAX - 8 * 0x3F) {
+            const uint64_t lanes = 0x0001000100010001ull;
+            uint64_t w8 = tt_get64(p);
+            if ((w8 & (0x80 * 0x0101010101010101ull)) == 0x80 * 0x0101010101010101ull) {
+                uint64_t st = w8 & (0x3F * 0x0101010101010101ull);
+                st = (st & (0xFF * lanes)) + ((st >> 8) & (0xFF * lanes));
+                time += (st * lanes) >> 48;
+                p += 8;
+                left -= 8;
+                n += 8;
+                continue;
+            }
+        }
+        if (left > 1 && p < end && (*p & TT_TAG_SHORT) && time <= UINT64_MAX - 0x3F) {
+            time += *p & TT_TAG_SHORT_STEP;
+            p++;
+            left--;
+            n++;
+            continue;
+        }
         /* the commonest case four times over: eight bytes that are four two-byte events, each
          * tag ENTER|FSAME (0x25) or EXIT|FSAME (0x26) and each step below 0x80, checked and
          * summed in 16-bit lanes. A tag is one of the two when its bits above the lowest two
@@ -1086,10 +1115,14 @@ static int skim_chunk(tt_reader *r, struct tt_cursor *c, uint64_t *events, tt_er
         if (q >= end)
             goto bad;
         uint8_t tag = *q++;
+        bool short_tag = (tag & TT_TAG_SHORT) != 0;
+        tag = tt_tag_full(tag, &dt);
         uint8_t kind = tag & TT_TAG_KIND;
-        if ((tag & TT_TAG_RESERVED) || kind == 0 || kind > TT_EV_KIND_MAX)
+        if (kind == 0 || kind > TT_EV_KIND_MAX)
             goto bad;
-        if (TT_LIKELY(q < end && *q < 0x80))
+        if (short_tag)
+            ; /* the step came with the tag */
+        else if (TT_LIKELY(q < end && *q < 0x80))
             dt = *q++;
         else if (tt_get_varint(&q, end, &dt) != 0)
             goto bad;

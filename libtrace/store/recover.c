@@ -65,9 +65,9 @@ static const char *walk(const uint8_t *body, const struct tt_chunk_header *h, st
         uint64_t dt, v;
         if (p >= end)
             return "its events run past its body";
-        uint8_t tag = *p++, kind = tag & TT_TAG_KIND;
-        if ((tag & TT_TAG_RESERVED) || kind == 0 || kind > TT_EV_KIND_MAX ||
-            tt_get_varint(&p, end, &dt) != 0 || dt > UINT64_MAX - time)
+        uint8_t raw = *p++, tag = tt_tag_full(raw, &dt), kind = tag & TT_TAG_KIND;
+        if (kind == 0 || kind > TT_EV_KIND_MAX ||
+            (!(raw & TT_TAG_SHORT) && tt_get_varint(&p, end, &dt) != 0) || dt > UINT64_MAX - time)
             return "an event is malformed";
         if (!(tag & TT_TAG_FSAME)) {
             if (tt_get_varint(&p, end, &v) != 0 || v > UINT32_MAX)

@@ -5,12 +5,11 @@
  * every event to tt_tables_event(), which
  *
  *   - keeps, per thread, the stack of open frames (an enter pushes one, the matching exit pops
- *     it) and a stack of the closed children of those open frames;
+ *     it), each with the count and total duration of its children closed so far;
  *   - turns each closed frame into one row of the thread's frame table, numbered in post-order
  *     (completion order), and appends it to the thread's current frame block; a block of
  *     TT_FRAME_BLOCK_ROWS rows is written as a FRAMES chunk into the data area, after the event
- *     chunk being encoded, so only open frames, their closed children and one block per thread
- *     stay in memory;
+ *     chunk being encoded, so only the open frames and one block per thread stay in memory;
  *   - adds the closed frame to its function's summary row (calls, total, self, deepest nesting,
  *     longest call);
  *   - counts events per thread and kind;
@@ -22,18 +21,20 @@
  * recorded a crash event, else OPEN) and writes the last partial blocks, still in the data area;
  * tt_tables_write_tail() writes the summary chunk and the directory chunk that ends the file.
  *
- * A row's parent is not stored in the row: when a child closes, its parent's post-order number
- * is not known yet (the parent's later children come first), and rows are streamed in index
- * order. The parent stores its children explicitly instead (the thread's children array), and
- * each row stores `desc`, its number of descendants, so its subtree is [index - desc, index];
- * the reader derives the parent as the first later frame whose subtree covers the child.
+ * Children: a row stores `desc`, its number of descendants, and its child count, so its subtree
+ * is [index - desc, index]; its last child is index - 1, and the child before a child c is
+ * c - desc(c) - 1, down to the subtree's start. That is the whole children list, stored in the
+ * rows themselves: a separate children array would have to hold every child of a frame until
+ * the frame closes, and a frame that calls a leaf 10^8 times would hold 10^8 entries (the
+ * bounded-memory rule of DESIGN.md wins over a stored list). A row's parent is not stored
+ * either (it is not known when the child's row is streamed); the reader finds it as the first
+ * later frame whose subtree covers the child, helped by each block's lowest subtree start.
  *
- * Memory: per thread, the open-frame stack (32 bytes a level), the pending children of open
- * frames (8 bytes each), one frame block being filled (~10 bytes a row) and the directory's
- * block offsets not yet written out (about 4 bytes a block, written as a BLOCKS chunk every
- * TT_BLOCK_LIST blocks, so the directory only lists the lists); one seek batch; one summary
- * row per function. The pending children of a frame that stays open while it calls millions of
- * functions are the one part that grows with the run (see docs/FORMAT.md §14.8).
+ * Memory: per thread, the open-frame stack (48 bytes a level), one frame block being filled
+ * (about 3 bytes a row for a loop's leaves, at most 71) and the directory's block offsets not
+ * yet written out (about 4 bytes a block, written as a BLOCKS chunk every TT_BLOCK_LIST blocks,
+ * so the directory only lists the lists); one seek batch; one summary row per function. None of
+ * it grows with the length of the run.
  *
  * A session recording into caller storage (TT_PARAM_STORAGE) allocates nothing on its own, so
  * it writes no index: its files are version 2 without a directory (index_offset = 0).
@@ -43,91 +44,11 @@
 #include <string.h>
 
 #include "internal.h"
-
-struct open_frame {
-    uint32_t fn;
-    uint32_t pad_;
-    uint64_t start;
-    uint64_t chunk_off;   /* event chunk holding the enter */
-    uint64_t first;       /* post-order number of the first frame that can be in its subtree */
-    uint64_t kids_base;   /* its children start here on the pending-children stack */
-    uint64_t kid_time;    /* sum of its children's durations */
-};
-
-struct tb_thread {
-    struct open_frame *stack;
-    uint32_t depth;
-    size_t stack_cap;
-    uint64_t *kids;
-    uint64_t nkids, kids_cap;
-    uint64_t frames;          /* rows emitted (next post-order number) */
-    uint64_t children_total;  /* entries in the thread's children array */
-    /* the block being filled */
-    uint8_t *rows;
-    size_t rows_len, rows_cap;
-    uint8_t *kbuf;
-    size_t klen, kcap;
-    uint32_t nrows;
-    uint64_t blk_children_base, blk_first_end, prev_end, prev_chunk, blk_min_first;
-    uint32_t prev_fn, prev_depth;
-    /* directory: offset and smallest subtree start of every written block */
-    uint8_t *bl;              /* per block: varint offset delta, varint reach-back (§14.3) */
-    size_t bl_len, bl_cap;
-    uint64_t nblocks, last_off;
-    uint32_t bl_n;            /* blocks in bl, not yet written as a BLOCKS chunk */
-    uint64_t *lists;          /* (offset, count) of its BLOCKS chunks */
-    uint64_t nlists, lists_cap;
-    uint64_t kinds[TT_EV_KIND_MAX + 1];
-    uint64_t last_time;
-    uint32_t max_depth;
-    bool crashed;
-};
-
-struct summary_row {
-    uint32_t fn;
-    uint32_t max_depth;
-    bool used;
-    uint64_t calls, total, self, longest;
-    uint32_t longest_thread;
-    uint64_t longest_frame;
-};
-
-struct tt_tables {
-    struct tb_thread *threads;
-    uint32_t nthreads;
-    struct summary_row *sum;
-    uint32_t sum_cap, sum_used;
-    uint32_t sum_last;        /* slot of the last function added: loops repeat it */
-    /* seek batch */
-    uint8_t *seek;
-    size_t seek_len, seek_cap;
-    uint32_t seek_n;
-    uint64_t seek_total, seek_prev_off;
-    uint64_t *seek_batches;   /* (offset, count) pairs */
-    uint64_t nseek_batches, seek_batches_cap;
-    /* chunks produced while an event chunk is being encoded, written after it */
-    uint8_t *out;
-    size_t out_len, out_cap;
-    uint64_t chunk_off;       /* offset the event chunk being encoded will get */
-    /* offsets of staged chunks are outbox-relative until the outbox is written: which
-     * directory entries to fix up then (thread, block; UINT32_MAX = a seek batch) */
-    struct fixup { uint32_t thread; uint64_t at, back; } *fix;
-    size_t nfix, fix_cap;
-    bool failed;              /* out of memory: the file gets no index */
-};
+#include "tables.h"
 
 /* ---------------------------------------------------------------- small helpers */
 
-static bool grow_slow(struct tt_tables *tb, void **p, size_t *cap, size_t need, size_t elem);
-
-/* Makes room for @need elements; the check is inline, the growing is not (per event). */
-static inline bool grow(struct tt_tables *tb, void **p, size_t *cap, size_t need, size_t elem)
-{
-    return TT_LIKELY(need <= *cap) || grow_slow(tb, p, cap, need, elem);
-}
-
-__attribute__((noinline)) static bool grow_slow(struct tt_tables *tb, void **p, size_t *cap,
-                                                size_t need, size_t elem)
+bool tt_tables_grow_(struct tt_tables *tb, void **p, size_t *cap, size_t need, size_t elem)
 {
     size_t n = *cap ? *cap : 64;
     while (n < need)
@@ -166,9 +87,7 @@ void tt_tables_free(struct tt_tables *tb)
     for (uint32_t i = 0; i < tb->nthreads; i++) {
         struct tb_thread *t = &tb->threads[i];
         free(t->stack);
-        free(t->kids);
         free(t->rows);
-        free(t->kbuf);
         free(t->bl);
         free(t->lists);
     }
@@ -181,7 +100,7 @@ void tt_tables_free(struct tt_tables *tb)
     free(tb);
 }
 
-static struct tb_thread *thread_of(struct tt_tables *tb, uint32_t id)
+struct tb_thread *tt_tables_thread_(struct tt_tables *tb, uint32_t id)
 {
     if (id >= tb->nthreads) {
         uint32_t n = tb->nthreads ? tb->nthreads : 4;
@@ -231,30 +150,18 @@ static void flush_block(struct tt_tables *tb, struct tt_writer *w, uint32_t thre
 {
     if (t->nrows == 0 || tb->failed)
         return;
-    /* body: varint children_base, then the rows, then the children lists */
-    uint8_t pre[10];
-    size_t plen = (size_t)(tt_put_varint(pre, t->blk_children_base) - pre);
-    size_t need = plen + t->rows_len;
-    uint8_t *tmp = malloc(need);
-    if (!tmp) {
-        tb->failed = true;
-        return;
-    }
-    memcpy(tmp, pre, plen);
-    memcpy(tmp + plen, t->rows, t->rows_len);
     struct tt_chunk_header h = { .type = TT_CHUNK_FRAMES, .thread = thread,
                                  .first_seq = t->frames - t->nrows, .count = t->nrows,
                                  .base_time = t->blk_first_end };
     staged_offset(tb, thread, 0, h.first_seq - t->blk_min_first);
-    stage_chunk(tb, &h, tmp, need, t->kbuf, t->klen);
-    free(tmp);
+    stage_chunk(tb, &h, t->rows, t->rows_len, NULL, 0);
     t->nblocks++;
     t->nrows = 0;
     t->rows_len = 0;
-    t->klen = 0;
+    t->run_at = 0;
 }
 
-static void flush_seek(struct tt_tables *tb, struct tt_writer *w)
+void tt_tables_flush_seek_(struct tt_tables *tb, struct tt_writer *w)
 {
     if (tb->seek_n == 0 || tb->failed)
         return;
@@ -324,22 +231,21 @@ found:;
 }
 
 /* Closes the top frame of @t at @end with @outcome and emits its row. */
-static void close_frame(struct tt_tables *tb, struct tt_writer *w, uint32_t thread,
-                        struct tb_thread *t, uint64_t end, unsigned outcome)
+void tt_tables_close_frame_(struct tt_tables *tb, struct tt_writer *w, uint32_t thread,
+                            struct tb_thread *t, uint64_t end, unsigned outcome)
 {
     /* everything in locals first: the row is written through a uint8_t pointer, which may
      * alias any field, so fields read after it would be loaded again (this runs per call) */
     const uint32_t depth = --t->depth;
     const struct open_frame fr = t->stack[depth];
     const uint64_t index = t->frames++;
-    const uint64_t nkids = t->nkids - fr.kids_base;
+    const uint64_t nkids = fr.nkids;
     const uint64_t dur = end >= fr.start ? end - fr.start : 0;
     const uint64_t self = dur >= fr.kid_time ? dur - fr.kid_time : 0;
     uint64_t prev_end = t->prev_end, prev_chunk = t->prev_chunk;
     uint32_t prev_fn = t->prev_fn, prev_depth = t->prev_depth;
 
     if (t->nrows == 0) {
-        t->blk_children_base = t->children_total;
         t->blk_first_end = end;
         prev_end = end;
         prev_chunk = 0;
@@ -350,10 +256,28 @@ static void close_frame(struct tt_tables *tb, struct tt_writer *w, uint32_t thre
         t->blk_min_first = fr.first;
     }
     /* a row: a flag byte saying what it shares with the previous row, then what differs: fn,
-     * depth, desc and kids (not for a leaf), end delta, duration, chunk delta. A tight loop's
-     * leaf costs 3-4 bytes */
+     * depth, desc and child count (not for a leaf), the time from the previous row's end to
+     * this one's start (GAP) when it started after that, else to this one's end; duration;
+     * chunk delta. A tight loop's leaf costs 3 bytes: flag, gap, duration */
     size_t rows_len = t->rows_len;
-    if (grow(tb, (void **)&t->rows, &t->rows_cap, rows_len + 71, 1)) {
+    const uint64_t start = end - dur;
+    if (TT_UNLIKELY(!grow(tb, (void **)&t->rows, &t->rows_cap, rows_len + 71, 1))) {
+        /* out of memory: tb->failed, the file gets no index */
+    } else if (fr.fn == prev_fn && depth == prev_depth && index == fr.first &&
+               fr.chunk_off == prev_chunk && start >= prev_end && t->nrows &&
+               outcome == TT_FRAME_RETURNED) {
+        /* a loop's leaf again: only its gap and duration, in a run of such rows */
+        uint8_t *base = t->rows, *o = base + rows_len;
+        if (t->run_at && base[t->run_at - 1] < (TT_ROW_RUN | TT_ROW_RUN_MAX)) {
+            base[t->run_at - 1]++;
+        } else {
+            *o++ = TT_ROW_RUN | 1;
+            t->run_at = rows_len + 1;
+        }
+        o = tt_put_varint(o, start - prev_end);
+        o = tt_put_varint(o, dur);
+        t->rows_len = (size_t)(o - base);
+    } else {
         uint8_t *base = t->rows, *o = base + rows_len + 1;
         unsigned fl = outcome << TT_ROW_OUTCOME_SHIFT;
         if (fr.fn == prev_fn)
@@ -370,34 +294,31 @@ static void close_frame(struct tt_tables *tb, struct tt_writer *w, uint32_t thre
             o = tt_put_varint(o, index - fr.first);
             o = tt_put_varint(o, nkids);
         }
-        o = tt_put_varint(o, end - prev_end);
+        if (start >= prev_end && t->nrows) {
+            fl |= TT_ROW_GAP;
+            o = tt_put_varint(o, start - prev_end);
+        } else {
+            o = tt_put_varint(o, end - prev_end);
+        }
         o = tt_put_varint(o, dur);
         if (fr.chunk_off == prev_chunk)
             fl |= TT_ROW_SAME_CHUNK;
         else
             o = tt_put_varint(o, zigzag((int64_t)(fr.chunk_off - prev_chunk)));
         base[rows_len] = (uint8_t)fl;
+        t->run_at = 0;
         t->rows_len = (size_t)(o - base);
-    }
-    if (nkids && grow(tb, (void **)&t->kbuf, &t->kcap, t->klen + 10 * nkids, 1)) {
-        uint8_t *o = t->kbuf + t->klen;
-        const uint64_t *kids = t->kids;
-        for (uint64_t k = fr.kids_base; k < fr.kids_base + nkids; k++)
-            o = tt_put_varint(o, index - kids[k]);
-        t->klen = (size_t)(o - t->kbuf);
     }
     t->prev_end = end;
     t->prev_chunk = fr.chunk_off;
     t->prev_fn = fr.fn;
     t->prev_depth = depth;
     t->children_total += nkids;
-    t->nkids = fr.kids_base;
     uint32_t nrows = ++t->nrows;
     summary_add(tb, fr.fn, depth, dur, self, thread, index);
     if (depth) {
         t->stack[depth - 1].kid_time += dur;
-        if (grow(tb, (void **)&t->kids, &t->kids_cap, fr.kids_base + 1, sizeof(uint64_t)))
-            t->kids[t->nkids++] = index;
+        t->stack[depth - 1].nkids++;
     }
     if (nrows == TT_FRAME_BLOCK_ROWS)
         flush_block(tb, w, thread, t);
@@ -408,64 +329,6 @@ void tt_tables_chunk_begin(struct tt_tables *tb, struct tt_writer *w)
     tb->chunk_off = tt_writer_tail_(w);
     tb->out_len = 0;
     tb->nfix = 0;
-}
-
-void tt_tables_event(struct tt_tables *tb, struct tt_writer *w, uint32_t thread, uint32_t kind,
-                     uint32_t fn, uint64_t time, uint64_t seq, uint32_t index)
-{
-    struct tb_thread *t = thread < tb->nthreads ? &tb->threads[thread] : thread_of(tb, thread);
-    if (TT_UNLIKELY(!t || tb->failed || kind > TT_EV_KIND_MAX))
-        return;
-    t->kinds[kind]++;
-    t->last_time = time;
-    if (TT_UNLIKELY(seq % TT_SEEK_EVERY == 0)) {
-        if (grow(tb, (void **)&tb->seek, &tb->seek_cap, tb->seek_len + 60, 1)) {
-            /* an entry: thread, seq / K, time, chunk offset delta, index in chunk */
-            uint8_t *o = tb->seek + tb->seek_len;
-            o = tt_put_varint(o, thread);
-            o = tt_put_varint(o, seq / TT_SEEK_EVERY);
-            o = tt_put_varint(o, time);
-            o = tt_put_varint(o, tb->chunk_off - tb->seek_prev_off);
-            o = tt_put_varint(o, index);
-            tb->seek_len = (size_t)(o - tb->seek);
-            tb->seek_prev_off = tb->chunk_off;
-            tb->seek_n++;
-            tb->seek_total++;
-            if (tb->seek_n == TT_SEEK_BATCH)
-                flush_seek(tb, w);
-        }
-    }
-    if (kind == TT_EV_ENTER) {
-        if (!grow(tb, (void **)&t->stack, &t->stack_cap, (size_t)t->depth + 1,
-                  sizeof *t->stack))
-            return;
-        struct open_frame *f = &t->stack[t->depth++];
-        f->fn = fn;
-        f->start = time;
-        f->chunk_off = tb->chunk_off;
-        f->first = t->frames;
-        f->kids_base = t->nkids;
-        f->kid_time = 0;
-        if (t->depth > t->max_depth)
-            t->max_depth = t->depth;
-    } else if (kind == TT_EV_EXIT) {
-        /* the innermost open frame of this function; the frames above it lost their exit
-         * (longjmp, an exception): they end here, ABANDONED */
-        uint32_t d = t->depth;
-        if (TT_LIKELY(d > 0 && t->stack[d - 1].fn == fn)) {
-            close_frame(tb, w, thread, t, time, TT_FRAME_RETURNED);
-            return;
-        }
-        while (d > 0 && t->stack[d - 1].fn != fn)
-            d--;
-        if (d == 0)
-            return; /* an exit without its enter (recording began inside the call) */
-        while (t->depth > d)
-            close_frame(tb, w, thread, t, time, TT_FRAME_ABANDONED);
-        close_frame(tb, w, thread, t, time, TT_FRAME_RETURNED);
-    } else if (kind == TT_EV_CRASH) {
-        t->crashed = true;
-    }
 }
 
 /* Writes what the event chunk just written finished: its frame blocks and seek batches. */
@@ -532,11 +395,11 @@ void tt_tables_finish(struct tt_tables *tb, struct tt_writer *w)
     for (uint32_t i = 0; i < tb->nthreads; i++) {
         struct tb_thread *t = &tb->threads[i];
         while (t->depth)
-            close_frame(tb, w, i, t, t->last_time,
+            tt_tables_close_frame_(tb, w, i, t, t->last_time,
                         t->crashed ? TT_FRAME_CRASHED : TT_FRAME_OPEN);
         flush_block(tb, w, i, t);
     }
-    flush_seek(tb, w);
+    tt_tables_flush_seek_(tb, w);
     tt_tables_chunk_end(tb, w);
     for (uint32_t i = 0; i < tb->nthreads; i++)
         write_block_list(tb, w, i, &tb->threads[i]);

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "tables.h"
 
 struct tt_writer {
     /* sink */
@@ -280,6 +281,7 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
     /* per-event state in locals: every store through o may alias the structs, so fields would
      * be reloaded and stored again for each event */
     uint64_t seq = t->seq, last_time = t->last_time, count = 0;
+    const uint32_t tid = t->id; /* on the recording thread's line: read once, not per event */
     bool has_time = t->has_time, split = t->pending != 0;
     while (!split && raw + sizeof(struct tt_raw_short) <= end) {
         struct tt_raw_short sr;
@@ -305,16 +307,22 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
         }
         uint8_t tag = (uint8_t)kind | (dir ? TT_TAG_OUT : 0);
         bool same = sr.function == prev_fn;
-        if (same)
-            tag |= TT_TAG_FSAME;
-        *o++ = tag;
-        o = tt_put_varint(o, rel - prev_time);
+        uint64_t step = rel - prev_time;
         prev_time = rel;
-        if (!same)
-            o = tt_put_varint(o, sr.function);
+        if (same && step <= TT_TAG_SHORT_STEP && (kind == TT_EV_ENTER || kind == TT_EV_EXIT)) {
+            /* a loop's enter or exit: one byte */
+            *o++ = (uint8_t)(TT_TAG_SHORT | (kind == TT_EV_EXIT ? TT_TAG_SHORT_EXIT : 0) | step);
+        } else {
+            if (same)
+                tag |= TT_TAG_FSAME;
+            *o++ = tag;
+            o = tt_put_varint(o, step);
+            if (!same)
+                o = tt_put_varint(o, sr.function);
+        }
         prev_fn = sr.function;
         if (tb)
-            tt_tables_event(tb, w, t->id, kind, sr.function, rel, seq, (uint32_t)count);
+            tt_tables_event(tb, w, tid, kind, sr.function, rel, seq, (uint32_t)count);
         seq++;
         count++;
         if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {

@@ -69,8 +69,7 @@ typedef struct tt_frame {
     uint32_t outcome;         /* tt_frame_outcome */
     uint64_t desc;            /* number of descendants */
     uint64_t start, duration; /* ticks */
-    uint64_t child_count;
-    uint64_t children_offset; /* its first child in the thread's children array */
+    uint64_t child_count;     /* direct children (tt_frame_last_child, tt_frame_prev_child) */
     uint64_t chunk_offset;    /* file offset of the event chunk that holds its enter event */
 } tt_frame;
 
@@ -127,9 +126,18 @@ TT_API const tt_index_thread *tt_index_thread_info(const tt_index *ix, tt_thread
  * etc. when its block is damaged. */
 TT_API int tt_index_frame(tt_index *ix, tt_thread_id thread, uint64_t index, tt_frame *out,
                           tt_error_info *err);
-/* Child @i (0-based, in call order) of frame @f: its frame index into *@child. */
-TT_API int tt_index_child(tt_index *ix, const tt_frame *f, uint64_t i, uint64_t *child,
-                          tt_error_info *err);
+/* Children, last to first, without a lookup: the last child of @f is frame @f->index - 1, and
+ * the child before child @c is the frame just before @c's subtree, until @f's subtree begins.
+ * Each step reads one frame (tt_index_frame), so listing a frame's children costs one frame
+ * read per child and no memory. TT_FRAME_NONE when there is none. Async-signal-safe. */
+static inline uint64_t tt_frame_last_child(const tt_frame *f)
+{
+    return f->desc ? f->index - 1 : TT_FRAME_NONE;
+}
+static inline uint64_t tt_frame_prev_child(const tt_frame *f, const tt_frame *c)
+{
+    return c->index - c->desc > f->index - f->desc ? c->index - c->desc - 1 : TT_FRAME_NONE;
+}
 /* The parent of frame @index (TT_FRAME_NONE for a top-level frame): the first later frame whose
  * subtree covers it. Costs at most a few block reads (the directory keeps each block's lowest
  * subtree start). */
