@@ -492,8 +492,10 @@ Test(reader, finds_interned_names_in_the_object_table)
     tt_session *s;
     tt_error_info err = {0};
     cr_assert_eq(tt_test_open_record_mem(&sink, &s, &err), TT_OK, "%s", err.message);
-    static const char *const names[] = {"parse_header", "read_chunk", "x", "a_very_long_name_"
-                                        "that_goes_on_and_on_for_quite_a_while_0123456789"};
+    static const char *const names[] = {
+        "parse_header", "read_chunk", "x",
+        "a_very_long_name_that_goes_on_and_on_for_quite_a_while_0123456789",
+    };
     uint32_t ids[4], again;
     for (int i = 0; i < 4; i++) {
         cr_assert_eq(tt_intern(s, TT_OBJ_FUNCTION, names[i], &ids[i]), TT_OK);

@@ -5,6 +5,7 @@
  * and for JSON, and no size is taken from the file except through the library's probe.
  */
 #include "tool.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -636,47 +637,22 @@ int tool_one_operand(int argc, char **argv, int optind_)
 
 /* ---------------------------------------------------------------- progress */
 
-static struct {
-    int on;
-    const char *what;
-    uint64_t total, calls;
-    struct timespec last;
-} progress;
+/* The verbs without a progress object of their own share this one (progress.h draws it). */
+static progress shared_progress;
 
 void tool_progress_begin(const char *what, uint64_t total)
 {
-    progress.on = isatty(STDERR_FILENO);
-    progress.what = what;
-    progress.total = total;
-    progress.calls = 0;
-    clock_gettime(CLOCK_MONOTONIC, &progress.last);
+    progress_begin(&shared_progress, what, total);
 }
 
 void tool_progress_update(uint64_t done)
 {
-    /* look at the clock every 64Ki calls only: an update per event must stay cheap */
-    if (!progress.on || (++progress.calls & 0xFFFF) != 0)
-        return;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t ms = (now.tv_sec - progress.last.tv_sec) * 1000 +
-                 (now.tv_nsec - progress.last.tv_nsec) / 1000000;
-    if (ms < 200)
-        return;
-    progress.last = now;
-    if (progress.total)
-        fprintf(stderr, "\r%s: %" PRIu64 " of %" PRIu64 " (%u%%)\033[K", progress.what, done,
-                progress.total, (unsigned)(done * 100 / progress.total));
-    else
-        fprintf(stderr, "\r%s: %" PRIu64 "\033[K", progress.what, done);
-    fflush(stderr);
+    progress_update(&shared_progress, done);
 }
 
 void tool_progress_end(void)
 {
-    if (progress.on)
-        fputs("\r\033[K", stderr);
-    progress.on = 0;
+    progress_end(&shared_progress);
 }
 
 int tool_parse_time_ns(const char *s, uint64_t *ns)

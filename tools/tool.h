@@ -147,8 +147,8 @@ int tool_trace_open(tool_trace *t);
 void tool_trace_close(tool_trace *t);
 
 /* ---- progress ----
- * A one-line progress report on stderr for operations that read a large file, drawn only when
- * stderr is a terminal (never in a pipe, a log or a test) and at most five times a second:
+ * One process-wide progress line (progress.h: drawn only when stderr is a terminal, at most
+ * every 250 ms or TINYTRACE_PROGRESS_MS), for verbs that need no more than one:
  *     tool_progress_begin("reading events", total);  ... tool_progress_update(done); ...
  *     tool_progress_end();   // erases the line
  * @total 0 = unknown (no percentage). Cheap enough to call once per event. */

@@ -367,9 +367,14 @@ def main(d):
             if res:
                 doc = res[0]
                 rc, out, err = run([TT, "dump", "--kind", "enter", f])
-                check(len(doc and [e for e in doc["traceEvents"] if e["ph"] == "X"]) ==
-                      len(out.splitlines()) > 0,
+                nx = len(doc and [e for e in doc["traceEvents"] if e["ph"] == "X"])
+                check(nx == len(out.splitlines()) > 0,
                       "flaky: one frame per enter event", (rc, err))
+                # issue 6, acceptance 4: the frame count equals the frame table's
+                rc, out, err = run([TT, "stats", "--json", f])
+                check(rc == 0 and json.loads(out)["frames"] == nx,
+                      "flaky: as many X events as the frame table has rows (tinytrace stats)",
+                      (nx, out[:200], err))
                 tn = sorted(e["args"]["name"] for e in doc["traceEvents"]
                             if e["ph"] == "M" and e["name"] == "thread_name")
                 check(tn == ["main", "main/1", "main/2", "main/3"],
@@ -394,6 +399,9 @@ def main(d):
     rc, out, err = run([TT, "export", "--json", "-o", os.path.join(d, "big2.json"), big])
     check(rc == 0 and json.loads(out)["frames"] == enters > 10 ** 5,
           "big: one frame per enter event (%d)" % enters, (out, err))
+    rc, sout, err = run([TT, "stats", "--json", big])
+    check(rc == 0 and json.loads(sout)["frames"] == json.loads(out)["frames"],
+          "big: the export's frames = the frame table's rows (tinytrace stats)", (sout[:200], err))
     env = dict(os.environ, TINYTRACE_PROGRESS_MS="0")
     rc, data = run_pty_stderr([TT, "export", "-o", os.path.join(d, "big3.json"), big], env)
     text = data.decode("utf-8", "replace")
