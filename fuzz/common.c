@@ -436,7 +436,7 @@ int fz_read_all(const uint8_t *image, size_t n)
     tt_source_memory(&src, img, n);
 
     tt_verify_result vr;
-    int vrc = tt_verify(&src, &lim, &vr);
+    int vrc = tt_verify_ex(&src, &lim, TT_VERIFY_FRAMES, &vr);
     FZ_ASSERT((vrc == TT_OK) == (vr.status == TT_VERIFY_OK) && vr.code == vrc,
               "verify returned %d with status %d code %d", vrc, vr.status, vr.code);
     /* a refusal names the file and an offset inside it (or none) */

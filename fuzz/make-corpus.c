@@ -168,7 +168,7 @@ static void emit_valid(const char *name, const uint8_t *img, size_t n)
     tt_source src;
     tt_verify_result res;
     tt_source_memory(&src, img, n);
-    if (tt_verify(&src, NULL, &res) != TT_OK)
+    if (tt_verify_ex(&src, NULL, TT_VERIFY_FRAMES, &res) != TT_OK)
         die(name, res.message);
     emit(name, img, n);
 }

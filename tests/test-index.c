@@ -269,7 +269,7 @@ Test(index, frame_table_reproduces_a_known_call_tree, .init = tt_test_dir_setup,
     tt_source src;
     tt_source_memory(&src, sink.data, sink.len);
     tt_verify_result vr;
-    cr_assert_eq(tt_verify(&src, NULL, &vr), TT_OK, "%s", vr.message);
+    cr_assert_eq(tt_verify_ex(&src, NULL, TT_VERIFY_FRAMES, &vr), TT_OK, "%s", vr.message);
 
     tt_test_reader tr;
     cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_PER_THREAD, &err),
@@ -677,7 +677,7 @@ static void expect_refused(const uint8_t *img, size_t len, tt_verify_status stat
     tt_source src;
     tt_source_memory(&src, img, len);
     tt_verify_result res;
-    int rc = tt_verify(&src, NULL, &res);
+    int rc = tt_verify_ex(&src, NULL, TT_VERIFY_FRAMES, &res);
     cr_assert_neq(rc, TT_OK, "an edited table was accepted (%s)", what);
     cr_assert_eq(res.status, status, "status %s, expected %s: %s", tt_verify_status_name(res.status),
                  tt_verify_status_name(status), res.message);
@@ -697,7 +697,7 @@ Test(index, damaged_tables_are_refused_with_file_offset_and_reason)
     tt_source src;
     tt_source_memory(&src, img, len);
     tt_verify_result res;
-    cr_assert_eq(tt_verify(&src, NULL, &res), TT_OK, "%s", res.message);
+    cr_assert_eq(tt_verify_ex(&src, NULL, TT_VERIFY_FRAMES, &res), TT_OK, "%s", res.message);
     uint64_t fb = find_type(img, 4), sb = find_type(img, 5), dir = le64(img + 368);
     uint32_t fb_len = le32(img + fb + 8);
 
@@ -705,6 +705,14 @@ Test(index, damaged_tables_are_refused_with_file_offset_and_reason)
     memcpy(cp, img, len);
     cp[fb + 48 + 3] ^= 0x01;
     expect_refused(cp, len, TT_VERIFY_CHECKSUM, fb, fb + 1, "checksum");
+    {
+        /* without TT_VERIFY_FRAMES too: the pass over the data area checks index chunks' sums */
+        tt_source dsrc;
+        tt_verify_result dres;
+        tt_source_memory(&dsrc, cp, len);
+        cr_assert_neq(tt_verify(&dsrc, NULL, &dres), TT_OK, "a damaged frame block was accepted");
+        cr_assert_eq(dres.status, TT_VERIFY_CHECKSUM, "%s", dres.message);
+    }
 
     /* the first row's flag byte (the body opens with it) made a run of repeats, resealed: a
      * block's first row has nothing to repeat */
@@ -791,7 +799,7 @@ Test(index, recover_keeps_the_events_and_leaves_the_index_out, .init = tt_test_d
     tt_source rs;
     cr_assert_eq(tt_source_file(&rs, out, &err), TT_OK, "%s", err.message);
     tt_verify_result vr;
-    cr_assert_eq(tt_verify(&rs, NULL, &vr), TT_OK, "%s", vr.message);
+    cr_assert_eq(tt_verify_ex(&rs, NULL, TT_VERIFY_FRAMES, &vr), TT_OK, "%s", vr.message);
     tt_test_reader tr;
     cr_assert_eq(tt_test_reader_open_file(&tr, out, TT_CURSORS_SEQUENTIAL, &err), TT_OK, "%s",
                  err.message);

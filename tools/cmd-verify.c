@@ -11,7 +11,7 @@
 #include <string.h>
 
 static const char usage[] =
-    "Usage: tinytrace verify [--json] [--quiet] [--max-memory MB] FILE\n"
+    "Usage: tinytrace verify [--frames] [--json] [--quiet] [--max-memory MB] FILE\n"
     "\n"
     "Checks trace FILE: the manifest, every chunk's frame and checksum, every event, each\n"
     "thread's sequence numbers, the tables, and all counts and the events checksum against\n"
@@ -20,6 +20,9 @@ static const char usage[] =
     "  FILE: STATUS at offset O (chunk C): message                 on stderr.\n"
     "\n"
     "Options:\n"
+    "  -f, --frames        also decode every frame row of the index and check the call tree\n"
+    "                      and the per-function summary against them (slower; the rows'\n"
+    "                      checksums are checked without it)\n"
     "  -j, --json          print one JSON object on stdout instead, valid or not:\n"
     "                      {\"file\", \"status\", \"error\", \"offset\", \"chunk\", \"events\",\n"
     "                      \"chunks\", \"bytes\", \"message\"} (offset and chunk may be null)\n"
@@ -73,6 +76,7 @@ static void print_json(const char *path, const char *status, int code, const tt_
 int cmd_verify(int argc, char **argv)
 {
     static const struct option options[] = {
+        {"frames", no_argument, NULL, 'f'},
         {"json", no_argument, NULL, 'j'},
         {"quiet", no_argument, NULL, 'q'},
         {"max-memory", required_argument, NULL, 'm'},
@@ -80,6 +84,7 @@ int cmd_verify(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     int json = 0, quiet = 0, c, rc, ret;
+    unsigned flags = 0;
     uint64_t max_mb = 0;
     const char *path;
     tt_reader_limits lim;
@@ -87,8 +92,11 @@ int cmd_verify(int argc, char **argv)
     tt_error_info err;
     tt_source src;
 
-    while ((c = getopt_long(argc, argv, "jqh", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "fjqh", options, NULL)) != -1) {
         switch (c) {
+        case 'f':
+            flags |= TT_VERIFY_FRAMES;
+            break;
         case 'j':
             json = 1;
             break;
@@ -134,7 +142,7 @@ int cmd_verify(int argc, char **argv)
         return rc;
     }
 
-    ret = tt_verify(&src, &lim, &res);
+    ret = tt_verify_ex(&src, &lim, flags, &res);
     tt_source_close(&src);
     rc = exit_for_status(res.status, ret == TT_OK ? res.code : ret);
 

@@ -16,6 +16,7 @@
 #include "internal.h"
 
 #define CACHE_SLOTS 8u
+#define BLOCK_READ 4096u /* a frame block's first read: header and (usually) body */
 
 struct drow {
     uint32_t fn, depth;
@@ -29,6 +30,7 @@ struct slot {
     uint32_t nrows;
     struct drow *rows;     /* TT_FRAME_BLOCK_ROWS */
     uint8_t *body;
+    size_t body_cap;
 };
 
 struct ithread {
@@ -597,9 +599,19 @@ static int decode_block(tt_index *ix, struct slot *s, uint32_t thread, uint64_t 
     struct tt_chunk_header h;
     uint8_t raw[TT_CHUNK_HEADER];
     s->block = UINT64_MAX;
-    int rc = rd(ix, off, raw, sizeof raw, err, "a frame block header");
+    /* one read for the header and, usually, the whole body: a block of a loop is well under
+     * BLOCK_READ bytes, and a read per block is most of what a full check costs */
+    if (!s->body && !(s->body = ix_malloc(ix, BLOCK_READ)))
+        return tt_fail(err, TT_E_NOMEM, 0, off, "%s: out of memory (or over max_total)", nm);
+    s->body_cap = s->body_cap < BLOCK_READ ? BLOCK_READ : s->body_cap;
+    uint64_t ahead = m->data_end > off ? m->data_end - off : 0;
+    size_t first_read = ahead < BLOCK_READ ? (size_t)ahead : BLOCK_READ;
+    if (first_read < TT_CHUNK_HEADER)
+        first_read = TT_CHUNK_HEADER; /* rd reports the cut */
+    int rc = rd(ix, off, s->body, first_read, err, "a frame block");
     if (rc != TT_OK)
         return rc;
+    memcpy(raw, s->body, sizeof raw);
     const char *why = tt_chunk_header_decode(raw, &h);
     if (why)
         return tt_fail(err, TT_E_CORRUPT, 0, off, "%s: frame block at offset %" PRIu64 ": %s", nm,
@@ -613,13 +625,20 @@ static int decode_block(tt_index *ix, struct slot *s, uint32_t thread, uint64_t 
                        h.body_len, b, thread);
     if (!s->rows && !(s->rows = ix_malloc(ix, ix->block_rows * sizeof *s->rows)))
         return tt_fail(err, TT_E_NOMEM, 0, off, "%s: out of memory (or over max_total)", nm);
-    uint8_t *nb = ix_realloc(ix, s->body, h.body_len ? h.body_len : 1);
-    if (!nb)
-        return tt_fail(err, TT_E_NOMEM, 0, off, "%s: out of memory (or over max_total)", nm);
-    s->body = nb;
-    rc = rd(ix, off + TT_CHUNK_HEADER, s->body, h.body_len, err, "a frame block");
-    if (rc != TT_OK)
-        return rc;
+    if (TT_CHUNK_HEADER + (size_t)h.body_len <= first_read) {
+        memmove(s->body, s->body + TT_CHUNK_HEADER, h.body_len);
+    } else {
+        if (h.body_len > s->body_cap) {
+            uint8_t *nb = ix_realloc(ix, s->body, h.body_len);
+            if (!nb)
+                return tt_fail(err, TT_E_NOMEM, 0, off, "%s: out of memory (or over max_total)", nm);
+            s->body = nb;
+            s->body_cap = h.body_len;
+        }
+        rc = rd(ix, off + TT_CHUNK_HEADER, s->body, h.body_len, err, "a frame block");
+        if (rc != TT_OK)
+            return rc;
+    }
     if (tt_chunk_checksum(raw, s->body, h.body_len) != h.checksum)
         return tt_fail(err, TT_E_CHECKSUM, 0, off, "%s: frame block at offset %" PRIu64 " fails its"
                        " checksum", nm, off);
@@ -845,11 +864,21 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
             cap = nc;
         }
         memset(st, 0, cap * sizeof *st);
-        for (uint64_t i = 0; i < t->info.frames && rc == TT_OK; i++) {
-            tt_frame f;
-            if ((rc = tt_index_frame(ix, th, i, &f, err)) != TT_OK)
-                break;
-            uint64_t off = t->blocks[2 * (i / ix->block_rows)];
+        struct slot *blk = NULL;
+        const tt_summary_entry *se = NULL;
+        uint64_t b = UINT64_MAX, row = ix->block_rows; /* (no division per frame) */
+        for (uint64_t i = 0; i < t->info.frames && rc == TT_OK; i++, row++) {
+            /* the rows straight from the decoded block: a check of 10^8 frames must not pay
+             * a lookup per frame */
+            if (row == ix->block_rows) {
+                row = 0;
+                if ((rc = get_block(ix, th, ++b, &blk, err)) != TT_OK)
+                    break;
+            }
+            const struct drow *d = &blk->rows[row];
+            const struct { uint32_t function, depth; uint64_t desc, start, duration, child_count; }
+                f = { d->fn, d->depth, d->desc, d->start, d->dur, d->nch };
+            uint64_t off = t->blocks[2 * b];
             /* its children are the pending frames one level down, which must end just before
              * it and cover its whole subtree; nothing deeper may be pending */
             const struct pend *k = &st[f.depth + 1];
@@ -886,8 +915,9 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
             me->last_end = fend;
             me->last_index = i;
             top = f.depth;
-            /* recompute the summary from the rows */
-            tt_summary_entry *se = bsearch(&f.function, ix->sum, ix->nsum, sizeof *ix->sum, cmp_sum);
+            /* recompute the summary from the rows (a loop repeats the function: no search) */
+            if (!se || se->function != f.function)
+                se = bsearch(&f.function, ix->sum, ix->nsum, sizeof *ix->sum, cmp_sum);
             if (!se) {
                 rc = tt_fail(err, TT_E_CORRUPT, 0, ix->sum_off, "%s: function %u of frame %" PRIu64
                              " has no summary row", nm, f.function, i);

@@ -57,6 +57,12 @@ static int finish(tt_verify_result *res, int code, const tt_error_info *err)
 
 int tt_verify(const tt_source *src, const tt_reader_limits *lim, tt_verify_result *res)
 {
+    return tt_verify_ex(src, lim, 0, res);
+}
+
+int tt_verify_ex(const tt_source *src, const tt_reader_limits *lim, unsigned flags,
+                 tt_verify_result *res)
+{
     tt_verify_result dummy;
     tt_error_info err = { 0 };
     tt_reader_capacity cap;
@@ -85,12 +91,15 @@ int tt_verify(const tt_source *src, const tt_reader_limits *lim, tt_verify_resul
         if (rc != TT_OK)
             res->chunk = res->chunks;
         if (rc == TT_OK && m.index_offset) {
-            /* version 2: the index tables, and no index chunk in the data area that the
-             * directory does not list */
+            /* version 2: the index tables (their chunks' frames and checksums were checked by
+             * the pass over the data area; the directory, block lists, seek batches and summary
+             * by tt_index_open; every frame row with TT_VERIFY_FRAMES), and no index chunk in
+             * the data area that the directory does not list */
             tt_index *ix;
             rc = tt_index_open(r, lim, &ix, &err);
             if (rc == TT_OK) {
-                rc = tt_index_check(ix, &err);
+                if (flags & TT_VERIFY_FRAMES)
+                    rc = tt_index_check(ix, &err);
                 if (rc == TT_OK && tt_index_chunks_(ix) != tt_reader_index_chunks_(r))
                     rc = tt_fail(&err, TT_E_COUNTS, 0, m.index_offset,
                                  "%s: the data area holds %llu index chunks, the directory lists "

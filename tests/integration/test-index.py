@@ -96,6 +96,9 @@ def test(tt, mkrecord, tmp):
     names = {0: "main", 1: 'worker "q"\\x09\\\\\u00e9\\xff'}
 
     # ---- stats ----
+    rc, out, err = run(tt, "verify", "--frames", trace)
+    check(rc == 0 and out.startswith(trace + ": ok"), "verify --frames: every frame row checked",
+          (rc, out, err))
     rc, out, err = run(tt, "stats", "--json", trace)
     check(rc == 0 and err == "", "stats --json exits 0, nothing on stderr", err)
     st = json.loads(out)

@@ -216,11 +216,21 @@ typedef struct tt_verify_result {
     char message[512];
 } tt_verify_result;
 
-/* Checks a whole file: manifest, every chunk's frame and checksum, every event's encoding, each
- * thread's sequence numbers, the tables, and at the end every count and the events checksum
- * against the manifest. Uses a bounded reader with @lim (NULL = defaults); allocates only the
- * probed capacity. Returns TT_OK only for a valid file. Thread-safe. */
+/* Checks a whole file: manifest, every chunk's frame and checksum (index chunks included), every
+ * event's encoding, each thread's sequence numbers, the tables, the index directory, block
+ * lists, seek batches and summary (docs/FORMAT.md §14.7 I1-I4), and at the end every count and
+ * the events checksum against the manifest. Uses a bounded reader with @lim (NULL = defaults);
+ * allocates only the probed capacity. Returns TT_OK only for a valid file. Thread-safe. */
 TT_API int tt_verify(const tt_source *src, const tt_reader_limits *lim, tt_verify_result *res);
+
+/* tt_verify_ex flags. TT_VERIFY_FRAMES: also decode every frame row and check the call tree
+ * and the summary against them (§14.7 I5-I8; tt_index_check). The frame rows are already
+ * covered by their chunks' checksums, so this finds what a faulty or hostile writer put in
+ * them, not damage; it costs about 20 ns a frame, several times the rest of the check. */
+#define TT_VERIFY_FRAMES 0x1u
+/* tt_verify with @flags (0 = tt_verify). */
+TT_API int tt_verify_ex(const tt_source *src, const tt_reader_limits *lim, unsigned flags,
+                        tt_verify_result *res);
 TT_API const char *tt_verify_status_name(tt_verify_status st);
 
 /* ---- recovery ---- */
