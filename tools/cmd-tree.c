@@ -59,12 +59,12 @@ struct ctx {
     tt_index *ix;
     struct opts o;
     tt_error_info err;
-    /* DFS stack */
-    struct item { uint64_t frame; uint32_t depth; } *stack;
+    /* print_subtree's stack: per printed level, a frame and its next child to find */
+    struct item { uint64_t frame, next; uint32_t depth, level; } *stack;
     size_t n, cap;
 };
 
-static int push(struct ctx *c, uint64_t frame, uint32_t depth)
+static int push(struct ctx *c, uint64_t frame, uint32_t depth, uint64_t next, uint32_t level)
 {
     if (c->n == c->cap) {
         size_t ncap = c->cap ? c->cap * 2 : 256;
@@ -74,7 +74,7 @@ static int push(struct ctx *c, uint64_t frame, uint32_t depth)
         c->stack = ns;
         c->cap = ncap;
     }
-    c->stack[c->n++] = (struct item){ frame, depth };
+    c->stack[c->n++] = (struct item){ frame, next, depth, level };
     return TT_OK;
 }
 
@@ -100,32 +100,73 @@ static void print_frame(struct ctx *c, const tt_frame *f, uint32_t level)
     fputc('\n', stdout);
 }
 
-/* Prints the subtree of @root (at printed level 0), depth-first in call order. */
+/* The frame at depth @depth whose subtree starts at frame @x: @x itself or an ancestor. In
+ * post-order the first frame of a subtree is its leftmost leaf, so climbing from the frame just
+ * after a sibling (or from a subtree's first frame) reaches the next sibling (or first child). */
+static int climb(struct ctx *c, uint32_t th, uint64_t x, uint32_t depth, tt_frame *f)
+{
+    int rc;
+    for (;;) {
+        if ((rc = tt_index_frame(c->ix, th, x, f, &c->err)) != TT_OK)
+            return rc;
+        if (f->depth <= depth)
+            break;
+        if ((rc = tt_index_parent(c->ix, th, x, &x, &c->err)) != TT_OK)
+            return rc;
+        if (x == TT_FRAME_NONE)
+            break;
+    }
+    if (f->depth != depth) {
+        c->err.code = TT_E_CORRUPT;
+        c->err.sys_errno = 0;
+        c->err.offset = UINT64_MAX;
+        snprintf(c->err.message, sizeof c->err.message, "%s: frame %" PRIu64 " of thread %"
+                 PRIu32 " has no ancestor at depth %" PRIu32 ": the frame table is damaged",
+                 c->t->path, x, th, depth);
+        return TT_E_CORRUPT;
+    }
+    return TT_OK;
+}
+
+/* Prints the subtree of @root (at printed level 0), depth-first in call order. Children are
+ * found first to last by climbing (above), so the stack holds one entry per printed level,
+ * never a frame's list of children: a frame with 10^8 children costs no memory. */
 static int print_subtree(struct ctx *c, uint32_t th, uint64_t root)
 {
     int rc;
+    tt_frame f;
+    if ((rc = tt_index_frame(c->ix, th, root, &f, &c->err)) != TT_OK)
+        return rc;
+    if (f.duration < c->o.min_ticks)
+        return TT_OK;
+    print_frame(c, &f, 0);
     c->n = 0;
-    if ((rc = push(c, root, 0)) != TT_OK)
+    if (f.desc && c->o.depth > 1 && (rc = push(c, f.index, f.depth, f.index - f.desc, 1)) != TT_OK)
         return rc;
     while (c->n) {
-        struct item it = c->stack[--c->n];
-        tt_frame f;
-        if ((rc = tt_index_frame(c->ix, th, it.frame, &f, &c->err)) != TT_OK)
+        struct item *it = &c->stack[c->n - 1];
+        if (it->next >= it->frame) { /* every child printed */
+            c->n--;
+            continue;
+        }
+        uint32_t level = it->level;
+        if ((rc = climb(c, th, it->next, it->depth + 1, &f)) != TT_OK)
             return rc;
+        if (f.index >= it->frame) {
+            rc = c->err.code = TT_E_CORRUPT;
+            c->err.offset = UINT64_MAX;
+            snprintf(c->err.message, sizeof c->err.message, "%s: frame %" PRIu64 " of thread %"
+                     PRIu32 " is not inside its parent's subtree: the frame table is damaged",
+                     c->t->path, f.index, th);
+            return rc;
+        }
+        it->next = f.index + 1;
         if (f.duration < c->o.min_ticks)
             continue;
-        print_frame(c, &f, it.depth);
-        if (it.depth + 1 >= c->o.depth)
-            continue;
-        /* children pushed last-first, so the first child is printed first */
-        for (uint64_t ch = tt_frame_last_child(&f); ch != TT_FRAME_NONE;) {
-            tt_frame cf;
-            if ((rc = tt_index_frame(c->ix, th, ch, &cf, &c->err)) != TT_OK)
-                return rc;
-            if ((rc = push(c, ch, it.depth + 1)) != TT_OK)
-                return rc;
-            ch = tt_frame_prev_child(&f, &cf);
-        }
+        print_frame(c, &f, level);
+        if (f.desc && level + 1 < c->o.depth &&
+            (rc = push(c, f.index, f.depth, f.index - f.desc, level + 1)) != TT_OK)
+            return rc;
     }
     return TT_OK;
 }
@@ -140,29 +181,17 @@ static void print_thread_head(struct ctx *c, uint32_t th)
 
 static int tree_thread(struct ctx *c, uint32_t th)
 {
-    uint64_t frames = tt_index_thread_info(c->ix, th)->frames, *roots = NULL, nroots = 0, cap = 0;
+    uint64_t frames = tt_index_thread_info(c->ix, th)->frames;
     int rc = TT_OK;
     print_thread_head(c, th);
-    /* the top-level calls, last to first */
-    for (uint64_t i = frames; i > 0 && rc == TT_OK;) {
+    /* the top-level calls, first to last: each one starts right after the one before */
+    for (uint64_t y = 0; y < frames && rc == TT_OK;) {
         tt_frame f;
-        if ((rc = tt_index_frame(c->ix, th, i - 1, &f, &c->err)) != TT_OK)
+        if ((rc = climb(c, th, y, 0, &f)) != TT_OK)
             break;
-        if (nroots == cap) {
-            cap = cap ? cap * 2 : 64;
-            uint64_t *nr = realloc(roots, cap * sizeof *nr);
-            if (nr == NULL) {
-                rc = TT_E_NOMEM;
-                break;
-            }
-            roots = nr;
-        }
-        roots[nroots++] = i - 1;
-        i = i - 1 - f.desc;
+        rc = print_subtree(c, th, f.index);
+        y = f.index + 1;
     }
-    for (uint64_t k = nroots; k-- > 0 && rc == TT_OK;)
-        rc = print_subtree(c, th, roots[k]);
-    free(roots);
     return rc;
 }
 
