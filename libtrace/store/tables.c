@@ -258,7 +258,7 @@ void tt_tables_close_frame_(struct tt_tables *tb, struct tt_writer *w, uint32_t 
     /* a row: a flag byte saying what it shares with the previous row, then what differs: fn,
      * depth, desc and child count (not for a leaf), the time from the previous row's end to
      * this one's start (GAP) when it started after that, else to this one's end; duration;
-     * chunk delta. A tight loop's leaf costs 3 bytes: flag, gap, duration */
+     * chunk delta. A leaf that repeats the previous row goes into a run: gap and duration only */
     size_t rows_len = t->rows_len;
     const uint64_t start = end - dur;
     if (TT_UNLIKELY(!grow(tb, (void **)&t->rows, &t->rows_cap, rows_len + 71, 1))) {
