@@ -92,37 +92,138 @@ static int parse_kinds(const char *prog, const char *list, uint32_t *mask)
     return TOOL_EXIT_OK;
 }
 
+/* A text line is built in memory and written with one call: a dump is millions of lines of
+ * ten short fields, and a stdio call per field (and per character of a name) cost several times
+ * the reading. Names are escaped once per object (tool_print_object's form) and kept in a small
+ * direct-mapped cache. */
+struct name_slot {
+    uint32_t id;          /* 0: empty */
+    size_t len;
+    char *text;
+};
+static struct name_slot names[256];
+
+static void put(char **o, const void *s, size_t n)
+{
+    memcpy(*o, s, n);
+    *o += n;
+}
+
+static void put_u64(char **o, uint64_t v)
+{
+    char buf[20];
+    size_t i = sizeof buf;
+    do {
+        buf[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    put(o, buf + i, sizeof buf - i);
+}
+
+/* The escaped name of object @id, as tool_print_object prints it. */
+static const struct name_slot *name_of(const tool_trace *t, uint32_t id)
+{
+    struct name_slot *sl = &names[id & 255];
+    if (sl->id == id && sl->text)
+        return sl;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (m == NULL)
+        return NULL;
+    tool_print_object(m, t->r, id);
+    if (fclose(m) != 0 || text == NULL) {
+        free(text);
+        return NULL;
+    }
+    free(sl->text);
+    *sl = (struct name_slot){ id, len, text };
+    return sl;
+}
+
+static void names_free(void)
+{
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        free(names[i].text);
+        names[i] = (struct name_slot){ 0 };
+    }
+}
+
+static void put_name(char **o, const char *end, const tool_trace *t, uint32_t id)
+{
+    const struct name_slot *sl = id ? name_of(t, id) : NULL;
+    if (id == 0) {
+        *(*o)++ = '-';
+    } else if (sl && sl->len <= (size_t)(end - *o)) {
+        put(o, sl->text, sl->len);
+    } else {
+        *o = NULL; /* a name longer than the room left (or no memory): the caller's slow path */
+    }
+}
+
 static void print_event_text(const tool_trace *t, const tt_event *ev)
 {
-    FILE *f = stdout;
+    static const char digits[] = "0123456789abcdef";
     size_t n = ev->payload_len < PREVIEW_BYTES ? (size_t)ev->payload_len : PREVIEW_BYTES;
+    char line[1024], *o = line;
+    const char *end = line + sizeof line - 160; /* the fields other than the names fit in 160 */
 
-    tool_print_u64(f, ev->tp.seq);
-    fputc(' ', f);
-    tool_print_u64(f, ev->tp.thread);
-    fputc(' ', f);
-    tool_print_u64(f, tool_ticks_to_ns(ev->time, t->m.ticks_per_sec));
-    fputc(' ', f);
-    fputs(tt_event_kind_name(ev->kind), f);
-    if (ev->kind == TT_EV_IO)
-        fputs(ev->dir == TT_IO_IN ? ":in" : ev->dir == TT_IO_OUT ? ":out" : ":?", f);
-    fputc(' ', f);
-    tool_print_object(f, t->r, ev->sp.function);
-    fputc(' ', f);
-    tool_print_object(f, t->r, ev->sp.site);
-    fputc(' ', f);
-    tool_print_u64(f, ev->arg);
-    fprintf(f, " 0x%" PRIx64 " ", ev->addr);
-    tool_print_u64(f, ev->payload_len);
-    fputc(' ', f);
-    if (n == 0 || ev->payload == NULL) {
-        fputc('-', f);
-    } else {
-        tool_print_hex(f, ev->payload, n);
-        if (ev->payload_len > n)
-            fputs("..", f);
+    put_u64(&o, ev->tp.seq);
+    *o++ = ' ';
+    put_u64(&o, ev->tp.thread);
+    *o++ = ' ';
+    put_u64(&o, tool_ticks_to_ns(ev->time, t->m.ticks_per_sec));
+    *o++ = ' ';
+    const char *kind = tt_event_kind_name(ev->kind);
+    put(&o, kind, strlen(kind));
+    if (ev->kind == TT_EV_IO) {
+        const char *d = ev->dir == TT_IO_IN ? ":in" : ev->dir == TT_IO_OUT ? ":out" : ":?";
+        put(&o, d, strlen(d));
     }
-    fputc('\n', f);
+    *o++ = ' ';
+    char *mark = o;
+    put_name(&o, end, t, ev->sp.function);
+    if (o != NULL) {
+        *o++ = ' ';
+        put_name(&o, end, t, ev->sp.site);
+    }
+    if (o == NULL) {
+        /* a very long name: the slow path, field by field, as before */
+        fwrite(line, 1, (size_t)(mark - line), stdout);
+        tool_print_object(stdout, t->r, ev->sp.function);
+        fputc(' ', stdout);
+        tool_print_object(stdout, t->r, ev->sp.site);
+        o = line;
+    }
+    *o++ = ' ';
+    put_u64(&o, ev->arg);
+    put(&o, " 0x", 3);
+    {
+        char buf[16];
+        size_t i = sizeof buf;
+        uint64_t v = ev->addr;
+        do {
+            buf[--i] = digits[v & 15];
+            v >>= 4;
+        } while (v != 0);
+        put(&o, buf + i, sizeof buf - i);
+    }
+    *o++ = ' ';
+    put_u64(&o, ev->payload_len);
+    *o++ = ' ';
+    if (n == 0 || ev->payload == NULL) {
+        *o++ = '-';
+    } else {
+        const unsigned char *p = ev->payload;
+        for (size_t i = 0; i < n; i++) {
+            *o++ = digits[p[i] >> 4];
+            *o++ = digits[p[i] & 15];
+        }
+        if (ev->payload_len > n)
+            put(&o, "..", 2);
+    }
+    *o++ = '\n';
+    fwrite(line, 1, (size_t)(o - line), stdout);
 }
 
 static void print_event_json(const tool_trace *t, const tt_event *ev)
@@ -558,5 +659,6 @@ int cmd_dump(int argc, char **argv)
         rc = dump(&t, &flt);
     tool_trace_close(&t);
     /* an output error (a closed pipe, a full disk) outranks the verdict: the output is lost */
+    names_free();
     return tool_finish_stdout(rc) == TOOL_EXIT_SYSTEM ? TOOL_EXIT_SYSTEM : rc;
 }
