@@ -756,6 +756,15 @@ Test(index, damaged_tables_are_refused_with_file_offset_and_reason)
     put64(cp + 504, XXH3_64bits(cp, 504));
     expect_refused(cp, len, TT_VERIFY_CORRUPT, 368, 369, "index directory");
 
+    /* a block list given a base time (it has none: written as 0, §14.9), resealed; it was
+     * accepted (found by tests/test-sweep.c) */
+    uint64_t bl = find_type(img, 8);
+    memcpy(cp, img, len);
+    cr_assert_eq(le64(cp + bl + 32), 0u);
+    cp[bl + 32] = 1;
+    reseal(cp, bl);
+    expect_refused(cp, len, TT_VERIFY_CORRUPT, bl, bl + 48, "block list with a base time");
+
     /* a frame block's thread changed: the directory's block is another thread's */
     memcpy(cp, img, len);
     cp[fb + 12] = 1;
