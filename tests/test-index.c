@@ -765,6 +765,28 @@ Test(index, damaged_tables_are_refused_with_file_offset_and_reason)
     reseal(cp, bl);
     expect_refused(cp, len, TT_VERIFY_CORRUPT, bl, bl + 48, "block list with a base time");
 
+    /* a block's reach-back one lower in its block list, resealed: tt_index_parent would skip
+     * a block that holds a parent; it was accepted (found by tests/test-sweep.c) */
+    {
+        const uint8_t *p = img + bl + 48, *e = p + le32(img + bl + 8);
+        uint64_t at = 0;
+        while (p < e && !at) {
+            while (*p & 0x80)
+                p++;
+            p++; /* the offset delta */
+            if (!(*p & 0x80) && *p > 0)
+                at = (uint64_t)(p - img);
+            while (*p & 0x80)
+                p++;
+            p++; /* the reach-back */
+        }
+        cr_assert_neq(at, 0u, "no block list entry with a one-byte reach-back above 0");
+        memcpy(cp, img, len);
+        cp[at]--;
+        reseal(cp, bl);
+        expect_refused(cp, len, TT_VERIFY_CORRUPT, 512, le64(img + 264), "reach back");
+    }
+
     /* a frame block's thread changed: the directory's block is another thread's */
     memcpy(cp, img, len);
     cp[fb + 12] = 1;

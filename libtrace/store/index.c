@@ -834,6 +834,7 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
         const struct ithread *t = &ix->threads[th];
         uint64_t children = 0;
         uint32_t top = 0; /* the depth of the last frame: nothing deeper is pending */
+        uint64_t blk_low = 0; /* the lowest subtree start of the current block's rows so far */
         if ((uint64_t)t->info.max_depth + 2 > cap) {
             uint64_t nc = (uint64_t)t->info.max_depth + 2;
             struct pend *ns = ix_realloc(ix, st, nc * sizeof *ns);
@@ -850,6 +851,20 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
             if ((rc = tt_index_frame(ix, th, i, &f, err)) != TT_OK)
                 break;
             uint64_t off = t->blocks[2 * (i / ix->block_rows)];
+            /* the block list's reach-back, which tt_index_parent trusts to skip blocks, is the
+             * lowest subtree start of the block's rows (§14.9) */
+            uint64_t lo = i - f.desc; /* desc <= i: checked when the block was decoded */
+            if (i % ix->block_rows == 0 || lo < blk_low)
+                blk_low = lo;
+            if (((i + 1) % ix->block_rows == 0 || i + 1 == t->info.frames) &&
+                blk_low != t->blocks[2 * (i / ix->block_rows) + 1]) {
+                rc = tt_fail(err, TT_E_CORRUPT, 0, off, "%s: the block list of thread %u says "
+                             "the subtrees of block %" PRIu64 " (offset %" PRIu64 ") reach back "
+                             "to frame %" PRIu64 ", its rows reach back to frame %" PRIu64, nm,
+                             th, i / ix->block_rows, off,
+                             t->blocks[2 * (i / ix->block_rows) + 1], blk_low);
+                break;
+            }
             /* its children are the pending frames one level down, which must end just before
              * it and cover its whole subtree; nothing deeper may be pending */
             const struct pend *k = &st[f.depth + 1];
