@@ -750,6 +750,46 @@ Test(index, damaged_tables_are_refused_with_file_offset_and_reason)
     reseal(cp, sum);
     expect_refused(cp, len, TT_VERIFY_CORRUPT, sum, sum + 1, "differs from its frames");
 
+    /* the summary's first row naming as its longest call a frame of another function,
+     * resealed: it was accepted, only the range of (thread, frame) was checked (found by
+     * tests/test-sweep.c) */
+    {
+        const uint8_t *p = img + sum + 48;
+        uint64_t v[8];
+        const uint8_t *at = NULL;
+        for (int k = 0; k < 8; k++) {
+            if (k == 7)
+                at = p;
+            v[k] = 0;
+            for (unsigned sh = 0;; sh += 7) {
+                v[k] |= (uint64_t)(*p & 0x7f) << sh;
+                if (!(*p++ & 0x80))
+                    break;
+            }
+        }
+        tt_test_reader tr;
+        tt_error_info err = {0};
+        cr_assert_eq(tt_test_reader_open_mem(&tr, img, len, TT_CURSORS_SEQUENTIAL, &err), TT_OK);
+        tt_index *ix;
+        cr_assert_eq(tt_index_open(tr.r, NULL, &ix, &err), TT_OK, "%s", err.message);
+        uint8_t other = 0;
+        for (uint8_t c = 0; c < 0x80 && !other; c++) {
+            tt_frame fr;
+            if (tt_index_frame(ix, 0, c, &fr, &err) == TT_OK && fr.function != v[0])
+                other = c;
+        }
+        tt_index_close(ix);
+        tt_test_reader_close(&tr);
+        cr_assert_neq(other, 0, "no frame of another function among the first 128");
+        /* the same number of bytes: an over-long varint (readers accept those, §1) */
+        memcpy(cp, img, len);
+        size_t n = (size_t)(p - at), o = (size_t)(at - img);
+        for (size_t k = 0; k < n; k++)
+            cp[o + k] = (uint8_t)((k == 0 ? other : 0) | (k + 1 < n ? 0x80 : 0));
+        reseal(cp, sum);
+        expect_refused(cp, len, TT_VERIFY_CORRUPT, sum, sum + 1, "longest call");
+    }
+
     /* the manifest's directory pointer off by one */
     memcpy(cp, img, len);
     put64(cp + 368, dir + 1);

@@ -935,6 +935,14 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
             a->max_depth != b->max_depth || a->longest != b->longest)
             rc = tt_fail(err, TT_E_CORRUPT, 0, ix->sum_off, "%s: the summary row of function %u "
                          "differs from its frames", nm, a->function);
+        /* the call it names as the longest is one of this function that took that long */
+        tt_frame lf;
+        if (rc == TT_OK &&
+            (rc = tt_index_frame(ix, a->longest_thread, a->longest_frame, &lf, err)) == TT_OK &&
+            (lf.function != a->function || lf.duration != a->longest))
+            rc = tt_fail(err, TT_E_CORRUPT, 0, ix->sum_off, "%s: the summary row of function %u "
+                         "names frame %" PRIu64 " of thread %u as its longest call, which is not",
+                         nm, a->function, a->longest_frame, a->longest_thread);
     }
     /* every seek entry names an event chunk of its thread that holds that event */
     for (uint64_t i = 0; rc == TT_OK && i < ix->nseek; i++) {
