@@ -790,6 +790,28 @@ Test(index, damaged_tables_are_refused_with_file_offset_and_reason)
         expect_refused(cp, len, TT_VERIFY_CORRUPT, sum, sum + 1, "longest call");
     }
 
+    /* thread 0's max_depth one higher, then its crash flag set, in the directory, resealed:
+     * both were accepted, only bounded (found by tests/test-sweep.c) */
+    {
+        const uint8_t *p = img + dir + 48;
+        for (int k = 0; k < 7; k++) { /* B, K, summary offset and length, threads; frames, kids */
+            while (*p & 0x80)
+                p++;
+            p++;
+        }
+        size_t depth_at = (size_t)(p - img);
+        cr_assert_lt(img[depth_at], 0x7fu, "a one-byte max_depth");
+        cr_assert_eq(img[depth_at + 1], 0u, "thread 0 did not crash");
+        memcpy(cp, img, len);
+        cp[depth_at]++;
+        reseal(cp, dir);
+        expect_refused(cp, len, TT_VERIFY_CORRUPT, dir, dir + 1, "nest");
+        memcpy(cp, img, len);
+        cp[depth_at + 1] = 1;
+        reseal(cp, dir);
+        expect_refused(cp, len, TT_VERIFY_CORRUPT, dir, len, "crash");
+    }
+
     /* the manifest's directory pointer off by one */
     memcpy(cp, img, len);
     put64(cp + 368, dir + 1);

@@ -273,6 +273,9 @@ static int parse_directory(tt_index *ix, const uint8_t *body, uint64_t len, uint
         }
         BAD(kinds != te->event_count, "%s: kind counts of thread %u add up to %" PRIu64 ", the "
             "thread table says %" PRIu64 " events", nm, i, kinds, te->event_count);
+        BAD(crashed != (uint64_t)(t->info.kinds[TT_EV_CRASH] != 0), "%s: directory entry of "
+            "thread %u says crashed = %" PRIu64 " with %" PRIu64 " crash events", nm, i, crashed,
+            t->info.kinds[TT_EV_CRASH]);
         all_blocks += t->nblocks;
         BAD(all_blocks > max_blocks, "%s: the directory lists more frame blocks than the data "
             "area can hold", nm);
@@ -835,6 +838,7 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
         uint64_t children = 0;
         uint32_t top = 0; /* the depth of the last frame: nothing deeper is pending */
         uint64_t blk_low = 0; /* the lowest subtree start of the current block's rows so far */
+        uint64_t stack = 0;   /* the deepest open-frame stack the rows imply: depth + 1 */
         if ((uint64_t)t->info.max_depth + 2 > cap) {
             uint64_t nc = (uint64_t)t->info.max_depth + 2;
             struct pend *ns = ix_realloc(ix, st, nc * sizeof *ns);
@@ -884,6 +888,8 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
             if (rc != TT_OK)
                 break;
             uint64_t kid_time = k->time;
+            if ((uint64_t)f.depth + 1 > stack)
+                stack = (uint64_t)f.depth + 1;
             children += f.child_count;
             st[f.depth + 1] = (struct pend){ 0 };
             struct pend *me = &st[f.depth];
@@ -920,6 +926,10 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
                 r->longest_frame = i;
             }
         }
+        if (rc == TT_OK && stack != t->info.max_depth)
+            rc = tt_fail(err, TT_E_CORRUPT, 0, m->index_offset, "%s: the frames of thread %u nest "
+                         "%" PRIu64 " deep, the directory says %u", nm, th, stack,
+                         t->info.max_depth);
         if (rc == TT_OK && children != t->info.children)
             rc = tt_fail(err, TT_E_CORRUPT, 0, m->index_offset, "%s: thread %u has %" PRIu64
                          " children, the directory says %" PRIu64, nm, th, children,
