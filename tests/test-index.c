@@ -758,11 +758,104 @@ Test(index, damaged_tables_are_refused_with_file_offset_and_reason)
     reseal(cp, sum);
     expect_refused(cp, len, TT_VERIFY_CORRUPT, sum, sum + 1, "differs from its frames");
 
+    /* the summary's first row naming as its longest call a frame of another function,
+     * resealed: it was accepted, only the range of (thread, frame) was checked (found by
+     * tests/test-sweep.c) */
+    {
+        const uint8_t *p = img + sum + 48;
+        uint64_t v[8];
+        const uint8_t *at = NULL;
+        for (int k = 0; k < 8; k++) {
+            if (k == 7)
+                at = p;
+            v[k] = 0;
+            for (unsigned sh = 0;; sh += 7) {
+                v[k] |= (uint64_t)(*p & 0x7f) << sh;
+                if (!(*p++ & 0x80))
+                    break;
+            }
+        }
+        tt_test_reader tr;
+        tt_error_info err = {0};
+        cr_assert_eq(tt_test_reader_open_mem(&tr, img, len, TT_CURSORS_SEQUENTIAL, &err), TT_OK);
+        tt_index *ix;
+        cr_assert_eq(tt_index_open(tr.r, NULL, &ix, &err), TT_OK, "%s", err.message);
+        uint8_t other = 0;
+        for (uint8_t c = 0; c < 0x80 && !other; c++) {
+            tt_frame fr;
+            if (tt_index_frame(ix, 0, c, &fr, &err) == TT_OK && fr.function != v[0])
+                other = c;
+        }
+        tt_index_close(ix);
+        tt_test_reader_close(&tr);
+        cr_assert_neq(other, 0, "no frame of another function among the first 128");
+        /* the same number of bytes: an over-long varint (readers accept those, §1) */
+        memcpy(cp, img, len);
+        size_t n = (size_t)(p - at), o = (size_t)(at - img);
+        for (size_t k = 0; k < n; k++)
+            cp[o + k] = (uint8_t)((k == 0 ? other : 0) | (k + 1 < n ? 0x80 : 0));
+        reseal(cp, sum);
+        expect_refused(cp, len, TT_VERIFY_CORRUPT, sum, sum + 1, "longest call");
+    }
+
+    /* thread 0's max_depth one higher, then its crash flag set, in the directory, resealed:
+     * both were accepted, only bounded (found by tests/test-sweep.c) */
+    {
+        const uint8_t *p = img + dir + 48;
+        for (int k = 0; k < 7; k++) { /* B, K, summary offset and length, threads; frames, kids */
+            while (*p & 0x80)
+                p++;
+            p++;
+        }
+        size_t depth_at = (size_t)(p - img);
+        cr_assert_lt(img[depth_at], 0x7fu, "a one-byte max_depth");
+        cr_assert_eq(img[depth_at + 1], 0u, "thread 0 did not crash");
+        memcpy(cp, img, len);
+        cp[depth_at]++;
+        reseal(cp, dir);
+        expect_refused(cp, len, TT_VERIFY_CORRUPT, dir, dir + 1, "nest");
+        memcpy(cp, img, len);
+        cp[depth_at + 1] = 1;
+        reseal(cp, dir);
+        expect_refused(cp, len, TT_VERIFY_CORRUPT, dir, len, "crash");
+    }
+
     /* the manifest's directory pointer off by one */
     memcpy(cp, img, len);
     put64(cp + 368, dir + 1);
     put64(cp + 504, XXH3_64bits(cp, 504));
     expect_refused(cp, len, TT_VERIFY_CORRUPT, 368, 369, "index directory");
+
+    /* a block list given a base time (it has none: written as 0, §14.9), resealed; it was
+     * accepted (found by tests/test-sweep.c) */
+    uint64_t bl = find_type(img, 8);
+    memcpy(cp, img, len);
+    cr_assert_eq(le64(cp + bl + 32), 0u);
+    cp[bl + 32] = 1;
+    reseal(cp, bl);
+    expect_refused(cp, len, TT_VERIFY_CORRUPT, bl, bl + 48, "block list with a base time");
+
+    /* a block's reach-back one lower in its block list, resealed: tt_index_parent would skip
+     * a block that holds a parent; it was accepted (found by tests/test-sweep.c) */
+    {
+        const uint8_t *p = img + bl + 48, *e = p + le32(img + bl + 8);
+        uint64_t at = 0;
+        while (p < e && !at) {
+            while (*p & 0x80)
+                p++;
+            p++; /* the offset delta */
+            if (!(*p & 0x80) && *p > 0)
+                at = (uint64_t)(p - img);
+            while (*p & 0x80)
+                p++;
+            p++; /* the reach-back */
+        }
+        cr_assert_neq(at, 0u, "no block list entry with a one-byte reach-back above 0");
+        memcpy(cp, img, len);
+        cp[at]--;
+        reseal(cp, bl);
+        expect_refused(cp, len, TT_VERIFY_CORRUPT, 512, le64(img + 264), "reach back");
+    }
 
     /* a frame block's thread changed: the directory's block is another thread's */
     memcpy(cp, img, len);

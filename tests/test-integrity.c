@@ -353,3 +353,39 @@ Test(reader, survives_every_single_byte_change_through_every_cursor, .init = set
     }
     free(copy);
 }
+
+#include <xxhash.h>
+
+/* The end-of-file totals (FORMAT §10.5 step 45) name the manifest field that disagrees: a
+ * payload_bytes or largest_chunk one too high, under a valid manifest checksum, is refused as `counts` at offset
+ * 200, not at "no offset" (it was UINT64_MAX; found by tests/test-sweep.c). */
+Test(verify, names_the_manifest_field_of_a_total_that_disagrees, .init = setup, .fini = teardown)
+{
+    static const struct { unsigned off; const char *what; } totals[] = {
+        { 200, "payload bytes" }, { 224, "largest chunk" },
+    };
+    uint8_t *copy = malloc(image_len);
+    cr_assert_not_null(copy);
+    for (size_t i = 0; i < sizeof totals / sizeof *totals; i++) {
+        memcpy(copy, image, image_len);
+        /* one more than the file holds: a smaller largest_chunk would be refused earlier, by
+         * the chunk that no longer fits (limit) */
+        uint64_t v = 0;
+        for (int k = 7; k >= 0; k--)
+            v = v << 8 | copy[totals[i].off + (unsigned)k];
+        v++;
+        for (unsigned k = 0; k < 8; k++)
+            copy[totals[i].off + k] = (uint8_t)(v >> (8 * k));
+        uint64_t sum = XXH3_64bits(copy, 504);
+        for (unsigned k = 0; k < 8; k++)
+            copy[504 + k] = (uint8_t)(sum >> (8 * k));
+        tt_verify_result res;
+        int rc = verify_mem(copy, image_len, &res);
+        cr_assert_eq(rc, TT_E_COUNTS, "%s: %s", tt_error_name(rc), res.message);
+        cr_assert_eq(res.offset, totals[i].off, "offset %lld for a wrong %s: %s",
+                     (long long)res.offset, totals[i].what, res.message);
+        cr_assert_not_null(strstr(res.message, totals[i].what), "%s", res.message);
+        cr_assert_not_null(strstr(res.message, "<memory>"), "%s", res.message);
+    }
+    free(copy);
+}

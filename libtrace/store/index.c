@@ -275,6 +275,9 @@ static int parse_directory(tt_index *ix, const uint8_t *body, uint64_t len, uint
         }
         BAD(kinds != te->event_count, "%s: kind counts of thread %u add up to %" PRIu64 ", the "
             "thread table says %" PRIu64 " events", nm, i, kinds, te->event_count);
+        BAD(crashed != (uint64_t)(t->info.kinds[TT_EV_CRASH] != 0), "%s: directory entry of "
+            "thread %u says crashed = %" PRIu64 " with %" PRIu64 " crash events", nm, i, crashed,
+            t->info.kinds[TT_EV_CRASH]);
         all_blocks += t->nblocks;
         BAD(all_blocks > max_blocks, "%s: the directory lists more frame blocks than the data "
             "area can hold", nm);
@@ -853,6 +856,8 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
         const struct ithread *t = &ix->threads[th];
         uint64_t children = 0;
         uint32_t top = 0; /* the depth of the last frame: nothing deeper is pending */
+        uint64_t blk_low = 0; /* the lowest subtree start of the current block's rows so far */
+        uint64_t stack = 0;   /* the deepest open-frame stack the rows imply: depth + 1 */
         if ((uint64_t)t->info.max_depth + 2 > cap) {
             uint64_t nc = (uint64_t)t->info.max_depth + 2;
             struct pend *ns = ix_realloc(ix, st, nc * sizeof *ns);
@@ -879,6 +884,19 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
             const struct { uint32_t function, depth; uint64_t desc, start, duration, child_count; }
                 f = { d->fn, d->depth, d->desc, d->start, d->dur, d->nch };
             uint64_t off = t->blocks[2 * b];
+            /* the block list's reach-back, which tt_index_parent trusts to skip blocks, is the
+             * lowest subtree start of the block's rows (§14.9) */
+            uint64_t lo = i - f.desc; /* desc <= i: checked when the block was decoded */
+            if (row == 0 || lo < blk_low)
+                blk_low = lo;
+            if ((row + 1 == ix->block_rows || i + 1 == t->info.frames) &&
+                blk_low != t->blocks[2 * b + 1]) {
+                rc = tt_fail(err, TT_E_CORRUPT, 0, off, "%s: the block list of thread %u says "
+                             "the subtrees of block %" PRIu64 " (offset %" PRIu64 ") reach back "
+                             "to frame %" PRIu64 ", its rows reach back to frame %" PRIu64, nm,
+                             th, b, off, t->blocks[2 * b + 1], blk_low);
+                break;
+            }
             /* its children are the pending frames one level down, which must end just before
              * it and cover its whole subtree; nothing deeper may be pending */
             const struct pend *k = &st[f.depth + 1];
@@ -898,6 +916,8 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
             if (rc != TT_OK)
                 break;
             uint64_t kid_time = k->time;
+            if ((uint64_t)f.depth + 1 > stack)
+                stack = (uint64_t)f.depth + 1;
             children += f.child_count;
             st[f.depth + 1] = (struct pend){ 0 };
             struct pend *me = &st[f.depth];
@@ -935,6 +955,10 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
                 r->longest_frame = i;
             }
         }
+        if (rc == TT_OK && stack != t->info.max_depth)
+            rc = tt_fail(err, TT_E_CORRUPT, 0, m->index_offset, "%s: the frames of thread %u nest "
+                         "%" PRIu64 " deep, the directory says %u", nm, th, stack,
+                         t->info.max_depth);
         if (rc == TT_OK && children != t->info.children)
             rc = tt_fail(err, TT_E_CORRUPT, 0, m->index_offset, "%s: thread %u has %" PRIu64
                          " children, the directory says %" PRIu64, nm, th, children,
@@ -950,6 +974,14 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
             a->max_depth != b->max_depth || a->longest != b->longest)
             rc = tt_fail(err, TT_E_CORRUPT, 0, ix->sum_off, "%s: the summary row of function %u "
                          "differs from its frames", nm, a->function);
+        /* the call it names as the longest is one of this function that took that long */
+        tt_frame lf;
+        if (rc == TT_OK &&
+            (rc = tt_index_frame(ix, a->longest_thread, a->longest_frame, &lf, err)) == TT_OK &&
+            (lf.function != a->function || lf.duration != a->longest))
+            rc = tt_fail(err, TT_E_CORRUPT, 0, ix->sum_off, "%s: the summary row of function %u "
+                         "names frame %" PRIu64 " of thread %u as its longest call, which is not",
+                         nm, a->function, a->longest_frame, a->longest_thread);
     }
     /* every seek entry names an event chunk of its thread that holds that event */
     for (uint64_t i = 0; rc == TT_OK && i < ix->nseek; i++) {

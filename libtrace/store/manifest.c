@@ -47,9 +47,12 @@ const char *tt_chunk_header_decode(const uint8_t in[TT_CHUNK_HEADER], struct tt_
     if (!!(h->flags & TT_CF_CONT_IN) != (h->cont_len != 0))
         return "continuation flag and length disagree";
     if (h->type == TT_CHUNK_FRAMES || h->type == TT_CHUNK_BLOCKS) {
-        /* thread, first_seq (first frame) and base_time (first row's end) are used */
+        /* thread, first_seq (first frame) and base_time (first row's end) are used; a block
+         * list has no time, so its base_time is 0 like a table's (FORMAT §14.9) */
         if (h->flags || h->cont_len)
             return "frame block with event flags set";
+        if (h->type == TT_CHUNK_BLOCKS && h->base_time)
+            return "block list with a base time";
     } else if (h->type != TT_CHUNK_EVENTS &&
                (h->flags || h->thread != TT_NO_THREAD || h->cont_len || h->base_time ||
                 (h->first_seq && h->type != TT_CHUNK_SEEK)))

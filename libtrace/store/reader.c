@@ -683,17 +683,18 @@ static int stream_end(tt_reader *r, struct tt_cursor *c, tt_error_info *err)
             return tt_fail(err, TT_E_COUNTS, 0, m->threads_offset,
                            "%s: thread %u's last time differs from the thread table", nm, i);
     }
-#define CHECK_COUNT(field, have, what)                                                             \
+/* each mismatch names the manifest field that disagrees with the file */
+#define CHECK_COUNT(field, have, what, where)                                                      \
     if ((have) != m->field)                                                                        \
-        return tt_fail(err, TT_E_COUNTS, 0, UINT64_MAX,                                            \
+        return tt_fail(err, TT_E_COUNTS, 0, where,                                                 \
                        "%s: the file holds %" PRIu64 " " what ", the manifest says %" PRIu64, nm,  \
                        (uint64_t)(have), (uint64_t)m->field);
-    CHECK_COUNT(event_count, r->events, "events")
-    CHECK_COUNT(payload_bytes, r->payload, "payload bytes")
-    CHECK_COUNT(chunk_count, r->chunks, "event chunks")
-    CHECK_COUNT(largest_chunk, r->largest_chunk, "bytes in its largest chunk")
-    CHECK_COUNT(largest_event, r->largest_event, "bytes in its largest event")
-    CHECK_COUNT(largest_split, r->largest_split, "bytes in its largest split event")
+    CHECK_COUNT(event_count, r->events, "events", TT_M_EVENTS)
+    CHECK_COUNT(payload_bytes, r->payload, "payload bytes", TT_M_PAYLOAD)
+    CHECK_COUNT(chunk_count, r->chunks, "event chunks", TT_M_CHUNKS)
+    CHECK_COUNT(largest_chunk, r->largest_chunk, "bytes in its largest chunk", TT_M_LCHUNK)
+    CHECK_COUNT(largest_event, r->largest_event, "bytes in its largest event", TT_M_LEVENT)
+    CHECK_COUNT(largest_split, r->largest_split, "bytes in its largest split event", TT_M_LSPLIT)
 #undef CHECK_COUNT
     if (r->evsum != m->events_checksum)
         return tt_fail(err, TT_E_CHECKSUM, 0, TT_M_EVSUM,
