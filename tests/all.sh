@@ -4,7 +4,8 @@
 #   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer: every suite but the benchmark
 #   build-tsan/   ThreadSanitizer: the concurrency suites
 #   build-fuzz/   clang, ASan+UBSan, libFuzzer: each fuzz target for a bounded time (fuzz/)
-# Ends with one line "N passed, N failed" over all four, and exits non-zero if anything failed.
+#   build-vg/     plain: the tests in tests/integration/ with every program under valgrind memcheck
+# Ends with one line "N passed, N failed" over all five, and exits non-zero if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=${TT_TEST_JOBS:-2}
@@ -77,6 +78,42 @@ else
     failed=$((failed + 1)); status=1
 fi
 # ---- fuzz: end ----
+
+# ---- valgrind: begin ----
+# The tests in tests/integration/ in a plain build, every program they start under memcheck:
+# the tinytrace tool, the test programs, and (--trace-children=yes) what `tinytrace record` and
+# `replay` run with the preload library. tests/integration/testwrap.py puts TT_TEST_WRAPPER in
+# front of the programs meson passes a test, not in front of python. TT_TEST_REDUCED=1: timeouts
+# x10, and the peak-RSS checks of diff and export are skipped (under valgrind the RSS is
+# valgrind's); every other check runs at full size. Not here: tests/recreplay, tests/preload and
+# tests/instrument, whose replays cannot match under valgrind (it replaces malloc, so there are
+# no allocation events, and its own startup makes interposed calls that differ from run to run).
+# A leak counts when it is definite; tests/valgrind.supp holds what is not ours. Each meson test
+# counts, and the logs count as one more test: -q leaves a clean process's log empty.
+if command -v valgrind >/dev/null; then
+    vglogs=$PWD/build-vg/valgrind-logs
+    rm -rf "$vglogs" && mkdir -p "$vglogs"
+    export TT_TEST_REDUCED=1
+    export TT_TEST_WRAPPER="valgrind -q --tool=memcheck --trace-children=yes --leak-check=full \
+--show-leak-kinds=definite --errors-for-leak-kinds=definite --error-exitcode=99 \
+--suppressions=$PWD/tests/valgrind.supp --log-file=$vglogs/%p.%n.log"
+    run valgrind build-vg -Dbench=disabled -- --suite integration --timeout-multiplier 10 \
+        tool-integration tool-incomplete-trace gc recover diff export diskfull index-tools
+    unset TT_TEST_REDUCED TT_TEST_WRAPPER
+    dirty=$(find "$vglogs" -type f -size +0 | sort)
+    if [ -z "$dirty" ]; then
+        echo "=== valgrind: $(find "$vglogs" -type f | wc -l) logs, all empty"
+        passed=$((passed + 1))
+    else
+        echo "=== valgrind: $(echo "$dirty" | wc -l) logs with errors or definite leaks:"
+        for f in $dirty; do echo "--- $f"; head -60 "$f"; done
+        failed=$((failed + 1)); status=1
+    fi
+else
+    echo "=== valgrind: not found (.ci/packages lists it)"
+    failed=$((failed + 1)); status=1
+fi
+# ---- valgrind: end ----
 
 echo "$passed passed, $failed failed"
 exit $status

@@ -314,6 +314,10 @@ static int diverge(tt_session *s, struct tt_thread *t, tt_diverge_reason why, co
         d.tp.thread = t->rp->rec;
     }
     report_event(&d.actual, act);
+    /* the actual call of an input is replayed into its buffer: before that, the buffer holds
+     * whatever the program left there (valgrind: uninitialised), not data worth showing */
+    if (act->kind == TT_EV_IO && act->dir == TT_IO_IN)
+        d.actual.preview_len = 0;
     d.actual.ev.tp = d.tp;
     struct tt_replay_thread *rt = t->rp;
     for (uint32_t i = 0; i < rt->hist_len; i++)

@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 
+import testwrap  # TT_TEST_WRAPPER, TT_TEST_REDUCED: tests/all.sh's valgrind step
+
 TT, MKFULL, BIGRAND = map(os.path.abspath, sys.argv[1:4])
 EXIT_INCOMPLETE = 7
 passed = failed = 0
@@ -36,7 +38,7 @@ def check(ok, what, detail=""):
     return ok
 
 
-def run(args, fsize=None, timeout=120):
+def run(args, fsize=None, timeout=testwrap.timeout(120)):
     def limit():
         if fsize is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))

@@ -9,6 +9,8 @@ import tempfile
 import shutil
 import time
 
+import testwrap  # TT_TEST_WRAPPER, TT_TEST_REDUCED: tests/all.sh's valgrind step
+
 TT, PRELOAD = map(os.path.abspath, sys.argv[1:3])
 ENV = dict(os.environ, TINYTRACE_PRELOAD=PRELOAD)
 

@@ -22,7 +22,9 @@ import subprocess
 import sys
 import tempfile
 
-TIMEOUT = 120
+import testwrap  # TT_TEST_WRAPPER, TT_TEST_REDUCED: tests/all.sh's valgrind step
+
+TIMEOUT = testwrap.timeout(120)
 failures = []
 
 

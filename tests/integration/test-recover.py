@@ -9,6 +9,8 @@ import subprocess
 import sys
 import tempfile
 
+import testwrap  # TT_TEST_WRAPPER, TT_TEST_REDUCED: tests/all.sh's valgrind step
+
 TT, MK = map(os.path.abspath, sys.argv[1:3])
 
 

@@ -27,7 +27,9 @@ import subprocess
 import sys
 import tempfile
 
-TIMEOUT = 120  # seconds for one command: a hang is a failure, not a stuck test run
+import testwrap  # TT_TEST_WRAPPER, TT_TEST_REDUCED: tests/all.sh's valgrind step
+
+TIMEOUT = testwrap.timeout(120)  # seconds for one command: a hang is a failure, not a stuck test run
 
 EXIT_OK, EXIT_USAGE, EXIT_CORRUPT, EXIT_SYSTEM, EXIT_INCOMPLETE = 0, 2, 3, 6, 7
 # mkrecord's worker thread name: bytes 'worker "q"<TAB>\\<e-acute in UTF-8><0xff>'
