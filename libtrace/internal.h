@@ -249,27 +249,44 @@ int tt_replay_fn(tt_session *s, struct tt_thread *t, uint8_t kind, uint32_t func
  * @now is the event's tt_ticks(). */
 int tt_event_fn_slow_(tt_session *s, uint32_t kind, uint32_t function, uint64_t now) TT_HIDDEN;
 
-/* Begins a recording call on @t: returns false if the session is closing. */
-static inline bool tt_rec_begin_(tt_session *s, struct tt_thread *t)
+/* Begins a recording call on @t: TT_OK, TT_E_MODE if @t is already inside a recording call (a
+ * signal handler interrupted it: the call must not touch the buffer, and busy stays set for the
+ * call it interrupted), or TT_E_CLOSED if the session is closing.
+ *
+ * The nesting check costs a load and an OR, not a branch: `busy` and `closing` are tested by the
+ * one branch that was already here. A handler sees its own thread's writes in program order,
+ * so no hardware fence is needed against it, only a compiler one: the signal fence keeps the
+ * buffer accesses below the busy store, where an interrupting handler can see that they are
+ * about to happen. A handler that runs between the load and the store of busy finds 0, appends
+ * its whole event and leaves busy 0 again; this call then reads t->pos afresh. */
+static inline int tt_rec_begin_(tt_session *s, struct tt_thread *t)
 {
+    /* relaxed: busy is written by this thread only (and by a handler running on it) */
+    uint32_t nested = atomic_load_explicit(&t->busy, memory_order_relaxed);
 #if defined(__SANITIZE_THREAD__)
     /* TSan does not model membarrier; give it the orderings it can see */
     atomic_store_explicit(&t->busy, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&s->closing, memory_order_seq_cst)) {
+    atomic_signal_fence(memory_order_seq_cst);
+    uint32_t closing = atomic_load_explicit(&s->closing, memory_order_seq_cst);
 #else
     /* relaxed: tt_writer_close's membarrier orders this store before its load of busy */
     atomic_store_explicit(&t->busy, 1, memory_order_relaxed);
-    if (TT_UNLIKELY(atomic_load_explicit(&s->closing, memory_order_relaxed))) {
+    atomic_signal_fence(memory_order_seq_cst);
+    uint32_t closing = atomic_load_explicit(&s->closing, memory_order_relaxed);
 #endif
+    if (TT_UNLIKELY(nested | closing)) {
+        if (nested)
+            return TT_E_MODE; /* busy belongs to the interrupted call: leave it set */
         atomic_store_explicit(&t->busy, 0, memory_order_release);
-        return false;
+        return TT_E_CLOSED;
     }
-    return true;
+    return TT_OK;
 }
 
 static inline void tt_rec_end_(struct tt_thread *t)
 {
-    /* release: the closer's acquire load of busy == 0 sees every byte this call appended */
+    /* release: the closer's acquire load of busy == 0 sees every byte this call appended (and,
+     * as a compiler barrier, keeps the appends above the store a handler looks at) */
     atomic_store_explicit(&t->busy, 0, memory_order_release);
 }
 
@@ -278,8 +295,9 @@ static inline int tt_record_fn_(tt_session *s, uint32_t kind, uint32_t function,
     const struct tls_way *w = &tt_tls_cache[0];
     if (TT_LIKELY(w->s == s && w->uid == s->uid)) {
         struct tt_thread *t = w->t;
-        if (TT_UNLIKELY(!tt_rec_begin_(s, t)))
-            return TT_E_CLOSED;
+        int rc = tt_rec_begin_(s, t);
+        if (TT_UNLIKELY(rc != TT_OK))
+            return rc;
         if (TT_LIKELY((size_t)(t->end - t->pos) >= sizeof(struct tt_raw_short))) {
             struct tt_raw_short r = { kind, function, now };
             memcpy(t->pos, &r, sizeof r);

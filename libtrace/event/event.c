@@ -4,6 +4,11 @@
  * The enter/exit path is the one that must be cheap: tt_record_fn_ (internal.h) is a cache hit
  * on the thread-local lookup, a relaxed busy flag around the append (see tt_writer_close for why
  * no fence is needed), one rdtsc and a 16-byte store. Everything else is out of line.
+ *
+ * The busy flag is also the nesting guard against signal handlers: a call that finds its own
+ * thread already busy was made by a handler that interrupted a recording (or replay) call, and
+ * is refused with TT_E_MODE before it touches the buffer or the replay cursor (see event.h for
+ * the policy and tt_rec_begin_ for why that costs no extra branch).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +23,19 @@ static inline struct tt_thread *thread_of(tt_session *s, int *rc)
     return tt_thread_lookup_slow(s, rc);
 }
 
+/* Replay's nesting guard: the same busy flag as recording (nobody else reads it in replay), so
+ * a signal handler that interrupted a replay call on this thread is refused instead of moving
+ * the cursor under the interrupted comparison. Replay is not the hot path: a plain branch. */
+static inline int replay_begin(struct tt_thread *t)
+{
+    /* relaxed: only this thread, and a handler running on it, touch busy in replay */
+    if (atomic_load_explicit(&t->busy, memory_order_relaxed))
+        return TT_E_MODE;
+    atomic_store_explicit(&t->busy, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst); /* the cursor is touched only below the store */
+    return TT_OK;
+}
+
 int tt_event_fn_(tt_session *s, uint32_t kind, uint32_t function)
 {
     return tt_fn_event_(s, kind, function);
@@ -29,10 +47,15 @@ int tt_event_fn_slow_(tt_session *s, uint32_t kind, uint32_t function, uint64_t 
     struct tt_thread *t = thread_of(s, &rc);
     if (!t)
         return rc;
-    if (s->head.mode != TT_MODE_RECORD)
-        return tt_replay_fn(s, t, (uint8_t)kind, function);
-    if (!tt_rec_begin_(s, t))
-        return TT_E_CLOSED;
+    if (s->head.mode != TT_MODE_RECORD) {
+        if ((rc = replay_begin(t)) != TT_OK)
+            return rc;
+        rc = tt_replay_fn(s, t, (uint8_t)kind, function);
+        tt_rec_end_(t);
+        return rc;
+    }
+    if ((rc = tt_rec_begin_(s, t)) != TT_OK)
+        return rc;
     if ((size_t)(t->end - t->pos) < sizeof(struct tt_raw_short)) {
         if (t->ended) {
             tt_rec_end_(t);
@@ -67,8 +90,8 @@ int tt_event_full_(tt_session *s, const tt_event *ev, void *in_buf, size_t in_ca
     if (!t)
         return rc;
     if (s->head.mode == TT_MODE_RECORD) {
-        if (!tt_rec_begin_(s, t))
-            return TT_E_CLOSED;
+        if ((rc = tt_rec_begin_(s, t)) != TT_OK)
+            return rc;
         if (t->ended) {
             tt_rec_end_(t);
             return TT_E_CLOSED;
@@ -83,7 +106,11 @@ int tt_event_full_(tt_session *s, const tt_event *ev, void *in_buf, size_t in_ca
             *in_len = ev->payload_len;
         return rc;
     }
-    return tt_replay_event(s, t, ev, in_buf, in_cap, in_len);
+    if ((rc = replay_begin(t)) != TT_OK)
+        return rc;
+    rc = tt_replay_event(s, t, ev, in_buf, in_cap, in_len);
+    tt_rec_end_(t);
+    return rc;
 }
 
 int tt_safepoint(tt_session *s, uint32_t function, uint32_t site)

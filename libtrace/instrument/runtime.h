@@ -63,16 +63,23 @@ static inline tt_session *tt_rt_session_hot(void)
  * Inline: the guard is the library's per-thread tt_in_tracer flag (initial-exec TLS). */
 extern __thread int tt_in_tracer __attribute__((visibility("hidden")));
 
+/* A signal handler runs on the thread it interrupted, so the guard needs no atomics; it needs
+ * the compiler to keep the flag's stores where they are written: the signal fences stop the
+ * store of 1 from sinking below the work it guards (or merging with the store of 0), and the
+ * work from leaking out of the guarded span. A handler that interrupts between the test and the
+ * store finds 0, runs its own hook to the end and leaves 0 again. */
 static inline bool tt_rt_guard_enter(void)
 {
     if (tt_in_tracer)
         return false;
     tt_in_tracer = 1;
+    atomic_signal_fence(memory_order_seq_cst);
     return true;
 }
 
 static inline void tt_rt_guard_leave(void)
 {
+    atomic_signal_fence(memory_order_seq_cst);
     tt_in_tracer = 0;
 }
 

@@ -12,10 +12,34 @@
  * included.
  *
  * Thread safety: every recording call is thread-safe; each thread records into its own buffer.
- * Async-signal safety: recording from a signal handler is NOT supported. A call made from a
- * handler that interrupted the same thread inside tinytrace is refused with TT_E_MODE by the
- * per-thread nesting guard; other calls from handlers are undefined. Use tt_event_* from normal
- * context only.
+ *
+ * Signals. tt_enter, tt_exit, tt_safepoint, tt_alloc, tt_free, tt_io and tt_user may be called
+ * from a signal handler, in record and in replay mode, under these rules:
+ *  - A call from a handler that interrupted a recording call of the same thread (one of those
+ *    seven, or tt_checkpoint while it appends its event) is refused with TT_E_MODE. It touches
+ *    nothing: not the thread's buffer, not the replay cursor, no divergence is counted, and the
+ *    interrupted call completes as if the handler had not run. The -finstrument-functions hooks
+ *    and the preload wrappers drop (neither record nor compare) the calls of a handler that
+ *    interrupted one of them. The check costs the hot path no extra branch.
+ *  - A call from a handler that interrupted anything else (the program's own code, or another
+ *    thread's recording call) is an ordinary event: it is appended to the interrupted thread's
+ *    events where the handler ran, and replay compares it there. So a synchronous signal
+ *    (raise, pthread_kill to self, a fault the program provokes) replays; the events of an
+ *    asynchronous one (a timer, a kill from elsewhere) diverge unless it happens to arrive at
+ *    the same place in the thread's events. Refused calls are not in the recording.
+ *  - The thread must have made a recording call in this session before any handler does
+ *    (registering a thread takes the session lock and allocates), and a thread that records
+ *    from handlers must record into one session only (with several, the per-thread lookup
+ *    reorders a cache that a handler must not see half reordered).
+ *  - A call whose event does not fit the thread's buffer hands the buffer over and takes the
+ *    next: that takes a mutex that only recording calls hold, so never the interrupted code,
+ *    may wait for the swapper when the memory budget is spent, and allocates a buffer while
+ *    the budget is not yet used up. A handler that may interrupt malloc must run on a session
+ *    with caller storage (tt_config_set_writer_storage), which never allocates there. Replay
+ *    reads chunks from the source and may allocate: from a handler, the same caveat holds.
+ *  - errno may be changed by a call that hands a buffer over; a handler saves it as usual.
+ * tt_intern, tt_thread_name, tt_checkpoint, tt_session_* and the reader calls take locks and
+ * allocate: never from a handler.
  */
 #ifndef TINYTRACE_EVENT_H
 #define TINYTRACE_EVENT_H
