@@ -133,13 +133,20 @@ static inline bool leaf_again(struct tt_tables *tb, struct tb_thread *t, uint64_
     return true;
 }
 
-/* One event of thread @thread, the @index-th of the event chunk being encoded, as the swapper
- * encodes it. */
-static inline void tt_tables_event(struct tt_tables *tb, struct tt_writer *w, uint32_t thread, uint32_t kind,
-                     uint32_t fn, uint64_t time, uint64_t seq, uint32_t index)
+/* The tables of thread @thread, made on its first event; NULL when out of memory. */
+static inline struct tb_thread *tt_tables_of(struct tt_tables *tb, uint32_t thread)
 {
-    struct tb_thread *t = thread < tb->nthreads ? &tb->threads[thread] : tt_tables_thread_(tb, thread);
-    if (TT_UNLIKELY(!t || tb->failed || kind > TT_EV_KIND_MAX))
+    return thread < tb->nthreads ? &tb->threads[thread] : tt_tables_thread_(tb, thread);
+}
+
+/* One event of thread @thread (whose tables @t are, from tt_tables_of, resolved once per
+ * buffer: a buffer holds one thread's events), the @index-th of the event chunk being encoded,
+ * as the swapper encodes it. */
+static inline void tt_tables_event(struct tt_tables *restrict tb, struct tt_writer *w,
+                                   struct tb_thread *restrict t, uint32_t thread, uint32_t kind,
+                                   uint32_t fn, uint64_t time, uint64_t seq, uint32_t index)
+{
+    if (TT_UNLIKELY(tb->failed || kind > TT_EV_KIND_MAX))
         return;
     t->kinds[kind]++;
     t->last_time = time;

@@ -282,6 +282,9 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
      * be reloaded and stored again for each event */
     uint64_t seq = t->seq, last_time = t->last_time, count = 0;
     const uint32_t tid = t->id; /* on the recording thread's line: read once, not per event */
+    /* NULL without tables, or when there was no memory for this thread's (the index is then
+     * marked failed) */
+    struct tb_thread *tbt = tb ? tt_tables_of(tb, tid) : NULL;
     bool has_time = t->has_time, split = t->pending != 0;
     while (!split && raw + sizeof(struct tt_raw_short) <= end) {
         struct tt_raw_short sr;
@@ -321,8 +324,8 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
                 o = tt_put_varint(o, sr.function);
         }
         prev_fn = sr.function;
-        if (tb)
-            tt_tables_event(tb, w, tid, kind, sr.function, rel, seq, (uint32_t)count);
+        if (tbt)
+            tt_tables_event(tb, w, tbt, tid, kind, sr.function, rel, seq, (uint32_t)count);
         seq++;
         count++;
         if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
