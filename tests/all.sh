@@ -40,7 +40,9 @@ run() { # run NAME BUILDDIR SETUP-ARGS -- TEST-ARGS
     while [ "$1" != "--" ]; do setup+=("$1"); shift; done
     shift
     echo "=== $name: meson setup $dir ${setup[*]}"
-    if ! { [ -d "$dir" ] || meson setup "$dir" "${setup[@]}" >/dev/null; } ||
+    # (a directory without build.ninja is not a build: the valgrind step makes its log
+    # directory inside build-vg/ before the first setup)
+    if ! { [ -f "$dir/build.ninja" ] || meson setup "$dir" "${setup[@]}" >/dev/null; } ||
        ! meson configure "$dir" "${setup[@]}" >/dev/null ||
        ! ninja -C "$dir" >/dev/null; then
         echo "=== $name: build FAILED"
@@ -101,7 +103,10 @@ if command -v valgrind >/dev/null; then
         tool-integration tool-incomplete-trace gc recover diff export diskfull index-tools
     unset TT_TEST_REDUCED TT_TEST_WRAPPER
     dirty=$(find "$vglogs" -type f -size +0 | sort)
-    if [ -z "$dirty" ]; then
+    if [ "$(find "$vglogs" -type f | wc -l)" -eq 0 ]; then
+        echo "=== valgrind: no log at all: nothing ran under valgrind"
+        failed=$((failed + 1)); status=1
+    elif [ -z "$dirty" ]; then
         echo "=== valgrind: $(find "$vglogs" -type f | wc -l) logs, all empty"
         passed=$((passed + 1))
     else
