@@ -46,7 +46,7 @@ struct tt_writer {
     pthread_cond_t qcond;      /* swapper waits for work */
     pthread_cond_t fcond;      /* recording threads wait for a free buffer */
     struct tt_buf *qhead, *qtail;
-    struct tt_buf *free_list;
+    struct tt_buf *free_list, *free_tail;  /* FIFO: see tt_writer_refill */
     uint64_t nbufs, nbufs_max;
     uint64_t buffer_bytes;
     uint8_t *storage;          /* caller storage, or NULL */
@@ -425,8 +425,12 @@ static void *swapper_main(void *arg)
             pthread_cond_broadcast(&w->fcond);
             continue;
         }
-        b->next = w->free_list;
-        w->free_list = b;
+        b->next = NULL;
+        if (w->free_list)
+            w->free_tail->next = b;
+        else
+            w->free_list = b;
+        w->free_tail = b;
         pthread_cond_signal(&w->fcond);
     }
     pthread_mutex_unlock(&w->qlock);
@@ -477,10 +481,17 @@ int tt_writer_refill(tt_session *s, struct tt_thread *t, bool last)
         pthread_mutex_unlock(&w->qlock);
         return TT_OK;
     }
-    struct tt_buf *b = w->free_list;
-    if (!b && w->nbufs < w->nbufs_max && (b = buf_new(w)) != NULL)
+    /* Every buffer of the budget is used in turn (new ones first, then the free list in the
+     * order the swapper gave them back) rather than the one the swapper freed last: that one's
+     * lines are still in the swapper's cache, and writing them costs the recording thread a
+     * transfer from the other core per line. The pool is mapped and faulted in at open, so a
+     * new buffer costs nothing here. */
+    struct tt_buf *b = NULL;
+    if (w->nbufs < w->nbufs_max && (b = buf_new(w)) != NULL)
         w->nbufs++;
-    else if (!b && w->nbufs == 0) {
+    else
+        b = w->free_list;
+    if (!b && w->nbufs == 0) {
         /* no buffer exists and none could be made: waiting would never end */
         pthread_mutex_unlock(&w->qlock);
         return TT_E_NOMEM;
