@@ -25,16 +25,14 @@ in a fresh temporary directory, removed at the end.
 
 import json
 import os
-import pty
 import re
-import select
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 import testwrap  # TT_TEST_WRAPPER, TT_TEST_REDUCED: tests/all.sh's valgrind step
+import ttproc
 
 TT, MKDIFF, MAXRSS = map(os.path.abspath, sys.argv[1:4])
 TIMEOUT = testwrap.timeout(240)
@@ -93,38 +91,6 @@ def dump_event(trace, thread, seq):
     p.kill()
     p.wait()
     return found
-
-
-def peak_rss_kib(args):
-    """Runs args under maxrss with stdout discarded; returns (exit code, peak RSS in KiB)."""
-    p = subprocess.run([MAXRSS] + [str(a) for a in args], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, timeout=TIMEOUT)
-    m = re.search(rb"^maxrss (\d+)$", p.stderr, re.M)
-    return p.returncode, int(m.group(1)) if m else -1
-
-
-def run_pty_stderr(args, env):
-    """Runs args with stderr on a pseudo-terminal; returns (exit code, stderr bytes)."""
-    master, slave = pty.openpty()
-    p = subprocess.Popen([str(a) for a in args], stdout=subprocess.DEVNULL, stderr=slave,
-                         env=env)
-    os.close(slave)
-    data = b""
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        r, _, _ = select.select([master], [], [], 1.0)
-        if r:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the slave side is closed
-                break
-            if not chunk:
-                break
-            data += chunk
-        elif p.poll() is not None:
-            break
-    os.close(master)
-    return p.wait(timeout=TIMEOUT), data
 
 
 def main(d):
@@ -304,7 +270,7 @@ def main(d):
 
     # 7. the progress line
     env = dict(os.environ, TINYTRACE_PROGRESS_MS="0")
-    rc, data = run_pty_stderr([TT, "diff", a, a2], env)
+    rc, data = ttproc.run_pty_stderr([TT, "diff", a, a2], env, TIMEOUT)
     text = data.decode("utf-8", "replace")
     check(rc == 0 and re.search(r"tinytrace diff: +\d+% \(\d+ of \d+ events\)", text),
           "progress: shown on a terminal", repr(text[:400]))
@@ -319,12 +285,12 @@ def main(d):
     if testwrap.reduced():
         print("skip memory: TT_TEST_REDUCED (peak RSS under valgrind is valgrind's)")
         return
-    rc_big, rss_big = peak_rss_kib([TT, "diff", a, b])
+    rc_big, rss_big = ttproc.peak_rss_kib(MAXRSS, [TT, "diff", a, b], TIMEOUT)
     small_b = os.path.join(d, "s-b.tt")
     record(small_b, "--inject-payload", "2:150", iterations=ITER // 100)
     s4 = os.path.join(d, "s4.tt")
     record(s4, iterations=ITER // 100)
-    rc_small, rss_small = peak_rss_kib([TT, "diff", s4, small_b])
+    rc_small, rss_small = ttproc.peak_rss_kib(MAXRSS, [TT, "diff", s4, small_b], TIMEOUT)
     print("     peak RSS: %d KiB for the 10^6-event pair, %d KiB for the 10^4-event pair" %
           (rss_big, rss_small))
     check(rc_big == 1 and rc_small == 1 and rss_small > 0 and rss_big - rss_small < 4 * 1024,

@@ -30,20 +30,18 @@ in a fresh temporary directory, removed at the end.
 
 import json
 import os
-import pty
 import re
-import select
 import shutil
 import stat
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections import Counter, defaultdict
 from decimal import Decimal
 
 import testwrap  # TT_TEST_WRAPPER, TT_TEST_REDUCED: tests/all.sh's valgrind step
+import ttproc
 
 TT, MKKINDS, MKDIFF, MAXRSS = map(os.path.abspath, sys.argv[1:5])
 FLAKY = PRELOAD = None
@@ -241,36 +239,6 @@ def check_trace(label, trace, d):
     return doc, err
 
 
-def run_pty_stderr(args, env):
-    master, slave = pty.openpty()
-    p = subprocess.Popen([str(a) for a in args], stdout=subprocess.DEVNULL, stderr=slave,
-                         env=env)
-    os.close(slave)
-    data = b""
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        r, _, _ = select.select([master], [], [], 1.0)
-        if r:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            data += chunk
-        elif p.poll() is not None:
-            break
-    os.close(master)
-    return p.wait(timeout=TIMEOUT), data
-
-
-def peak_rss_kib(args):
-    p = subprocess.run([MAXRSS] + [str(a) for a in args], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, timeout=TIMEOUT)
-    m = re.search(rb"^maxrss (\d+)$", p.stderr, re.M)
-    return p.returncode, int(m.group(1)) if m else -1
-
-
 def validator_finds_broken_documents():
     """The format check can fail: each of these documents breaks one rule."""
     base = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "p"}},
@@ -395,8 +363,10 @@ def main(d):
     if testwrap.reduced():
         print("skip memory: TT_TEST_REDUCED (peak RSS under valgrind is valgrind's)")
     else:
-        rc_b, rss_b = peak_rss_kib([TT, "export", "-o", os.path.join(d, "big.json"), big])
-        rc_s, rss_s = peak_rss_kib([TT, "export", "-o", os.path.join(d, "small.json"), small])
+        rc_b, rss_b = ttproc.peak_rss_kib(
+            MAXRSS, [TT, "export", "-o", os.path.join(d, "big.json"), big], TIMEOUT)
+        rc_s, rss_s = ttproc.peak_rss_kib(
+            MAXRSS, [TT, "export", "-o", os.path.join(d, "small.json"), small], TIMEOUT)
         print("     peak RSS: %d KiB exporting 10^6 events, %d KiB exporting 10^4" %
               (rss_b, rss_s))
         check(rc_b == 0 and rc_s == 0 and rss_s > 0 and rss_b - rss_s < 4 * 1024,
@@ -410,7 +380,8 @@ def main(d):
     check(rc == 0 and json.loads(sout)["frames"] == json.loads(out)["frames"],
           "big: the export's frames = the frame table's rows (tinytrace stats)", (sout[:200], err))
     env = dict(os.environ, TINYTRACE_PROGRESS_MS="0")
-    rc, data = run_pty_stderr([TT, "export", "-o", os.path.join(d, "big3.json"), big], env)
+    rc, data = ttproc.run_pty_stderr([TT, "export", "-o", os.path.join(d, "big3.json"), big],
+                                     env, TIMEOUT)
     text = data.decode("utf-8", "replace")
     check(rc == 0 and re.search(r"tinytrace export: +\d+% \(\d+ of \d+ events\)", text),
           "progress: shown on a terminal", repr(text[:300]))
