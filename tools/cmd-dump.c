@@ -111,13 +111,7 @@ static void put(char **o, const void *s, size_t n)
 
 static void put_u64(char **o, uint64_t v)
 {
-    char buf[20];
-    size_t i = sizeof buf;
-    do {
-        buf[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    put(o, buf + i, sizeof buf - i);
+    *o = tool_fmt_u64(*o, v);
 }
 
 /* The escaped name of object @id, as tool_print_object prints it. */

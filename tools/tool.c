@@ -321,7 +321,7 @@ void tool_print_hex(FILE *f, const void *data, size_t len)
     fwrite(buf, 1, n, f);
 }
 
-void tool_print_u64(FILE *f, uint64_t v)
+char *tool_fmt_u64(char *dst, uint64_t v)
 {
     char buf[20];
     size_t i = sizeof buf;
@@ -329,7 +329,14 @@ void tool_print_u64(FILE *f, uint64_t v)
         buf[--i] = (char)('0' + v % 10);
         v /= 10;
     } while (v != 0);
-    fwrite(buf + i, 1, sizeof buf - i, f);
+    memcpy(dst, buf + i, sizeof buf - i);
+    return dst + (sizeof buf - i);
+}
+
+void tool_print_u64(FILE *f, uint64_t v)
+{
+    char buf[20];
+    fwrite(buf, 1, (size_t)(tool_fmt_u64(buf, v) - buf), f);
 }
 
 /* Length of the valid UTF-8 sequence at @s (1 to 4), or 0 when the byte at @s does not start one.
@@ -500,12 +507,7 @@ void tj_array_end(tool_json *j) { tj_close(j, ']'); }
 static void jput_u64(tool_json *j, uint64_t v)
 {
     char buf[20];
-    size_t i = sizeof buf;
-    do {
-        buf[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    jput(j, buf + i, sizeof buf - i);
+    jput(j, buf, (size_t)(tool_fmt_u64(buf, v) - buf));
 }
 
 void tj_u64(tool_json *j, const char *key, uint64_t v)

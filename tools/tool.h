@@ -182,6 +182,8 @@ void tool_print_hex(FILE *f, const void *data, size_t len);
 
 /* @v in decimal; the dump prints millions of numbers, and printf is the slow way. */
 void tool_print_u64(FILE *f, uint64_t v);
+/* @v in decimal at @dst (at most 20 bytes, no NUL); returns the end. */
+char *tool_fmt_u64(char *dst, uint64_t v);
 
 /* Text output of untrusted bytes: printable text and valid UTF-8 as is; control characters,
  * backslash and invalid UTF-8 as \xNN, so a hostile name cannot drive the terminal. */
