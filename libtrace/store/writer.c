@@ -265,6 +265,98 @@ static inline uint64_t align8(uint64_t v)
     return (v + 7) & ~(uint64_t)7;
 }
 
+/* A loop's leaf calls, in bulk. Called after an exit whose frame row went into a run of
+ * repeated leaves (tables.h, leaf_again); while the next two raw records are an enter and an
+ * exit of the same function, at the same depth, each close enough to the one before for a
+ * short tag, this encodes both and adds the leaf to the run, with the state in registers
+ * instead of a push and a pop of the open-frame stack per call. It stops before the first pair
+ * that needs anything more (another function, a long step, a full run or block, a seek entry)
+ * and leaves that pair to the general path: the bytes written, event and table alike, are
+ * exactly the general path's. @fn is the function of the exit just encoded; @last its time
+ * (the encoder's last and previous time alike). Returns the raw bytes consumed. */
+static inline size_t leaf_run(struct tt_tables *restrict tb, struct tb_thread *restrict t,
+                              const uint8_t *raw, const uint8_t *end, uint8_t **op,
+                              uint64_t origin, uint64_t *last_time, uint32_t fn, uint64_t *seq)
+{
+    const uint32_t depth = t->depth;
+    if (!(t->run_at && fn == t->prev_fn && depth == t->prev_depth &&
+          t->prev_chunk == tb->chunk_off && depth < t->max_depth && t->rows_cap >= 40 &&
+          !tb->failed && tb->sum_last < tb->sum_cap && tb->sum[tb->sum_last].used &&
+          tb->sum[tb->sum_last].fn == fn && tb->sum_used * 2 < tb->sum_cap))
+        return 0;
+    uint8_t *o = *op, *const rows = t->rows;
+    uint8_t *rp = rows + t->rows_len, *const rows_end = rows + t->rows_cap - 20;
+    unsigned runb = rows[t->run_at - 1];
+    uint32_t nrows = t->nrows;
+    uint64_t last = *last_time, prev_end = t->prev_end, sq = *seq, frame = t->frames;
+    const uint64_t frame0 = frame;
+    struct summary_row *const r = &tb->sum[tb->sum_last];
+    uint64_t total = 0, longest = r->longest, longest_frame = 0;
+    const uint8_t *const raw0 = raw;
+    while (end - raw >= 2 * (ptrdiff_t)sizeof(struct tt_raw_short) &&
+           runb < (TT_ROW_RUN | TT_ROW_RUN_MAX) && nrows + 1 < TT_FRAME_BLOCK_ROWS &&
+           rp <= rows_end && ((sq + 1) & (TT_SEEK_EVERY - 1)) > 1) {
+        struct tt_raw_short e, x;
+        memcpy(&e, raw, sizeof e);
+        memcpy(&x, raw + sizeof e, sizeof x);
+        if ((e.kind & 0xFF) != TT_EV_ENTER || (x.kind & 0xFF) != TT_EV_EXIT ||
+            e.function != fn || x.function != fn)
+            break;
+        uint64_t t1 = e.time > origin ? e.time - origin : 0;
+        if (t1 < last)
+            t1 = last;
+        uint64_t t2 = x.time > origin ? x.time - origin : 0;
+        if (t2 < t1)
+            t2 = t1;
+        const uint64_t s1 = t1 - last, dur = t2 - t1;
+        if ((s1 | dur) > TT_TAG_SHORT_STEP || t1 < prev_end)
+            break;
+        o[0] = (uint8_t)(TT_TAG_SHORT | s1);
+        o[1] = (uint8_t)(TT_TAG_SHORT | TT_TAG_SHORT_EXIT | dur);
+        o += 2;
+        rp = tt_put_varint(rp, t1 - prev_end);
+        *rp++ = (uint8_t)dur; /* dur <= TT_TAG_SHORT_STEP: one varint byte */
+        runb++;
+        if (dur > longest) {
+            longest = dur;
+            longest_frame = frame + 1; /* + 1: 0 is "no longer call" */
+        }
+        total += dur;
+        prev_end = last = t2;
+        frame++;
+        nrows++;
+        sq += 2;
+        raw += 2 * sizeof e;
+    }
+    const uint64_t n = frame - frame0;
+    if (n == 0)
+        return 0;
+    rows[t->run_at - 1] = (uint8_t)runb;
+    t->rows_len = (size_t)(rp - rows);
+    t->nrows = nrows;
+    t->frames = frame;
+    t->prev_end = prev_end;
+    t->last_time = last;
+    t->kinds[TT_EV_ENTER] += n;
+    t->kinds[TT_EV_EXIT] += n;
+    r->calls += n;
+    r->total += total;
+    r->self += total;
+    if (longest_frame) {
+        r->longest = longest;
+        r->longest_thread = (uint32_t)(t - tb->threads);
+        r->longest_frame = longest_frame - 1;
+    }
+    if (depth) {
+        t->stack[depth - 1].kid_time += total;
+        t->stack[depth - 1].nkids += n;
+    }
+    *op = o;
+    *last_time = last;
+    *seq = sq;
+    return (size_t)(raw - raw0);
+}
+
 static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
 {
     struct tt_thread *t = s->threads[b->thread];
@@ -342,6 +434,12 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
         count++;
         if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
             raw += sizeof sr;
+            if (kind == TT_EV_EXIT && tbt && tbt->run_at) {
+                uint64_t s0 = seq;
+                raw += leaf_run(tb, tbt, raw, end, &o, origin, &last_time, sr.function, &seq);
+                count += seq - s0;
+                prev_time = last_time;
+            }
             continue;
         }
         struct tt_raw_long lr;
