@@ -240,7 +240,7 @@ static void check_thread(tt_index *ix, tt_test_reader *tr, struct thread_view *v
         children += i;
         /* its enter lies in the chunk the frame names: seek there and find it */
         tt_timepoint_entry e;
-        cr_assert_eq(tt_index_seek_time(ix, v->id, f.start, &e), TT_OK);
+        cr_assert_eq(tt_index_seek_time(ix, v->id, f.start, &e, NULL), TT_OK);
     }
     cr_assert_eq(ti->children, children);
     free(v->enter);
@@ -485,7 +485,7 @@ Test(index, seek_lands_on_the_event_a_full_read_finds)
         uint64_t n = all[t].n;
         for (uint64_t seq = 0; seq < n; seq += 1 + seq / 3) {
             tt_timepoint_entry e;
-            cr_assert_eq(tt_index_seek_seq(ix, t, seq, &e), TT_OK);
+            cr_assert_eq(tt_index_seek_seq(ix, t, seq, &e, NULL), TT_OK);
             cr_assert_leq(e.seq, seq);
             cr_assert_eq(e.seq % k, 0u);
             cr_assert_eq(e.time, all[t].v[e.seq].ev.time, "entry for seq %llu has the wrong time",
@@ -506,7 +506,7 @@ Test(index, seek_lands_on_the_event_a_full_read_finds)
             tried++;
             /* by time: the entry is before the event, and reading on reaches it */
             uint64_t when = all[t].v[seq].ev.time;
-            cr_assert_eq(tt_index_seek_time(ix, t, when, &e), TT_OK);
+            cr_assert_eq(tt_index_seek_time(ix, t, when, &e, NULL), TT_OK);
             cr_assert(e.time < when || e.seq == 0);
             cr_assert_leq(e.seq, seq);
         }
@@ -514,7 +514,7 @@ Test(index, seek_lands_on_the_event_a_full_read_finds)
     cr_assert_gt(tried, 20u);
     /* a hostile entry: the right chunk, the wrong index */
     tt_timepoint_entry bad;
-    cr_assert_eq(tt_index_seek_seq(ix, 0, 0, &bad), TT_OK);
+    cr_assert_eq(tt_index_seek_seq(ix, 0, 0, &bad, NULL), TT_OK);
     bad.index = 3;
     cr_assert_eq(tt_reader_seek(tr.r, 0, &bad, &err), TT_E_CORRUPT);
     cr_assert_not_null(strstr(err.message, "does not match"), "%s", err.message);
@@ -527,6 +527,84 @@ Test(index, seek_lands_on_the_event_a_full_read_finds)
     for (uint32_t t = 0; t < 4; t++)
         tt_test_events_free(&all[t]);
     free(sink.data);
+}
+
+/* ---- the reader's memory ---- */
+
+/* A loop of @calls leaf calls under one root frame, recorded into @sink. */
+static void record_loop(tt_memory_sink *sink, uint64_t calls)
+{
+    tt_config cfg;
+    tt_session *s;
+    tt_error_info err = {0};
+    tt_config_init(&cfg);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_MODE, TT_MODE_RECORD, &err), TT_OK);
+    tt_config_set_memory_sink(&cfg, sink);
+    cr_assert_eq(tt_session_open(&cfg, &s, &err), TT_OK, "%s", err.message);
+    uint32_t root = fn_named(s, "root%d", 0), leaf = fn_named(s, "leaf%d", 1);
+    cr_assert_eq(tt_enter(s, root), TT_OK);
+    for (uint64_t i = 0; i < calls; i++) {
+        cr_assert_eq(tt_enter(s, leaf), TT_OK);
+        cr_assert_eq(tt_exit(s, leaf), TT_OK);
+    }
+    cr_assert_eq(tt_exit(s, root), TT_OK);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+}
+
+/* Opens the index of @sink, looks up the first, a middle and the last frame and the parent of
+ * the first (the root, the last frame: the search crosses every block list), and returns the
+ * index's peak memory after the open in *@at_open and after the lookups. */
+static uint64_t index_memory_of(tt_memory_sink *sink, uint64_t calls, uint64_t *at_open)
+{
+    tt_error_info err = {0};
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_mem(&tr, sink->data, sink->len, TT_CURSORS_SEQUENTIAL, &err),
+                 TT_OK, "%s", err.message);
+    tt_index *ix;
+    cr_assert_eq(tt_index_open(tr.r, NULL, &ix, &err), TT_OK, "%s", err.message);
+    *at_open = tt_index_memory(ix);
+    const tt_index_thread *ti = tt_index_thread_info(ix, 0);
+    cr_assert_not_null(ti);
+    cr_assert_eq(ti->frames, calls + 1);
+    uint64_t probe[3] = { 0, calls / 2 + 1, calls };
+    for (int k = 0; k < 3; k++) {
+        tt_frame f;
+        cr_assert_eq(tt_index_frame(ix, 0, probe[k], &f, &err), TT_OK, "%s", err.message);
+        cr_assert_eq(f.index, probe[k]);
+        cr_assert_eq(f.depth, probe[k] == calls ? 0u : 1u, "frame %llu",
+                     (unsigned long long)probe[k]);
+        cr_assert_eq(f.desc, probe[k] == calls ? calls : 0u);
+    }
+    uint64_t parent;
+    cr_assert_eq(tt_index_parent(ix, 0, 0, &parent, &err), TT_OK, "%s", err.message);
+    cr_assert_eq(parent, calls);
+    cr_assert_eq(tt_index_parent(ix, 0, calls / 2, &parent, &err), TT_OK, "%s", err.message);
+    cr_assert_eq(parent, calls);
+    uint64_t peak = tt_index_memory(ix);
+    tt_index_close(ix);
+    tt_test_reader_close(&tr);
+    return peak;
+}
+
+Test(index, reader_memory_does_not_grow_with_the_run, .timeout = 60)
+{
+    /* 1.1 * 10^6 calls: 4297 frame blocks, in two block lists (TT_BLOCK_LIST = 4096 blocks a
+     * list); 2.2 * 10^6: 8594 blocks in three. Whole, the block offsets would take 16 bytes a
+     * block, 67 KiB more for the larger run; read a list at a time, they take the same. */
+    const uint64_t small_calls = 1100000, big_calls = 2200000;
+    tt_memory_sink a = {0}, b = {0};
+    record_loop(&a, small_calls);
+    record_loop(&b, big_calls);
+    uint64_t open_a, open_b;
+    uint64_t peak_a = index_memory_of(&a, small_calls, &open_a);
+    uint64_t peak_b = index_memory_of(&b, big_calls, &open_b);
+    /* open keeps 32 bytes per block list and 16 per seek batch */
+    cr_assert_leq(open_b, open_a + 256, "open: %llu bytes at 2.2e6 calls, %llu at 1.1e6",
+                  (unsigned long long)open_b, (unsigned long long)open_a);
+    cr_assert_leq(peak_b, peak_a + 256, "lookups: %llu bytes at 2.2e6 calls, %llu at 1.1e6",
+                  (unsigned long long)peak_b, (unsigned long long)peak_a);
+    free(a.data);
+    free(b.data);
 }
 
 /* ---- outcomes ---- */

@@ -349,8 +349,12 @@ static int exercise_index(struct failures *f, const char *where, tt_reader *r,
                 check_error(f, where, "tt_index_parent", frc, &err, name, len, 0);
         }
         tt_timepoint_entry e;
-        (void)tt_index_seek_seq(ix, t, 5000, &e);
-        (void)tt_index_seek_time(ix, t, 1000, &e);
+        int src = tt_index_seek_seq(ix, t, 5000, &e, &err);
+        if (src != TT_OK && src != TT_E_INVAL)
+            check_error(f, where, "tt_index_seek_seq", src, &err, name, len, 0);
+        src = tt_index_seek_time(ix, t, 1000, &e, &err);
+        if (src != TT_OK && src != TT_E_INVAL)
+            check_error(f, where, "tt_index_seek_time", src, &err, name, len, 0);
     }
     for (uint32_t i = 0; i < tt_index_summary_count(ix); i++)
         cr_assert_not_null(tt_index_summary(ix, i));

@@ -354,8 +354,11 @@ static int seek_thread_time(tool_trace *t, tt_index *ix, uint32_t th, uint64_t t
                             uint64_t *seq_at, tt_error_info *err)
 {
     tt_timepoint_entry e;
-    if (tt_index_seek_time(ix, th, time, &e) != TT_OK)
+    int rc = tt_index_seek_time(ix, th, time, &e, err);
+    if (rc == TT_E_INVAL)
         return TT_E_END; /* no events */
+    if (rc != TT_OK)
+        return rc;
     *seq_at = e.seq;
     return tt_reader_seek(t->r, th, &e, err);
 }
@@ -369,8 +372,11 @@ static int find_start(tool_trace *t, tt_index *ix, const struct filter *flt, str
     memset(st->use, 0, n);
     if (flt->one_thread && !flt->from_time) {
         tt_timepoint_entry e;
-        if (tt_index_seek_seq(ix, flt->thread, flt->from, &e) != TT_OK)
+        rc = tt_index_seek_seq(ix, flt->thread, flt->from, &e, err);
+        if (rc == TT_E_INVAL)
             return TT_OK; /* no events */
+        if (rc != TT_OK)
+            return rc;
         st->skip_seq = flt->from;
         st->use[flt->thread] = 1;
         return tt_reader_seek(t->r, flt->thread, &e, err);
@@ -390,7 +396,10 @@ static int find_start(tool_trace *t, tt_index *ix, const struct filter *flt, str
             n_entries = (tt_reader_thread(t->r, th)->event_count + k - 1) / k;
             for (uint64_t j = 0; j < n_entries; j++) {
                 tt_timepoint_entry e;
-                tt_index_seek_seq(ix, th, j * k, &e);
+                if ((rc = tt_index_seek_seq(ix, th, j * k, &e, err)) != TT_OK) {
+                    free(times);
+                    return rc; /* the thread has events: the seek index is bad */
+                }
                 times[m++] = e.time;
             }
         }
@@ -401,8 +410,12 @@ static int find_start(tool_trace *t, tt_index *ix, const struct filter *flt, str
             for (uint32_t th = 0; th < n; th++) {
                 uint64_t ev = tt_reader_thread(t->r, th)->event_count;
                 tt_timepoint_entry e;
-                if (tt_index_seek_time(ix, th, times[mid], &e) != TT_OK)
+                if (ev == 0)
                     continue;
+                if ((rc = tt_index_seek_time(ix, th, times[mid], &e, err)) != TT_OK) {
+                    free(times);
+                    return rc;
+                }
                 /* the first entry at or after T: the next one, unless e is already */
                 uint64_t first = e.time >= times[mid] ? e.seq : e.seq + k;
                 ub += first < ev ? first : ev;

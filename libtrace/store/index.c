@@ -36,8 +36,14 @@ struct slot {
 struct ithread {
     tt_index_thread info;
     uint64_t nblocks;
-    uint64_t *blocks;      /* (offset, lowest subtree start) pairs */
-    uint64_t seek_first, seek_n; /* its entries in the sorted seek array */
+    uint64_t nlists;
+    uint64_t *lists;       /* per BLOCKS chunk: offset, first block, block count, and the offset
+                            * of the block before its first (for the order check on a reread) */
+    /* the one block list in memory: blocks [win_first, win_first + win_n), each as (offset,
+     * lowest subtree start); win_cap entries allocated */
+    uint64_t *win, win_first, win_n, win_cap;
+    uint64_t seek_first, seek_n; /* its entries in the seek array */
+    uint64_t seek_next, seek_time; /* scan_seek: the entry it expects next, the last one's time */
 };
 
 struct tt_index {
@@ -56,6 +62,7 @@ struct tt_index {
     uint64_t nlists;         /* BLOCKS chunks */
     struct slot cache[CACHE_SLOTS];
     uint64_t sum_off, sum_len;
+    tt_reader_limits lim;
     uint64_t max_total, used, peak;
 };
 
@@ -177,9 +184,11 @@ static int read_chunk(tt_index *ix, uint64_t off, uint64_t end, uint16_t type,
             return tt_fail(err, TT_E_CORRUPT, 0, base + (uint64_t)(p - body), __VA_ARGS__);        \
     } while (0)
 
-/* Reads the BLOCKS chunk at @off: @n block offsets of thread @thread from block @first on. */
-static int load_block_list(tt_index *ix, uint32_t thread, struct ithread *t, uint64_t off,
-                           uint64_t first, uint64_t n, tt_error_info *err)
+/* Reads and checks the BLOCKS chunk at @off: @n block offsets of thread @thread from block
+ * @first on, each after *@prev (the offset of block @first - 1; updated), stored in @out
+ * (block @first at out[0]; NULL: only checked). */
+static int load_block_list(tt_index *ix, uint32_t thread, uint64_t *out, uint64_t *prev,
+                           uint64_t off, uint64_t first, uint64_t n, tt_error_info *err)
 {
     const char *nm = ix->src->name;
     const tt_manifest *m = ix->m;
@@ -203,7 +212,7 @@ static int load_block_list(tt_index *ix, uint32_t thread, struct ithread *t, uin
         const uint8_t *q = p;
         if (tt_get_varint(&p, end, &v) || tt_get_varint(&p, end, &back) || v > m->data_end ||
             boff + v < m->data_offset || boff + v > m->data_end - TT_CHUNK_HEADER ||
-            (k && v == 0) || (b && boff + v <= t->blocks[2 * (b - 1)]) ||
+            (k && v == 0) || (b && boff + v <= *prev) ||
             back > b * ix->block_rows) {
             ix_free(ix, body);
             return tt_fail(err, TT_E_CORRUPT, 0, base + (uint64_t)(q - body), "%s: block %" PRIu64
@@ -211,8 +220,11 @@ static int load_block_list(tt_index *ix, uint32_t thread, struct ithread *t, uin
                            "or out of order", nm, b, thread, off);
         }
         boff += v;
-        t->blocks[2 * b] = boff;
-        t->blocks[2 * b + 1] = b * ix->block_rows - back;
+        *prev = boff;
+        if (out) {
+            out[2 * k] = boff;
+            out[2 * k + 1] = b * ix->block_rows - back;
+        }
     }
     rc = p == end ? TT_OK
                   : tt_fail(err, TT_E_CORRUPT, 0, base + (uint64_t)(p - body),
@@ -285,14 +297,17 @@ static int parse_directory(tt_index *ix, const uint8_t *body, uint64_t len, uint
         if (used > lim->max_total)
             return tt_fail(err, TT_E_CAPACITY, 0, base, "%s: the index directory needs more "
                            "than max_total (%" PRIu64 " bytes)", nm, lim->max_total);
-        t->blocks = ix_malloc(ix, t->nblocks ? t->nblocks * 16 : 1);
-        if (!t->blocks)
-            return tt_fail(err, TT_E_NOMEM, 0, base, "%s: out of memory (or over max_total)", nm);
-        /* the block offsets, in BLOCKS chunks of the data area that the directory lists */
-        uint64_t nlists, loff = 0, b = 0;
+        /* the block offsets, in BLOCKS chunks of the data area that the directory lists: each
+         * list is read and checked here, one at a time, and read again when a lookup needs a
+         * block it holds (block_at); one list per thread is in memory at a time */
+        uint64_t nlists, loff = 0, b = 0, prev = 0;
         GETV(nlists, "a thread's block list count");
         BAD(nlists > t->nblocks, "%s: thread %u has %" PRIu64 " block lists for %" PRIu64
             " blocks", nm, i, nlists, t->nblocks);
+        t->lists = ix_malloc(ix, nlists ? nlists * 32 : 1);
+        if (!t->lists)
+            return tt_fail(err, TT_E_NOMEM, 0, base, "%s: out of memory (or over max_total)", nm);
+        t->nlists = nlists;
         for (uint64_t l = 0; l < nlists; l++) {
             uint64_t n;
             GETV(v, "a block list offset");
@@ -303,7 +318,11 @@ static int parse_directory(tt_index *ix, const uint8_t *body, uint64_t len, uint
                 "%s: block list %" PRIu64 " of thread %u (offset %" PRIu64 ", %" PRIu64
                 " blocks) is invalid", nm, l, i, loff + v, n);
             loff += v;
-            int rc = load_block_list(ix, i, t, loff, b, n, err);
+            t->lists[4 * l] = loff;
+            t->lists[4 * l + 1] = b;
+            t->lists[4 * l + 2] = n;
+            t->lists[4 * l + 3] = prev;
+            int rc = load_block_list(ix, i, NULL, &prev, loff, b, n, err);
             if (rc != TT_OK)
                 return rc;
             b += n;
@@ -350,21 +369,30 @@ static int parse_directory(tt_index *ix, const uint8_t *body, uint64_t len, uint
     return TT_OK;
 }
 
-static int cmp_entry(const void *a, const void *b)
-{
-    const tt_timepoint_entry *x = a, *y = b;
-    if (x->thread != y->thread)
-        return x->thread < y->thread ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-static int load_seek(tt_index *ix, const tt_reader_limits *lim, tt_error_info *err)
+/* Reads and checks every seek batch: each entry inside the file, each thread's entries for seq
+ * 0, K, 2K, ... in that order (the swapper writes them as it encodes) with times that do not
+ * decrease, and exactly as many as its events need. With @store, the entries go into ix->seek,
+ * each thread's together (seek_first, seek_n); without, nothing is kept but two figures per
+ * thread, so tt_index_open's check costs the same memory for any run length. */
+static int scan_seek(tt_index *ix, const tt_reader_limits *lim, bool store, tt_error_info *err)
 {
     const char *nm = ix->src->name;
     const tt_manifest *m = ix->m;
-    ix->seek = ix_malloc(ix, ix->nseek ? ix->nseek * sizeof *ix->seek : 1);
-    if (!ix->seek)
-        return tt_fail(err, TT_E_NOMEM, 0, UINT64_MAX, "%s: out of memory (or over max_total)", nm);
+    uint64_t first = 0;
+    for (uint32_t t = 0; t < ix->nthreads; t++) {
+        struct ithread *it = &ix->threads[t];
+        it->seek_first = first;
+        it->seek_n = (tt_reader_thread(ix->r, t)->event_count + ix->seek_every - 1) /
+                     ix->seek_every;
+        it->seek_next = 0;
+        it->seek_time = 0;
+        first += it->seek_n; /* the directory's entry count was checked against this sum */
+    }
+    if (store) {
+        ix->seek = ix_malloc(ix, ix->nseek ? ix->nseek * sizeof *ix->seek : 1);
+        if (!ix->seek)
+            return tt_fail(err, TT_E_NOMEM, 0, UINT64_MAX, "%s: out of memory (or over max_total)", nm);
+    }
     uint64_t k = 0;
     for (uint64_t b = 0; b < ix->nseek_batches; b++) {
         struct tt_chunk_header h;
@@ -384,14 +412,12 @@ static int load_seek(tt_index *ix, const tt_reader_limits *lim, tt_error_info *e
                          "offset %" PRIu64 " holds entries %" PRIu64 "..+%u, the directory says %"
                          PRIu64 "..+%" PRIu64, nm, base - TT_CHUNK_HEADER, h.first_seq, h.count, k, n);
         }
-        for (uint64_t i = 0; rc == TT_OK && i < n; i++) {
+        for (uint64_t i = 0; rc == TT_OK && i < n; i++, k++) {
             uint64_t th, seq, time, doff, idx;
             const uint8_t *q = p;
             if (tt_get_varint(&p, end, &th) || tt_get_varint(&p, end, &seq) ||
                 tt_get_varint(&p, end, &time) || tt_get_varint(&p, end, &doff) ||
                 tt_get_varint(&p, end, &idx) || th >= ix->nthreads ||
-                seq >= (tt_reader_thread(ix->r, (uint32_t)th)->event_count + ix->seek_every - 1) /
-                       ix->seek_every ||
                 doff > m->data_end || prev_off + doff < m->data_offset ||
                 prev_off + doff >= m->data_end || idx > UINT32_MAX) {
                 rc = tt_fail(err, TT_E_CORRUPT, 0, base + (uint64_t)(q - body), "%s: seek entry %"
@@ -399,13 +425,25 @@ static int load_seek(tt_index *ix, const tt_reader_limits *lim, tt_error_info *e
                              base + (uint64_t)(q - body));
                 break;
             }
+            struct ithread *it = &ix->threads[th];
+            if (seq != it->seek_next || seq >= it->seek_n || (seq && time < it->seek_time)) {
+                rc = tt_fail(err, TT_E_CORRUPT, 0, base + (uint64_t)(q - body), "%s: seek entry %"
+                             PRIu64 " at offset %" PRIu64 " (thread %u, seq %" PRIu64 ") is not "
+                             "the next of its thread, or goes back in time", nm, k,
+                             base + (uint64_t)(q - body), (unsigned)th, seq * ix->seek_every);
+                break;
+            }
+            it->seek_next = seq + 1;
+            it->seek_time = time;
             prev_off += doff;
-            tt_timepoint_entry *e = &ix->seek[k++];
-            e->thread = (uint32_t)th;
-            e->seq = seq * ix->seek_every;
-            e->time = time;
-            e->chunk_offset = prev_off;
-            e->index = (uint32_t)idx;
+            if (store) {
+                tt_timepoint_entry *e = &ix->seek[it->seek_first + seq];
+                e->thread = (uint32_t)th;
+                e->seq = seq * ix->seek_every;
+                e->time = time;
+                e->chunk_offset = prev_off;
+                e->index = (uint32_t)idx;
+            }
         }
         if (rc == TT_OK && p != end)
             rc = tt_fail(err, TT_E_CORRUPT, 0, base + (uint64_t)(p - body), "%s: seek batch at "
@@ -414,22 +452,65 @@ static int load_seek(tt_index *ix, const tt_reader_limits *lim, tt_error_info *e
         if (rc != TT_OK)
             return rc;
     }
-    qsort(ix->seek, ix->nseek, sizeof *ix->seek, cmp_entry);
-    /* each thread: entries for seq 0, K, 2K, … in order, times not decreasing */
-    uint64_t i = 0;
-    for (uint32_t t = 0; t < ix->nthreads; t++) {
-        struct ithread *it = &ix->threads[t];
-        it->seek_first = i;
-        uint64_t n = (tt_reader_thread(ix->r, t)->event_count + ix->seek_every - 1) / ix->seek_every;
-        for (uint64_t j = 0; j < n; j++, i++) {
-            if (i >= ix->nseek || ix->seek[i].thread != t || ix->seek[i].seq != j * ix->seek_every ||
-                (j && ix->seek[i].time < ix->seek[i - 1].time))
-                return tt_fail(err, TT_E_CORRUPT, 0, m->index_offset, "%s: the seek index of "
-                               "thread %u lacks or repeats the entry for seq %" PRIu64, nm, t,
-                               j * ix->seek_every);
-        }
-        it->seek_n = n;
+    for (uint32_t t = 0; t < ix->nthreads; t++)
+        if (ix->threads[t].seek_next != ix->threads[t].seek_n)
+            return tt_fail(err, TT_E_CORRUPT, 0, m->index_offset, "%s: the seek index of thread %u "
+                           "lacks the entry for seq %" PRIu64, nm, t,
+                           ix->threads[t].seek_next * ix->seek_every);
+    return TT_OK;
+}
+
+/* The seek index, read on the first lookup. */
+static int ensure_seek(tt_index *ix, tt_error_info *err)
+{
+    if (ix->seek)
+        return TT_OK;
+    int rc = scan_seek(ix, &ix->lim, true, err);
+    if (rc != TT_OK) {
+        ix_free(ix, ix->seek);
+        ix->seek = NULL;
     }
+    return rc;
+}
+
+/* The file offset of frame block @b of @thread and the lowest subtree start of its rows, from
+ * the block list that holds it, which is read (and checked again) when it is not the one in
+ * memory. */
+static int block_at(tt_index *ix, uint32_t thread, uint64_t b, uint64_t *off, uint64_t *low,
+                    tt_error_info *err)
+{
+    struct ithread *t = &ix->threads[thread];
+    if (!t->win || b - t->win_first >= t->win_n) {
+        uint64_t lo = 0, hi = t->nlists; /* the last list whose first block is <= b */
+        while (hi - lo > 1) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (t->lists[4 * mid + 1] <= b)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        const uint64_t *l = &t->lists[4 * lo];
+        if (lo >= t->nlists || b - l[1] >= l[2])
+            return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "%s: no frame block %" PRIu64 " in "
+                           "thread %u", ix->src->name, b, thread);
+        if (l[2] > t->win_cap) {
+            uint64_t *nw = ix_realloc(ix, t->win, l[2] * 16);
+            if (!nw)
+                return tt_fail(err, TT_E_NOMEM, 0, UINT64_MAX, "%s: out of memory (or over "
+                               "max_total) for a block list of thread %u", ix->src->name, thread);
+            t->win = nw;
+            t->win_cap = l[2];
+        }
+        uint64_t prev = l[3];
+        t->win_n = 0;
+        int rc = load_block_list(ix, thread, t->win, &prev, l[0], l[1], l[2], err);
+        if (rc != TT_OK)
+            return rc;
+        t->win_first = l[1];
+        t->win_n = l[2];
+    }
+    *off = t->win[2 * (b - t->win_first)];
+    *low = t->win[2 * (b - t->win_first) + 1];
     return TT_OK;
 }
 
@@ -512,6 +593,7 @@ int tt_index_open(tt_reader *r, const tt_reader_limits *lim, tt_index **out, tt_
     tt_index *ix = calloc(1, sizeof *ix);
     if (!ix)
         return tt_fail(err, TT_E_NOMEM, 0, UINT64_MAX, "%s: out of memory (or over max_total)", src->name);
+    ix->lim = *lim;
     ix->max_total = lim->max_total;
     ix->used = ix->peak = sizeof *ix;
     ix->r = r;
@@ -540,7 +622,7 @@ int tt_index_open(tt_reader *r, const tt_reader_limits *lim, tt_index **out, tt_
                          PRIu64 " bytes, more than max_total", src->name, cache);
     }
     if (rc == TT_OK)
-        rc = load_seek(ix, lim, err);
+        rc = scan_seek(ix, lim, false, err);
     if (rc == TT_OK)
         rc = load_summary(ix, lim, err);
     if (rc != TT_OK) {
@@ -555,8 +637,10 @@ void tt_index_close(tt_index *ix)
 {
     if (!ix)
         return;
-    for (uint32_t i = 0; i < ix->nthreads && ix->threads; i++)
-        ix_free(ix, ix->threads[i].blocks);
+    for (uint32_t i = 0; i < ix->nthreads && ix->threads; i++) {
+        ix_free(ix, ix->threads[i].win);
+        ix_free(ix, ix->threads[i].lists);
+    }
     ix_free(ix, ix->threads);
     for (unsigned i = 0; i < CACHE_SLOTS; i++) {
         ix_free(ix, ix->cache[i].rows);
@@ -596,7 +680,10 @@ static int decode_block(tt_index *ix, struct slot *s, uint32_t thread, uint64_t 
     const char *nm = ix->src->name;
     const tt_manifest *m = ix->m;
     struct ithread *t = &ix->threads[thread];
-    uint64_t off = t->blocks[2 * b];
+    uint64_t off, low;
+    int brc = block_at(ix, thread, b, &off, &low, err);
+    if (brc != TT_OK)
+        return brc;
     uint64_t first = b * ix->block_rows;
     uint64_t rows = t->info.frames - first < ix->block_rows ? t->info.frames - first : ix->block_rows;
     struct tt_chunk_header h;
@@ -774,13 +861,19 @@ int tt_index_parent(tt_index *ix, tt_thread_id thread, uint64_t index, uint64_t 
         return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "no frame %" PRIu64 " in thread %u", index,
                        thread);
     const struct ithread *t = &ix->threads[thread];
+    int rc;
     /* every frame between a child and its parent lies in a later sibling's subtree, which
      * starts after the child: the parent is the first later frame whose subtree reaches it */
     for (uint64_t b = index / ix->block_rows; b < t->nblocks; b++) {
-        if (b != index / ix->block_rows && t->blocks[2 * b + 1] > index)
-            continue;
+        uint64_t off, low;
+        if (b != index / ix->block_rows) {
+            if ((rc = block_at(ix, thread, b, &off, &low, err)) != TT_OK)
+                return rc;
+            if (low > index)
+                continue;
+        }
         struct slot *s;
-        int rc = get_block(ix, thread, b, &s, err);
+        rc = get_block(ix, thread, b, &s, err);
         if (rc != TT_OK)
             return rc;
         uint64_t first = b * ix->block_rows;
@@ -794,11 +887,14 @@ int tt_index_parent(tt_index *ix, tt_thread_id thread, uint64_t index, uint64_t 
     return TT_OK;
 }
 
-int tt_index_seek_seq(const tt_index *ix, tt_thread_id thread, uint64_t seq,
-                      tt_timepoint_entry *out)
+int tt_index_seek_seq(tt_index *ix, tt_thread_id thread, uint64_t seq, tt_timepoint_entry *out,
+                      tt_error_info *err)
 {
     if (!ix || thread >= ix->nthreads || ix->threads[thread].seek_n == 0)
-        return TT_E_INVAL;
+        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "thread %u has no events", thread);
+    int rc = ensure_seek(ix, err);
+    if (rc != TT_OK)
+        return rc;
     const struct ithread *t = &ix->threads[thread];
     uint64_t j = seq / ix->seek_every;
     if (j >= t->seek_n)
@@ -807,11 +903,14 @@ int tt_index_seek_seq(const tt_index *ix, tt_thread_id thread, uint64_t seq,
     return TT_OK;
 }
 
-int tt_index_seek_time(const tt_index *ix, tt_thread_id thread, uint64_t time,
-                       tt_timepoint_entry *out)
+int tt_index_seek_time(tt_index *ix, tt_thread_id thread, uint64_t time, tt_timepoint_entry *out,
+                       tt_error_info *err)
 {
     if (!ix || thread >= ix->nthreads || ix->threads[thread].seek_n == 0)
-        return TT_E_INVAL;
+        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "thread %u has no events", thread);
+    int rc = ensure_seek(ix, err);
+    if (rc != TT_OK)
+        return rc;
     const struct ithread *t = &ix->threads[thread];
     const tt_timepoint_entry *e = ix->seek + t->seek_first;
     uint64_t lo = 0, hi = t->seek_n; /* first entry with time >= @time */
@@ -872,29 +971,30 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
         struct slot *blk = NULL;
         const tt_summary_entry *se = NULL;
         uint64_t b = UINT64_MAX, row = ix->block_rows; /* (no division per frame) */
+        uint64_t off = 0, low = 0; /* block b's offset and reach-back, from its list */
         for (uint64_t i = 0; i < t->info.frames && rc == TT_OK; i++, row++) {
             /* the rows straight from the decoded block: a check of 10^8 frames must not pay
              * a lookup per frame */
             if (row == ix->block_rows) {
                 row = 0;
-                if ((rc = get_block(ix, th, ++b, &blk, err)) != TT_OK)
+                if ((rc = get_block(ix, th, ++b, &blk, err)) != TT_OK ||
+                    (rc = block_at(ix, th, b, &off, &low, err)) != TT_OK)
                     break;
             }
             const struct drow *d = &blk->rows[row];
             const struct { uint32_t function, depth; uint64_t desc, start, duration, child_count; }
                 f = { d->fn, d->depth, d->desc, d->start, d->dur, d->nch };
-            uint64_t off = t->blocks[2 * b];
             /* the block list's reach-back, which tt_index_parent trusts to skip blocks, is the
              * lowest subtree start of the block's rows (§14.9) */
             uint64_t lo = i - f.desc; /* desc <= i: checked when the block was decoded */
             if (row == 0 || lo < blk_low)
                 blk_low = lo;
             if ((row + 1 == ix->block_rows || i + 1 == t->info.frames) &&
-                blk_low != t->blocks[2 * b + 1]) {
+                blk_low != low) {
                 rc = tt_fail(err, TT_E_CORRUPT, 0, off, "%s: the block list of thread %u says "
                              "the subtrees of block %" PRIu64 " (offset %" PRIu64 ") reach back "
                              "to frame %" PRIu64 ", its rows reach back to frame %" PRIu64, nm,
-                             th, b, off, t->blocks[2 * b + 1], blk_low);
+                             th, b, off, low, blk_low);
                 break;
             }
             /* its children are the pending frames one level down, which must end just before
@@ -984,6 +1084,8 @@ int tt_index_check(tt_index *ix, tt_error_info *err)
                          nm, a->function, a->longest_frame, a->longest_thread);
     }
     /* every seek entry names an event chunk of its thread that holds that event */
+    if (rc == TT_OK)
+        rc = ensure_seek(ix, err);
     for (uint64_t i = 0; rc == TT_OK && i < ix->nseek; i++) {
         const tt_timepoint_entry *e = &ix->seek[i];
         uint8_t raw[TT_CHUNK_HEADER];

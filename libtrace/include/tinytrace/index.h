@@ -6,13 +6,16 @@
  * K-th event of each thread to its chunk. They answer "what was the call tree", "where did the
  * time go" and "where in the file is event N / time T" without reading the events.
  *
- * Opening: tt_index_open() reads the manifest's directory chunk, the summary chunk and the seek
- * index through the reader's source, each read bounded: a table is refused (TT_E_CAPACITY)
- * before it is read if it is larger than @lim->max_table, and the index as a whole if it needs
- * more than @lim->max_total bytes. Frame rows are never all in memory: they are read a block
- * (256 rows as written, one seek and one read) at a time into a small fixed cache, so a
- * lookup costs at most one read; memory does not grow with the number of frames beyond the
- * directory (16 bytes per block).
+ * Opening: tt_index_open() reads the manifest's directory chunk and the summary chunk, and
+ * reads and checks every frame block list and seek batch one chunk at a time, keeping none of
+ * them: its memory is the same for a run of 10^6 events and one of 10^10. Each read is
+ * bounded: a table is refused (TT_E_CAPACITY) before it is read if it is larger than
+ * @lim->max_table, and the index as a whole if it would need more than @lim->max_total bytes.
+ * What a lookup needs is read on the first lookup that needs it: a thread's block offsets
+ * (16 bytes per block of 256 frames) on its first frame lookup, the seek index (32 bytes per
+ * entry, one entry per tt_index_seek_every() events) on the first seek. Frame rows are never
+ * all in memory: they are read a block (256 rows as written, one seek and one read) at a time
+ * into a small fixed cache, so a lookup costs at most one read.
  *
  * Every offset, count and index read from the file is checked before use: against the manifest
  * (offsets inside the file, blocks inside the data area, counts against the thread table), the
@@ -150,13 +153,16 @@ TT_API const tt_summary_entry *tt_index_summary(const tt_index *ix, uint32_t i);
 
 /* K of "every K-th event" of the seek index. */
 TT_API uint64_t tt_index_seek_every(const tt_index *ix);
-/* The last entry of @thread whose seq ≤ @seq. TT_E_INVAL if the thread has no events. */
-TT_API int tt_index_seek_seq(const tt_index *ix, tt_thread_id thread, uint64_t seq,
-                             tt_timepoint_entry *out);
+/* The last entry of @thread whose seq ≤ @seq. TT_E_INVAL if the thread has no events. The
+ * first seek reads the seek index into memory (32 bytes per entry; tt_index_open only checked
+ * it), so it can also fail as tt_index_open does, with @err (may be NULL) saying why. */
+TT_API int tt_index_seek_seq(tt_index *ix, tt_thread_id thread, uint64_t seq,
+                             tt_timepoint_entry *out, tt_error_info *err);
 /* The last entry of @thread whose time < @time, or its first entry when there is none (so
- * reading on from it reaches every event at or after @time). TT_E_INVAL if no events. */
-TT_API int tt_index_seek_time(const tt_index *ix, tt_thread_id thread, uint64_t time,
-                              tt_timepoint_entry *out);
+ * reading on from it reaches every event at or after @time). TT_E_INVAL if no events; errors
+ * as tt_index_seek_seq. */
+TT_API int tt_index_seek_time(tt_index *ix, tt_thread_id thread, uint64_t time,
+                              tt_timepoint_entry *out, tt_error_info *err);
 
 /* Reads and checks every frame block and seek batch against the directory: framing,
  * checksums, counts, depths and subtrees consistent with the children lists, references inside
