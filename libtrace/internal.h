@@ -19,7 +19,7 @@
 #define TT_HIDDEN __attribute__((visibility("hidden")))
 
 /* Resolves a provisional function id on the swapper (instrument/hooks.c). */
-typedef uint32_t (*tt_fn_resolver)(tt_session *s, uint32_t provisional);
+typedef uint32_t (*tt_fn_resolver)(tt_session *s, uint64_t address);
 
 /* ---- errors ---- */
 int tt_fail(tt_error_info *err, int code, int sys_errno, uint64_t offset, const char *fmt, ...)
@@ -334,8 +334,8 @@ size_t tt_backtrace(char *buf, size_t cap, int skip);
 void tt_symbolize(uintptr_t addr, char *buf, size_t cap);
 
 /* ---- instrumentation support ---- */
-/* Function ids with this bit are provisional: the swapper resolves them (hooks.c). */
-#define TT_FN_PROVISIONAL 0x80000000u
+/* The encoder's map from a function's address (raw records in TT_RAW_ADDR form, from the
+ * hooks) to its interned id (hooks.c sets it; NULL: such events get id 0). */
 void tt_session_set_fn_resolver_(tt_session *s, tt_fn_resolver fn);
 /* The first half of tt_session_close: the file is finished (record) or the rest of the
  * recording checked (replay), but nothing is freed, so other threads that still hold @s do not

@@ -321,16 +321,48 @@ void tool_print_hex(FILE *f, const void *data, size_t len)
     fwrite(buf, 1, n, f);
 }
 
+/* Decimal digits of @v: the dump prints about 25 of them a line, so they go two at a time,
+ * straight into @dst, with the length known first. */
+static unsigned digits_u64(uint64_t v)
+{
+    unsigned n = 1;
+    for (;;) {
+        if (v < 10)
+            return n;
+        if (v < 100)
+            return n + 1;
+        if (v < 1000)
+            return n + 2;
+        if (v < 10000)
+            return n + 3;
+        v /= 10000;
+        n += 4;
+    }
+}
+
 char *tool_fmt_u64(char *dst, uint64_t v)
 {
-    char buf[20];
-    size_t i = sizeof buf;
-    do {
-        buf[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    memcpy(dst, buf + i, sizeof buf - i);
-    return dst + (sizeof buf - i);
+    static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930"
+                                   "31323334353637383940414243444546474849505152535455565758596061"
+                                   "62636465666768697071727374757677787980818283848586878889909192"
+                                   "93949596979899";
+    unsigned n = digits_u64(v);
+    char *end = dst + n, *o = end;
+    while (v >= 100) {
+        unsigned k = (unsigned)(v % 100) * 2;
+        v /= 100;
+        o -= 2;
+        o[0] = pairs[k];
+        o[1] = pairs[k + 1];
+    }
+    if (v >= 10) {
+        o -= 2;
+        o[0] = pairs[v * 2];
+        o[1] = pairs[v * 2 + 1];
+    } else {
+        *--o = (char)('0' + v);
+    }
+    return end;
 }
 
 void tool_print_u64(FILE *f, uint64_t v)

@@ -1,15 +1,16 @@
 /* -finstrument-functions hooks: function entry and exit of a whole program.
  *
  * Function identity must survive ASLR, position-independent executables and a rebuild that adds
- * a function, so an event never carries a raw address: it carries the id of the function's
- * interned name ("symbol" for the main executable, "libname.so!symbol" for a library, or
- * "module+0xoffset" when there is no symbol).
+ * a function, so the file never carries a raw address: an event carries the id of the
+ * function's interned name ("symbol" for the main executable, "libname.so!symbol" for a
+ * library, or "module+0xoffset" when there is no symbol).
  *
- * The hot path only looks the address up in a lock-free open-addressing map. Recording: a new
- * address gets a provisional id (TT_FN_PROVISIONAL | index) under a lock, and the swapper
- * resolves and interns the name the first time it encodes that id — names are resolved once per
- * function, off the recording thread. Replay: the name is resolved once per function on the
- * calling thread and looked up among the recording's names, so recorded and live ids compare.
+ * Recording: the hook stores the function's address in the raw record (TT_RAW_ADDR, format.h)
+ * and nothing else: no lookup on the recording thread. The swapper maps the address to the id
+ * as it encodes (resolve_addr: its own table, touched by no other thread; a name is resolved
+ * and interned once per function). Replay: the name is resolved once per function on the
+ * calling thread, through a lock-free open-addressing map, and looked up among the recording's
+ * names, so recorded and live ids compare.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -17,8 +18,54 @@
 
 #include "internal.h"
 #include "instrument/runtime.h"
+#include "store/format.h"
 
 #define FN_CAP (1u << 16)
+
+/* ---------------------------------------------------------------- record: the swapper's map */
+
+struct addr_slot {
+    uint64_t addr;  /* 0: empty */
+    uint32_t id;
+};
+
+static struct addr_slot addr_map[FN_CAP];
+static uint32_t addr_used;
+
+static inline uint32_t slot_of(uint64_t a)
+{
+    return (uint32_t)((a >> 4) * 0x9E3779B97F4A7C15ull >> 48) & (FN_CAP - 1);
+}
+
+/* Swapper (or whoever encodes: encoding is never concurrent): address -> interned id. Called
+ * with the encoder's guard held. A full map (65535 functions) leaves the rest as id 0. */
+static uint32_t resolve_addr(tt_session *s, uint64_t a)
+{
+    uint32_t h = slot_of(a);
+    for (uint32_t n = 0; n < FN_CAP; n++, h = (h + 1) & (FN_CAP - 1)) {
+        if (addr_map[h].addr == a)
+            return addr_map[h].id;
+        if (addr_map[h].addr == 0)
+            break;
+    }
+    if (addr_used >= FN_CAP - 1 || addr_map[h].addr != 0)
+        return 0;
+    char name[512];
+    tt_symbolize((uintptr_t)a, name, sizeof name);
+    uint32_t id = 0;
+    tt_intern(s, TT_OBJ_FUNCTION, name, &id);
+    addr_map[h].addr = a;
+    addr_map[h].id = id;
+    addr_used++;
+    return id;
+}
+
+void tt_hooks_attach(tt_session *s)
+{
+    tt_session_set_fn_resolver_(s, resolve_addr);
+}
+
+/* ---------------------------------------------------------------- replay: the callers' map */
 
 struct fn_slot {
     _Atomic uintptr_t addr;
@@ -26,42 +73,7 @@ struct fn_slot {
 };
 
 static struct fn_slot fn_map[FN_CAP];
-static uintptr_t prov_addr[FN_CAP];
-static uint32_t prov_slot[FN_CAP];     /* the map slot of each provisional id */
-static uint32_t prov_id[FN_CAP];       /* swapper side: resolved ids */
-static uint32_t nprov;
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static inline uint32_t slot_of(uintptr_t a)
-{
-    return (uint32_t)((a >> 4) * 0x9E3779B97F4A7C15ull >> 48) & (FN_CAP - 1);
-}
-
-/* Swapper: provisional id -> interned id. Called with the swapper's guard held. */
-static uint32_t resolve(tt_session *s, uint32_t prov)
-{
-    uint32_t idx = prov & ~TT_FN_PROVISIONAL;
-    if (idx >= FN_CAP)
-        return 0;
-    if (prov_id[idx])
-        return prov_id[idx];
-    char name[512];
-    pthread_mutex_lock(&map_lock);
-    uintptr_t a = prov_addr[idx];
-    pthread_mutex_unlock(&map_lock);
-    tt_symbolize(a, name, sizeof name);
-    uint32_t id = 0;
-    tt_intern(s, TT_OBJ_FUNCTION, name, &id);
-    prov_id[idx] = id;
-    /* from now on the hooks hand out the final id, and events of this function no longer need
-     * the swapper's lookup; relaxed: either id is right, the provisional one just costs more */
-    pthread_mutex_lock(&map_lock);
-    uint32_t slot = prov_slot[idx];
-    pthread_mutex_unlock(&map_lock);
-    if (id)
-        atomic_store_explicit(&fn_map[slot].id, id, memory_order_relaxed);
-    return id;
-}
 
 static uint32_t insert(tt_session *s, uintptr_t a)
 {
@@ -76,18 +88,9 @@ static uint32_t insert(tt_session *s, uintptr_t a)
         }
         if (k)
             continue;
-        if (tt_session_mode(s) == TT_MODE_RECORD) {
-            if (nprov >= FN_CAP - 1)
-                break; /* full: the function goes untraced (id 0) */
-            prov_addr[nprov] = a;
-            prov_slot[nprov] = h;
-            id = TT_FN_PROVISIONAL | nprov++;
-            tt_session_set_fn_resolver_(s, resolve);
-        } else {
-            char name[512];
-            tt_symbolize(a, name, sizeof name);
-            tt_intern(s, TT_OBJ_FUNCTION, name, &id);
-        }
+        char name[512];
+        tt_symbolize(a, name, sizeof name);
+        tt_intern(s, TT_OBJ_FUNCTION, name, &id);
         atomic_store_explicit(&fn_map[h].id, id, memory_order_relaxed);
         /* release: a reader that sees the address also sees its id */
         atomic_store_explicit(&fn_map[h].addr, a, memory_order_release);
@@ -119,8 +122,15 @@ __attribute__((no_instrument_function, always_inline)) static inline void hook(u
         return;
     tt_session *s = tt_rt_session_hot();
     if (s) {
-        uint32_t id = fn_id(s, fn);
-        int rc = TT_LIKELY(id) ? tt_fn_event_(s, kind, id) : TT_OK;
+        const uint64_t a = (uint64_t)(uintptr_t)fn;
+        int rc;
+        if (TT_LIKELY(s->head.mode == TT_MODE_RECORD && a < TT_RAW_ADDR_END)) {
+            rc = tt_record_fn_(s, kind | TT_RAW_ADDR | (uint32_t)(a >> 32) << 16, (uint32_t)a,
+                               tt_ticks());
+        } else {
+            uint32_t id = fn_id(s, fn);
+            rc = TT_LIKELY(id) ? tt_fn_event_(s, kind, id) : TT_OK;
+        }
         if (TT_UNLIKELY(rc != TT_OK))
             tt_rt_failed(rc, kind == TT_EV_ENTER ? "function entry" : "function exit");
     }

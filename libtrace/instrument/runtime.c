@@ -451,6 +451,7 @@ static void rt_init(void)
         record_meta(s);
     install_crash_handlers();
     pthread_atfork(NULL, NULL, fork_child);
+    tt_hooks_attach(s);
     atomic_store_explicit(&tt_rt_live, s, memory_order_release);
     name_thread("main");
     guard = 0;

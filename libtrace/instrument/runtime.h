@@ -87,6 +87,10 @@ static inline void tt_rt_guard_leave(void)
 bool tt_rt_record_allocs(void);
 bool tt_rt_check_output(void);
 
+/* hooks.c: lets the encoder of @s map the hooks' function addresses to ids (TT_RAW_ADDR).
+ * Called by the runtime before it publishes the session. */
+void tt_hooks_attach(tt_session *s);
+
 /* Called when a recording call made on the program's behalf returned @rc != TT_OK. For
  * TT_E_DIVERGED it writes the report (stderr, and TINYTRACE_REPORT as JSON) and, unless
  * TINYTRACE_KEEP_GOING is set, ends the process with TT_RT_EXIT_DIVERGED. Other errors are

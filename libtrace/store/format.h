@@ -132,10 +132,16 @@ enum {
 
 /* Raw records in a thread buffer: native byte order, 8-byte aligned, never on disk. */
 struct tt_raw_short {
-    uint32_t kind;      /* kind | dir << 8 */
+    uint32_t kind;      /* kind | dir << 8, or an address form (below) */
     uint32_t function;
     uint64_t time;      /* absolute ticks */
 };
+/* The -finstrument-functions hooks record an enter or exit with the function's address instead
+ * of its id, which the encoder looks up (the session's fn_resolver): kind | TT_RAW_ADDR |
+ * address bits 32..47 << 16, and function = address bits 0..31. Addresses from
+ * TT_RAW_ADDR_END up take the id path on the recording thread. */
+#define TT_RAW_ADDR 0x200u
+#define TT_RAW_ADDR_END (UINT64_C(1) << 48)
 
 struct tt_raw_long {
     uint32_t kind;

@@ -272,11 +272,13 @@ static inline uint64_t align8(uint64_t v)
  * instead of a push and a pop of the open-frame stack per call. It stops before the first pair
  * that needs anything more (another function, a long step, a full run or block, a seek entry)
  * and leaves that pair to the general path: the bytes written, event and table alike, are
- * exactly the general path's. @fn is the function of the exit just encoded; @last its time
+ * exactly the general path's. @fn is the function of the exit just encoded, @exit_word its raw
+ * record's first 8 bytes (kind and function as recorded), @last_time its time
  * (the encoder's last and previous time alike). Returns the raw bytes consumed. */
 static inline size_t leaf_run(struct tt_tables *restrict tb, struct tb_thread *restrict t,
                               const uint8_t *raw, const uint8_t *end, uint8_t **op,
-                              uint64_t origin, uint64_t *last_time, uint32_t fn, uint64_t *seq)
+                              uint64_t origin, uint64_t *last_time, uint32_t fn,
+                              uint64_t exit_word, uint64_t *seq)
 {
     const uint32_t depth = t->depth;
     if (!(t->run_at && fn == t->prev_fn && depth == t->prev_depth &&
@@ -293,15 +295,20 @@ static inline size_t leaf_run(struct tt_tables *restrict tb, struct tb_thread *r
     struct summary_row *const r = &tb->sum[tb->sum_last];
     uint64_t total = 0, longest = r->longest, longest_frame = 0;
     const uint8_t *const raw0 = raw;
+    /* the pair's raw records as the last exit's: the same words, but for the kind byte (the
+     * function as an id or as an address, TT_RAW_ADDR, compares either way) */
+    const uint64_t enter_word = exit_word - (TT_EV_EXIT - TT_EV_ENTER);
     while (end - raw >= 2 * (ptrdiff_t)sizeof(struct tt_raw_short) &&
            runb < (TT_ROW_RUN | TT_ROW_RUN_MAX) && nrows + 1 < TT_FRAME_BLOCK_ROWS &&
            rp <= rows_end && ((sq + 1) & (TT_SEEK_EVERY - 1)) > 1) {
         struct tt_raw_short e, x;
+        uint64_t ew, xw;
+        memcpy(&ew, raw, sizeof ew);
+        memcpy(&xw, raw + sizeof e, sizeof xw);
+        if (ew != enter_word || xw != exit_word)
+            break;
         memcpy(&e, raw, sizeof e);
         memcpy(&x, raw + sizeof e, sizeof x);
-        if ((e.kind & 0xFF) != TT_EV_ENTER || (x.kind & 0xFF) != TT_EV_EXIT ||
-            e.function != fn || x.function != fn)
-            break;
         uint64_t t1 = e.time > origin ? e.time - origin : 0;
         if (t1 < last)
             t1 = last;
@@ -390,9 +397,13 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
      * marked failed) */
     struct tb_thread *tbt = tb ? tt_tables_of(tb, tid) : NULL;
     bool has_time = t->has_time, split = t->pending != 0;
+    uint64_t last_addr = 0; /* the last address-form function and its id */
+    uint32_t last_id = 0;
     while (!split && raw + sizeof(struct tt_raw_short) <= end) {
         struct tt_raw_short sr;
+        uint64_t raw_word; /* kind and function as recorded, for leaf_run */
         memcpy(&sr, raw, sizeof sr);
+        memcpy(&raw_word, raw, sizeof raw_word);
         uint32_t kind = sr.kind & 0xFF, dir = (sr.kind >> 8) & 1;
         uint64_t rel = sr.time > origin ? sr.time - origin : 0;
         if (has_time && rel < last_time)
@@ -407,10 +418,15 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
             prev_time = rel;
             first = false;
         }
-        if (TT_UNLIKELY(sr.function & TT_FN_PROVISIONAL)) {
-            /* instrumentation hooks left the name to us: resolve it once per function */
-            tt_fn_resolver res = atomic_load_explicit(&s->fn_resolver, memory_order_acquire);
-            sr.function = res ? res(s, sr.function) : 0;
+        if (sr.kind & TT_RAW_ADDR) {
+            /* the hooks left the function's id to us: one lookup per change of function */
+            uint64_t a = (uint64_t)(sr.kind >> 16) << 32 | sr.function;
+            if (a != last_addr) {
+                tt_fn_resolver res = atomic_load_explicit(&s->fn_resolver, memory_order_acquire);
+                last_id = res ? res(s, a) : 0;
+                last_addr = a;
+            }
+            sr.function = last_id;
         }
         uint8_t tag = (uint8_t)kind | (dir ? TT_TAG_OUT : 0);
         bool same = sr.function == prev_fn;
@@ -436,7 +452,8 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
             raw += sizeof sr;
             if (kind == TT_EV_EXIT && tbt && tbt->run_at) {
                 uint64_t s0 = seq;
-                raw += leaf_run(tb, tbt, raw, end, &o, origin, &last_time, sr.function, &seq);
+                raw += leaf_run(tb, tbt, raw, end, &o, origin, &last_time, sr.function, raw_word,
+                                &seq);
                 count += seq - s0;
                 prev_time = last_time;
             }
