@@ -36,8 +36,13 @@ static inline uint64_t tt_ticks(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 #endif
 }
-/* Ticks per second of tt_ticks(), measured once per process (about 2 ms the first time). */
-uint64_t tt_ticks_per_sec(void);
+/* Ticks per second of tt_ticks(), measured between tt_calib_begin and tt_calib_end (which
+ * waits until the two are @min_ns apart); 10^9 when the ticks are nanoseconds already. */
+struct tt_calib {
+    uint64_t ns0, t0;
+};
+void tt_calib_begin(struct tt_calib *c);
+uint64_t tt_calib_end(const struct tt_calib *c, uint64_t min_ns);
 uint64_t tt_mono_ns(void);
 bool tt_ticks_are_tsc(void);
 

@@ -22,32 +22,28 @@ bool tt_ticks_are_tsc(void)
 #endif
 }
 
-static _Atomic uint64_t tps_cache;
-
-/* The TSC rate is measured against CLOCK_MONOTONIC over about 2 ms, once per process, and stored
- * in every manifest so readers can turn ticks into time. Invariant TSCs (every x86-64 CPU of the
- * last decade) tick at a constant rate whatever the frequency scaling. */
-uint64_t tt_ticks_per_sec(void)
+/* The TSC rate is measured against CLOCK_MONOTONIC between two points, and stored in every
+ * manifest so readers can turn ticks into time. A recording takes the first point at open and
+ * the second at close, so the rate is measured over the whole run (the longer, the closer);
+ * at least @min_ns apart, so a very short run waits out the rest. Invariant TSCs (every x86-64
+ * CPU of the last decade) tick at a constant rate whatever the frequency scaling. */
+void tt_calib_begin(struct tt_calib *c)
 {
-    uint64_t v = atomic_load_explicit(&tps_cache, memory_order_relaxed);
-    if (v)
-        return v;
-    if (!tt_ticks_are_tsc()) {
-        v = 1000000000u;
-    } else {
-        uint64_t n0 = tt_mono_ns(), t0 = tt_ticks();
-        uint64_t n1, t1;
-        do {
-            n1 = tt_mono_ns();
-            t1 = tt_ticks();
-        } while (n1 - n0 < 2000000u);
-        v = (uint64_t)((double)(t1 - t0) * 1e9 / (double)(n1 - n0));
-        if (v == 0)
-            v = 1;
-    }
-    /* relaxed: every thread computes a valid value; whichever lands is fine */
-    atomic_store_explicit(&tps_cache, v, memory_order_relaxed);
-    return v;
+    c->ns0 = tt_mono_ns();
+    c->t0 = tt_ticks();
+}
+
+uint64_t tt_calib_end(const struct tt_calib *c, uint64_t min_ns)
+{
+    if (!tt_ticks_are_tsc())
+        return 1000000000u;
+    uint64_t n1, t1;
+    do {
+        n1 = tt_mono_ns();
+        t1 = tt_ticks();
+    } while (n1 - c->ns0 < min_ns);
+    uint64_t v = (uint64_t)((double)(t1 - c->t0) * 1e9 / (double)(n1 - c->ns0));
+    return v ? v : 1;
 }
 
 struct bid_search {

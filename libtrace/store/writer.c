@@ -53,6 +53,8 @@ struct tt_writer {
     uint64_t storage_used, storage_len;
     uint8_t *pool;             /* without caller storage: the buffers' data, mapped at open */
     uint64_t pool_used, pool_len;
+    uint64_t pool_ready;       /* swapper: the pool is faulted in up to here (pool_map) */
+    struct tt_calib calib;     /* the tick rate's first point, taken at open */
     uint8_t *threads_area;     /* caller storage for per-thread state */
     uint64_t threads_used, threads_len;
     bool stop;
@@ -89,6 +91,9 @@ struct tt_writer {
     uint64_t pub_events, pub_payload, pub_chunks, pub_bytes;
     int pub_errno;
 };
+
+#define TT_CALIB_OPEN_NS 200000u  /* the provisional tick rate's interval */
+#define TT_CALIB_MIN_NS 2000000u  /* the final one's, at least */
 
 uint64_t tt_chunk_body_max(uint64_t buffer_bytes)
 {
@@ -509,6 +514,15 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
 
 /* ---------------------------------------------------------------- the swapper thread */
 
+/* Faults in [off, off + len) of the pool, so no recording thread takes a page fault in its
+ * buffer (a first touch costs microseconds). It changes no byte, so a recording thread may be
+ * writing into that range already. False when the kernel cannot (before Linux 5.14). */
+static bool pool_populate(struct tt_writer *w, uint64_t off, uint64_t len)
+{
+    return madvise(w->pool + off, len, MADV_POPULATE_WRITE) == 0;
+}
+
+
 static void *swapper_main(void *arg)
 {
     tt_session *s = arg;
@@ -516,8 +530,17 @@ static void *swapper_main(void *arg)
     tt_in_tracer = 1; /* never trace the swapper (its malloc, its symbol lookups) */
     pthread_mutex_lock(&w->qlock);
     for (;;) {
-        while (!w->qhead && !w->stop)
+        while (!w->qhead && !w->stop) {
+            if (w->pool_ready < w->pool_len) {
+                /* idle: fault in the next buffer of the pool (pool_map) */
+                pthread_mutex_unlock(&w->qlock);
+                bool ok = pool_populate(w, w->pool_ready, w->buffer_bytes);
+                w->pool_ready = ok ? w->pool_ready + w->buffer_bytes : w->pool_len;
+                pthread_mutex_lock(&w->qlock);
+                continue;
+            }
             pthread_cond_wait(&w->qcond, &w->qlock);
+        }
         struct tt_buf *b = w->qhead;
         if (!b)
             break;
@@ -797,6 +820,10 @@ static void manifest_write(struct tt_writer *w)
  * buffer), so paying it here keeps it off the recording threads, and the recording's footprint
  * is fixed at open: it does not grow with the length of the run. Buffers are carved from the
  * pool as they are first needed and reused from the free list, so no page is faulted twice. */
+/* The pool is mapped at open with only its first buffer faulted in; the swapper faults in the
+ * rest a buffer at a time while it has nothing else to do (swapper_main), in the order buf_new
+ * hands them out, so opening a session does not wait for the whole budget (8 MiB took about
+ * 5 ms) and a short run never pays for buffers it does not use. */
 static int pool_map(struct tt_writer *w)
 {
     w->pool_len = w->nbufs_max * w->buffer_bytes;
@@ -804,11 +831,13 @@ static int pool_map(struct tt_writer *w)
     if (p == MAP_FAILED)
         return -1;
     w->pool = p;
-    if (madvise(p, w->pool_len, MADV_POPULATE_WRITE) != 0) {
-        /* older kernels: touch every page */
+    w->pool_ready = w->buffer_bytes;
+    if (!pool_populate(w, 0, w->buffer_bytes)) {
+        /* an older kernel: touch every page now, before any thread writes there */
         long page = sysconf(_SC_PAGESIZE);
-        for (uint64_t off = 0; off < w->pool_len; off += (uint64_t)(page > 0 ? page : 4096))
-            ((volatile uint8_t *)p)[off] = 0;
+        for (uint64_t at = 0; at < w->pool_len; at += (uint64_t)(page > 0 ? page : 4096))
+            ((volatile uint8_t *)p)[at] = 0;
+        w->pool_ready = w->pool_len;
     }
     return 0;
 }
@@ -880,7 +909,10 @@ int tt_writer_open(tt_session *s, tt_error_info *err)
     m->block_size = w->block_size;
     m->build_id_len = (uint32_t)tt_build_id_self(m->build_id, sizeof m->build_id);
     snprintf(m->caller, sizeof m->caller, "%s", c->caller);
-    m->ticks_per_sec = tt_ticks_per_sec();
+    /* provisional, over 0.2 ms, for a file whose run dies before close (recover); close
+     * measures the rate over the whole run */
+    tt_calib_begin(&w->calib);
+    m->ticks_per_sec = tt_calib_end(&w->calib, TT_CALIB_OPEN_NS);
     m->flags = tt_ticks_are_tsc() ? TT_MF_TSC : 0;
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
@@ -1068,6 +1100,7 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
     block_flush(w);
     m->file_size = w->file_off;
     m->block_count = (m->file_size - m->data_offset + w->block_size - 1) / w->block_size;
+    m->ticks_per_sec = tt_calib_end(&w->calib, TT_CALIB_MIN_NS);
     m->stall_count = atomic_load(&w->stalls);
     m->stall_ns = atomic_load(&w->stall_ns);
     m->flags |= TT_MF_FINALIZED;

@@ -12,10 +12,10 @@
  * "<file>.<pid>.partial", created 0600 with O_EXCL|O_NOFOLLOW, and renamed to <file> by
  * tt_session_close. When the memory budget is spent the recording thread waits: nothing is
  * dropped, and the waits are counted (tt_session_stats). Without caller storage the buffers'
- * share of the budget (TT_PARAM_MEMORY_BYTES, default 8 MiB) is mapped and faulted in by
- * tt_session_open, so the footprint is fixed when the session opens and does not grow with the
- * run, and no recording thread takes a page fault on a buffer; buffers are reused, never freed,
- * until close.
+ * share of the budget (TT_PARAM_MEMORY_BYTES, default 8 MiB) is mapped by tt_session_open,
+ * which faults in the first buffer; the swapper faults in the rest, a buffer at a time, while
+ * it is idle, ahead of their first use. The footprint is fixed by the budget and does not grow
+ * with the run, and buffers are reused, never freed, until close.
  *
  * Write errors (a full disk: ENOSPC, EIO, EFBIG past RLIMIT_FSIZE, or an error returned by a
  * callback sink): the program is never stopped or signalled by tinytrace. The swapper writes
