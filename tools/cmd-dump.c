@@ -155,12 +155,28 @@ static void put_name(char **o, const char *end, const tool_trace *t, uint32_t id
     }
 }
 
+/* Text lines are built straight into one output buffer, written when it is nearly full and at
+ * the end (out_flush): a stdio call per line cost a sixth of a dump. Anything else written to
+ * stdout flushes it first. */
+#define OUT_LINE 1024 /* room a line is built in; a line that needs more takes the slow path */
+static char out_buf[1 << 16];
+static size_t out_len;
+
+static void out_flush(void)
+{
+    if (out_len)
+        fwrite(out_buf, 1, out_len, stdout);
+    out_len = 0;
+}
+
 static void print_event_text(const tool_trace *t, const tt_event *ev)
 {
     static const char digits[] = "0123456789abcdef";
     size_t n = ev->payload_len < PREVIEW_BYTES ? (size_t)ev->payload_len : PREVIEW_BYTES;
-    char line[1024], *o = line;
-    const char *end = line + sizeof line - 160; /* the fields other than the names fit in 160 */
+    if (out_len > sizeof out_buf - OUT_LINE)
+        out_flush();
+    char *line = out_buf + out_len, *o = line;
+    const char *end = line + OUT_LINE - 160; /* the fields other than the names fit in 160 */
 
     put_u64(&o, ev->tp.seq);
     *o++ = ' ';
@@ -168,8 +184,11 @@ static void print_event_text(const tool_trace *t, const tt_event *ev)
     *o++ = ' ';
     put_u64(&o, tool_ticks_to_ns(ev->time, t->m.ticks_per_sec));
     *o++ = ' ';
+    static size_t kind_len[256]; /* ev->kind is a uint8_t */
     const char *kind = tt_event_kind_name(ev->kind);
-    put(&o, kind, strlen(kind));
+    if (!kind_len[ev->kind])
+        kind_len[ev->kind] = strlen(kind);
+    put(&o, kind, kind_len[ev->kind]);
     if (ev->kind == TT_EV_IO) {
         const char *d = ev->dir == TT_IO_IN ? ":in" : ev->dir == TT_IO_OUT ? ":out" : ":?";
         put(&o, d, strlen(d));
@@ -183,11 +202,12 @@ static void print_event_text(const tool_trace *t, const tt_event *ev)
     }
     if (o == NULL) {
         /* a very long name: the slow path, field by field, as before */
-        fwrite(line, 1, (size_t)(mark - line), stdout);
+        out_len += (size_t)(mark - line);
+        out_flush();
         tool_print_object(stdout, t->r, ev->sp.function);
         fputc(' ', stdout);
         tool_print_object(stdout, t->r, ev->sp.site);
-        o = line;
+        line = o = out_buf;
     }
     *o++ = ' ';
     put_u64(&o, ev->arg);
@@ -217,7 +237,7 @@ static void print_event_text(const tool_trace *t, const tt_event *ev)
             put(&o, "..", 2);
     }
     *o++ = '\n';
-    fwrite(line, 1, (size_t)(o - line), stdout);
+    out_len = (size_t)(o - out_buf);
 }
 
 static void print_event_json(const tool_trace *t, const tt_event *ev)
@@ -551,6 +571,7 @@ static int dump(tool_trace *t, const struct filter *flt)
         if (rc == TT_E_END)
             rc = TT_OK;
     }
+    out_flush();
     tool_progress_end();
     free(mg.heads);
     free(mg.heap);

@@ -321,48 +321,61 @@ void tool_print_hex(FILE *f, const void *data, size_t len)
     fwrite(buf, 1, n, f);
 }
 
-/* Decimal digits of @v: the dump prints about 25 of them a line, so they go two at a time,
- * straight into @dst, with the length known first. */
-static unsigned digits_u64(uint64_t v)
+/* Decimal, for the dump's millions of lines (about 25 digits each): two digits per step from a
+ * table, in 32-bit arithmetic (a 64-bit number is split into 8-digit parts first), with the
+ * length known before the first digit is written. */
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324252627282930"
+                                     "31323334353637383940414243444546474849505152535455565758596061"
+                                     "62636465666768697071727374757677787980818283848586878889909192"
+                                     "93949596979899";
+
+static inline void put_pair(char *o, uint32_t v) /* v < 100 */
 {
-    unsigned n = 1;
-    for (;;) {
-        if (v < 10)
-            return n;
-        if (v < 100)
-            return n + 1;
-        if (v < 1000)
-            return n + 2;
-        if (v < 10000)
-            return n + 3;
-        v /= 10000;
-        n += 4;
+    memcpy(o, digit_pairs + 2 * v, 2);
+}
+
+/* @v < 10^8, without leading zeros. */
+static char *fmt_small(char *dst, uint32_t v)
+{
+    unsigned n = v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : v < 10000 ? 4 : v < 100000 ? 5
+               : v < 1000000 ? 6 : v < 10000000 ? 7 : 8;
+    char *end = dst + n, *o = end;
+    while (v >= 100) {
+        o -= 2;
+        put_pair(o, v % 100);
+        v /= 100;
     }
+    if (v >= 10)
+        put_pair(o - 2, v);
+    else
+        o[-1] = (char)('0' + v);
+    return end;
+}
+
+/* @v < 10^8 as exactly 8 digits. */
+static void fmt_8(char *dst, uint32_t v)
+{
+    uint32_t hi = v / 10000, lo = v % 10000;
+    put_pair(dst, hi / 100);
+    put_pair(dst + 2, hi % 100);
+    put_pair(dst + 4, lo / 100);
+    put_pair(dst + 6, lo % 100);
 }
 
 char *tool_fmt_u64(char *dst, uint64_t v)
 {
-    static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930"
-                                   "31323334353637383940414243444546474849505152535455565758596061"
-                                   "62636465666768697071727374757677787980818283848586878889909192"
-                                   "93949596979899";
-    unsigned n = digits_u64(v);
-    char *end = dst + n, *o = end;
-    while (v >= 100) {
-        unsigned k = (unsigned)(v % 100) * 2;
-        v /= 100;
-        o -= 2;
-        o[0] = pairs[k];
-        o[1] = pairs[k + 1];
+    if (v < 100000000u)
+        return fmt_small(dst, (uint32_t)v);
+    if (v < 10000000000000000u) {
+        dst = fmt_small(dst, (uint32_t)(v / 100000000u));
+        fmt_8(dst, (uint32_t)(v % 100000000u));
+        return dst + 8;
     }
-    if (v >= 10) {
-        o -= 2;
-        o[0] = pairs[v * 2];
-        o[1] = pairs[v * 2 + 1];
-    } else {
-        *--o = (char)('0' + v);
-    }
-    return end;
+    uint64_t rest = v % 10000000000000000u;
+    dst = fmt_small(dst, (uint32_t)(v / 10000000000000000u));
+    fmt_8(dst, (uint32_t)(rest / 100000000u));
+    fmt_8(dst + 8, (uint32_t)(rest % 100000000u));
+    return dst + 16;
 }
 
 void tool_print_u64(FILE *f, uint64_t v)
