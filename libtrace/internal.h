@@ -18,7 +18,8 @@
 #define TT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define TT_HIDDEN __attribute__((visibility("hidden")))
 
-/* Resolves a provisional function id on the swapper (instrument/hooks.c). */
+/* Maps a hook's function address (TT_RAW_ADDR records) to its id, on the swapper
+ * (instrument/hooks.c). */
 typedef uint32_t (*tt_fn_resolver)(tt_session *s, uint64_t address);
 
 /* ---- errors ---- */
@@ -169,7 +170,7 @@ struct tt_session {
     int finish_rc;
     tt_error_info finish_err;
 
-    /* instrumentation: resolves provisional function ids on the swapper */
+    /* instrumentation: maps the hooks' function addresses to ids on the swapper */
     _Atomic(tt_fn_resolver) fn_resolver;
 };
 
