@@ -529,6 +529,142 @@ Test(index, seek_lands_on_the_event_a_full_read_finds)
     free(sink.data);
 }
 
+/* ---- loops of leaf calls ---- */
+
+/* Busy for long enough that the next event is more than 63 ticks later (a step that needs more
+ * than a one-byte event tag). */
+static void spin(void)
+{
+    for (volatile int i = 0; i < 400; i++) {
+    }
+}
+
+/* What the events say a frame is, in post-order. */
+struct want_frame {
+    uint32_t fn, depth;
+    uint64_t start, end, desc, kids;
+};
+
+/* Loops of leaf calls, which the swapper takes in bulk (writer.c, leaf_run), crossing every
+ * boundary the bulk path must stop at and hand back: a run of 127 rows, a 256-row frame block,
+ * a seek entry every 4 096 events, the end of a buffer (4 KiB here: 256 raw records), a step
+ * over 63 ticks, another function, an event between an enter and its exit, a loop one level
+ * deeper. Every frame row must be the one the events imply. */
+Test(index, leaf_loops_give_the_rows_the_events_imply, .timeout = 60)
+{
+    tt_memory_sink sink;
+    tt_session *s;
+    tt_error_info err = {0};
+    cr_assert_eq(open_small(&sink, &s, &err), TT_OK, "%s", err.message);
+    uint32_t root = fn_named(s, "root%d", 0), mid = fn_named(s, "mid%d", 0), leaf[3];
+    for (int i = 0; i < 3; i++)
+        leaf[i] = fn_named(s, "leaf%d", i);
+    static const int lengths[] = { 1, 2, 126, 127, 128, 129, 254, 255, 256, 257, 600, 4095, 4097 };
+    const int nlen = (int)(sizeof lengths / sizeof lengths[0]);
+    cr_assert_eq(tt_enter(s, root), TT_OK);
+    uint32_t tag = 0;
+    for (int r = 0; r < 3 * nlen; r++) {
+        int n = lengths[r % nlen];
+        uint32_t f = leaf[r % 3];
+        int deeper = r % 4 == 1;
+        if (deeper)
+            cr_assert_eq(tt_enter(s, mid), TT_OK);
+        for (int i = 0; i < n; i++) {
+            uint32_t g = i % 333 == 300 ? leaf[(r + 1) % 3] : f; /* another function, once */
+            cr_assert_eq(tt_enter(s, g), TT_OK);
+            if (i % 97 == 50) { /* an event inside the call: not a bare enter/exit pair */
+                tag++;
+                cr_assert_eq(tt_user(s, tag, &tag, sizeof tag), TT_OK);
+            }
+            if (i % 211 == 7)
+                spin();
+            cr_assert_eq(tt_exit(s, g), TT_OK);
+        }
+        if (deeper)
+            cr_assert_eq(tt_exit(s, mid), TT_OK);
+    }
+    cr_assert_eq(tt_exit(s, root), TT_OK);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+
+    tt_source src;
+    tt_source_memory(&src, sink.data, sink.len);
+    tt_verify_result vr;
+    cr_assert_eq(tt_verify_ex(&src, NULL, TT_VERIFY_FRAMES, &vr), TT_OK, "%s", vr.message);
+
+    /* the frames from the events alone */
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_PER_THREAD, &err),
+                 TT_OK, "%s", err.message);
+    cr_assert_eq(tr.m.thread_count, 1u);
+    tt_test_events evs = {0};
+    tt_test_read_cursor(&tr, 0, &evs);
+    cr_assert_eq(evs.end_code, TT_E_END, "%s", evs.err.message);
+    size_t cap = evs.n / 2 + 1, nf = 0;
+    struct want_frame *want = calloc(cap, sizeof *want);
+    cr_assert_not_null(want);
+    struct { uint32_t fn; uint64_t start, first, kids; } st[8];
+    int d = 0;
+    uint64_t long_steps = 0, prev_time = 0;
+    for (size_t i = 0; i < evs.n; i++) {
+        const tt_event *e = &evs.v[i].ev;
+        if (i && e->time - prev_time > 63)
+            long_steps++;
+        prev_time = e->time;
+        if (e->kind == TT_EV_ENTER) {
+            cr_assert_lt(d, 8);
+            st[d].fn = e->sp.function;
+            st[d].start = e->time;
+            st[d].first = nf;
+            st[d].kids = 0;
+            d++;
+        } else if (e->kind == TT_EV_EXIT) {
+            cr_assert_gt(d, 0);
+            d--;
+            cr_assert_eq(st[d].fn, e->sp.function);
+            cr_assert_lt(nf, cap);
+            want[nf] = (struct want_frame){ st[d].fn, (uint32_t)d, st[d].start, e->time,
+                                            nf - st[d].first, st[d].kids };
+            nf++;
+            if (d)
+                st[d - 1].kids++;
+        }
+    }
+    cr_assert_eq(d, 0);
+    cr_assert_gt(long_steps, 100u, "the test needs steps over 63 ticks (%llu)",
+                 (unsigned long long)long_steps);
+
+    tt_index *ix;
+    cr_assert_eq(tt_index_open(tr.r, NULL, &ix, &err), TT_OK, "%s", err.message);
+    cr_assert_eq(tt_index_thread_info(ix, 0)->frames, (uint64_t)nf);
+    for (size_t i = 0; i < nf; i++) {
+        tt_frame f;
+        cr_assert_eq(tt_index_frame(ix, 0, i, &f, &err), TT_OK, "%s", err.message);
+        const struct want_frame *w = &want[i];
+        cr_assert(f.function == w->fn && f.depth == w->depth && f.start == w->start &&
+                  f.start + f.duration == w->end && f.desc == w->desc && f.child_count == w->kids &&
+                  f.outcome == TT_FRAME_RETURNED,
+                  "frame %zu: fn %u depth %u start %llu end %llu desc %llu kids %llu; the events "
+                  "say fn %u depth %u start %llu end %llu desc %llu kids %llu", i, f.function,
+                  f.depth, (unsigned long long)f.start, (unsigned long long)(f.start + f.duration),
+                  (unsigned long long)f.desc, (unsigned long long)f.child_count, w->fn, w->depth,
+                  (unsigned long long)w->start, (unsigned long long)w->end,
+                  (unsigned long long)w->desc, (unsigned long long)w->kids);
+    }
+    /* every seek entry has its event's time */
+    uint64_t k = tt_index_seek_every(ix);
+    for (uint64_t q = 0; q < evs.n; q += k) {
+        tt_timepoint_entry e;
+        cr_assert_eq(tt_index_seek_seq(ix, 0, q, &e, &err), TT_OK, "%s", err.message);
+        cr_assert_eq(e.seq, q);
+        cr_assert_eq(e.time, evs.v[q].ev.time, "seek entry for seq %llu", (unsigned long long)q);
+    }
+    tt_index_close(ix);
+    tt_test_reader_close(&tr);
+    tt_test_events_free(&evs);
+    free(want);
+    free(sink.data);
+}
+
 /* ---- the reader's memory ---- */
 
 /* A loop of @calls leaf calls under one root frame, recorded into @sink. */
