@@ -21,6 +21,9 @@
 #include "store/format.h"
 
 #define FN_CAP (1u << 16)
+/* Functions the hooks name, in either mode; the rest go unrecorded (record: the encoder drops
+ * their events; replay: the hooks skip them). Half the table, so a probe stays short. */
+#define FN_MAX (FN_CAP / 2)
 
 /* ---------------------------------------------------------------- record: the swapper's map */
 
@@ -37,8 +40,8 @@ static inline uint32_t slot_of(uint64_t a)
     return (uint32_t)((a >> 4) * 0x9E3779B97F4A7C15ull >> 48) & (FN_CAP - 1);
 }
 
-/* Swapper (or whoever encodes: encoding is never concurrent): address -> interned id. Called
- * with the encoder's guard held. A full map (65535 functions) leaves the rest as id 0. */
+/* Swapper (or whoever encodes: encoding is never concurrent): address -> interned id, 0 for
+ * functions past FN_MAX. Called with the encoder's guard held. */
 static uint32_t resolve_addr(tt_session *s, uint64_t a)
 {
     uint32_t h = slot_of(a);
@@ -48,7 +51,7 @@ static uint32_t resolve_addr(tt_session *s, uint64_t a)
         if (addr_map[h].addr == 0)
             break;
     }
-    if (addr_used >= FN_CAP - 1 || addr_map[h].addr != 0)
+    if (addr_used >= FN_MAX || addr_map[h].addr != 0)
         return 0;
     char name[512];
     tt_symbolize((uintptr_t)a, name, sizeof name);
@@ -73,6 +76,7 @@ struct fn_slot {
 };
 
 static struct fn_slot fn_map[FN_CAP];
+static uint32_t fn_used;
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint32_t insert(tt_session *s, uintptr_t a)
@@ -88,6 +92,9 @@ static uint32_t insert(tt_session *s, uintptr_t a)
         }
         if (k)
             continue;
+        if (fn_used >= FN_MAX)
+            break; /* as resolve_addr: unnamed, so not replayed */
+        fn_used++;
         char name[512];
         tt_symbolize(a, name, sizeof name);
         tt_intern(s, TT_OBJ_FUNCTION, name, &id);

@@ -409,6 +409,22 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
         uint64_t raw_word; /* kind and function as recorded, for leaf_run */
         memcpy(&sr, raw, sizeof sr);
         memcpy(&raw_word, raw, sizeof raw_word);
+        if (sr.kind & TT_RAW_ADDR) {
+            /* the hooks left the function's id to us: one lookup per change of function */
+            uint64_t a = (uint64_t)(sr.kind >> 16) << 32 | sr.function;
+            if (a != last_addr) {
+                tt_fn_resolver res = atomic_load_explicit(&s->fn_resolver, memory_order_acquire);
+                last_id = res ? res(s, a) : 0;
+                last_addr = a;
+            }
+            if (TT_UNLIKELY(last_id == 0)) {
+                /* no id (more functions than the hooks name): not recorded, as replay's hooks
+                 * do not replay it */
+                raw += sizeof sr;
+                continue;
+            }
+            sr.function = last_id;
+        }
         uint32_t kind = sr.kind & 0xFF, dir = (sr.kind >> 8) & 1;
         uint64_t rel = sr.time > origin ? sr.time - origin : 0;
         if (has_time && rel < last_time)
@@ -422,16 +438,6 @@ static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
             h.base_time = rel;
             prev_time = rel;
             first = false;
-        }
-        if (sr.kind & TT_RAW_ADDR) {
-            /* the hooks left the function's id to us: one lookup per change of function */
-            uint64_t a = (uint64_t)(sr.kind >> 16) << 32 | sr.function;
-            if (a != last_addr) {
-                tt_fn_resolver res = atomic_load_explicit(&s->fn_resolver, memory_order_acquire);
-                last_id = res ? res(s, a) : 0;
-                last_addr = a;
-            }
-            sr.function = last_id;
         }
         uint8_t tag = (uint8_t)kind | (dir ? TT_TAG_OUT : 0);
         bool same = sr.function == prev_fn;
