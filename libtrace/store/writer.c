@@ -292,28 +292,42 @@ static inline size_t leaf_run(struct tt_tables *restrict tb, struct tb_thread *r
           tb->sum[tb->sum_last].fn == fn && tb->sum_used * 2 < tb->sum_cap))
         return 0;
     uint8_t *o = *op, *const rows = t->rows;
-    uint8_t *rp = rows + t->rows_len, *const rows_end = rows + t->rows_cap - 20;
-    unsigned runb = rows[t->run_at - 1];
-    uint32_t nrows = t->nrows;
-    uint64_t last = *last_time, prev_end = t->prev_end, sq = *seq, frame = t->frames;
-    const uint64_t frame0 = frame;
+    const uint64_t last0 = *last_time, sq = *seq;
+    if (t->prev_end != last0)
+        return 0; /* the last exit's row ends the run: its end is the encoder's last time */
+    /* how many pairs may be taken before a limit where the general path must take over: the
+     * raw records left, the run's count byte (at most TT_ROW_RUN_MAX rows), the block (a block
+     * of TT_FRAME_BLOCK_ROWS rows is flushed by the general path), the room in the rows
+     * buffer (a pair adds two bytes there: gap and duration, each under 64, one varint byte),
+     * and the next seek entry (neither event of a pair may have a seq that is a multiple of
+     * TT_SEEK_EVERY) */
+    const unsigned runb0 = t->rows[t->run_at - 1];
+    uint64_t nmax = (uint64_t)(end - raw) / (2 * sizeof(struct tt_raw_short));
+    uint64_t lim = runb0 < (TT_ROW_RUN | TT_ROW_RUN_MAX) ? (TT_ROW_RUN | TT_ROW_RUN_MAX) - runb0 : 0;
+    nmax = lim < nmax ? lim : nmax;
+    lim = t->nrows + 1 < TT_FRAME_BLOCK_ROWS ? TT_FRAME_BLOCK_ROWS - 1 - t->nrows : 0;
+    nmax = lim < nmax ? lim : nmax;
+    lim = t->rows_len + 20 <= t->rows_cap ? (t->rows_cap - 20 - t->rows_len) / 2 + 1 : 0;
+    nmax = lim < nmax ? lim : nmax;
+    const uint64_t m = sq & (TT_SEEK_EVERY - 1);
+    lim = m ? (TT_SEEK_EVERY - m) / 2 : 0;
+    nmax = lim < nmax ? lim : nmax;
+    uint8_t *rp = rows + t->rows_len;
+    uint64_t last = last0, n = 0, total = 0;
     struct summary_row *const r = &tb->sum[tb->sum_last];
-    uint64_t total = 0, longest = r->longest, longest_frame = 0;
-    const uint8_t *const raw0 = raw;
+    uint64_t longest = r->longest, longest_at = 0;
     /* the pair's raw records as the last exit's: the same words, but for the kind byte (the
      * function as an id or as an address, TT_RAW_ADDR, compares either way) */
     const uint64_t enter_word = exit_word - (TT_EV_EXIT - TT_EV_ENTER);
-    while (end - raw >= 2 * (ptrdiff_t)sizeof(struct tt_raw_short) &&
-           runb < (TT_ROW_RUN | TT_ROW_RUN_MAX) && nrows + 1 < TT_FRAME_BLOCK_ROWS &&
-           rp <= rows_end && ((sq + 1) & (TT_SEEK_EVERY - 1)) > 1) {
+    for (; n < nmax; n++, raw += 2 * sizeof(struct tt_raw_short)) {
         struct tt_raw_short e, x;
-        uint64_t ew, xw;
-        memcpy(&ew, raw, sizeof ew);
-        memcpy(&xw, raw + sizeof e, sizeof xw);
-        if (ew != enter_word || xw != exit_word)
-            break;
         memcpy(&e, raw, sizeof e);
         memcpy(&x, raw + sizeof e, sizeof x);
+        uint64_t ew, xw;
+        memcpy(&ew, &e, sizeof ew);
+        memcpy(&xw, &x, sizeof xw);
+        if (ew != enter_word || xw != exit_word)
+            break;
         uint64_t t1 = e.time > origin ? e.time - origin : 0;
         if (t1 < last)
             t1 = last;
@@ -321,28 +335,28 @@ static inline size_t leaf_run(struct tt_tables *restrict tb, struct tb_thread *r
         if (t2 < t1)
             t2 = t1;
         const uint64_t s1 = t1 - last, dur = t2 - t1;
-        if ((s1 | dur) > TT_TAG_SHORT_STEP || t1 < prev_end)
+        if ((s1 | dur) > TT_TAG_SHORT_STEP)
             break;
-        o[0] = (uint8_t)(TT_TAG_SHORT | s1);
-        o[1] = (uint8_t)(TT_TAG_SHORT | TT_TAG_SHORT_EXIT | dur);
-        o += 2;
-        rp = tt_put_varint(rp, t1 - prev_end);
-        *rp++ = (uint8_t)dur; /* dur <= TT_TAG_SHORT_STEP: one varint byte */
-        runb++;
+        o[2 * n] = (uint8_t)(TT_TAG_SHORT | s1);
+        o[2 * n + 1] = (uint8_t)(TT_TAG_SHORT | TT_TAG_SHORT_EXIT | dur);
+        rp[2 * n] = (uint8_t)s1; /* the gap from the previous row's end, which is `last` */
+        rp[2 * n + 1] = (uint8_t)dur;
         if (dur > longest) {
             longest = dur;
-            longest_frame = frame + 1; /* + 1: 0 is "no longer call" */
+            longest_at = n + 1; /* + 1: 0 is "no longer call" */
         }
         total += dur;
-        prev_end = last = t2;
-        frame++;
-        nrows++;
-        sq += 2;
-        raw += 2 * sizeof e;
+        last = t2;
     }
-    const uint64_t n = frame - frame0;
     if (n == 0)
         return 0;
+    const uint64_t frame0 = t->frames;
+    o += 2 * n;
+    rp += 2 * n;
+    const uint64_t frame = frame0 + n, longest_frame = longest_at ? frame0 + longest_at : 0;
+    const uint32_t nrows = t->nrows + (uint32_t)n;
+    const unsigned runb = runb0 + (unsigned)n;
+    const uint64_t prev_end = last;
     rows[t->run_at - 1] = (uint8_t)runb;
     t->rows_len = (size_t)(rp - rows);
     t->nrows = nrows;
@@ -365,8 +379,8 @@ static inline size_t leaf_run(struct tt_tables *restrict tb, struct tb_thread *r
     }
     *op = o;
     *last_time = last;
-    *seq = sq;
-    return (size_t)(raw - raw0);
+    *seq = sq + 2 * n;
+    return (size_t)n * 2 * sizeof(struct tt_raw_short);
 }
 
 static void encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
