@@ -18,7 +18,6 @@
 
 #include "internal.h"
 #include "instrument/runtime.h"
-#include "store/format.h"
 
 #define FN_CAP (1u << 16)
 /* Functions the hooks name, in either mode; the rest go unrecorded (record: the encoder drops

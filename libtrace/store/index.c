@@ -887,33 +887,42 @@ int tt_index_parent(tt_index *ix, tt_thread_id thread, uint64_t index, uint64_t 
     return TT_OK;
 }
 
-int tt_index_seek_seq(tt_index *ix, tt_thread_id thread, uint64_t seq, tt_timepoint_entry *out,
-                      tt_error_info *err)
+/* @thread's seek entries (*@n of them, in seq order), the seek index read first if need be. */
+static int thread_seek(tt_index *ix, tt_thread_id thread, const tt_timepoint_entry **e,
+                       uint64_t *n, tt_error_info *err)
 {
     if (!ix || thread >= ix->nthreads || ix->threads[thread].seek_n == 0)
         return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "thread %u has no events", thread);
     int rc = ensure_seek(ix, err);
     if (rc != TT_OK)
         return rc;
-    const struct ithread *t = &ix->threads[thread];
+    *e = ix->seek + ix->threads[thread].seek_first;
+    *n = ix->threads[thread].seek_n;
+    return TT_OK;
+}
+
+int tt_index_seek_seq(tt_index *ix, tt_thread_id thread, uint64_t seq, tt_timepoint_entry *out,
+                      tt_error_info *err)
+{
+    const tt_timepoint_entry *e;
+    uint64_t n;
+    int rc = thread_seek(ix, thread, &e, &n, err);
+    if (rc != TT_OK)
+        return rc;
     uint64_t j = seq / ix->seek_every;
-    if (j >= t->seek_n)
-        j = t->seek_n - 1;
-    *out = ix->seek[t->seek_first + j];
+    *out = e[j < n ? j : n - 1];
     return TT_OK;
 }
 
 int tt_index_seek_time(tt_index *ix, tt_thread_id thread, uint64_t time, tt_timepoint_entry *out,
                        tt_error_info *err)
 {
-    if (!ix || thread >= ix->nthreads || ix->threads[thread].seek_n == 0)
-        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "thread %u has no events", thread);
-    int rc = ensure_seek(ix, err);
+    const tt_timepoint_entry *e;
+    uint64_t n;
+    int rc = thread_seek(ix, thread, &e, &n, err);
     if (rc != TT_OK)
         return rc;
-    const struct ithread *t = &ix->threads[thread];
-    const tt_timepoint_entry *e = ix->seek + t->seek_first;
-    uint64_t lo = 0, hi = t->seek_n; /* first entry with time >= @time */
+    uint64_t lo = 0, hi = n; /* first entry with time >= @time */
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
         if (e[mid].time < time)

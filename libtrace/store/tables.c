@@ -185,8 +185,7 @@ void tt_tables_flush_seek_(struct tt_tables *tb, struct tt_writer *w)
 static void summary_add(struct tt_tables *tb, uint32_t fn, uint32_t depth, uint64_t dur,
                         uint64_t self, uint32_t thread, uint64_t frame)
 {
-    if (tb->sum_last < tb->sum_cap && tb->sum[tb->sum_last].used &&
-        tb->sum[tb->sum_last].fn == fn && tb->sum_used * 2 < tb->sum_cap)
+    if (summary_last_is(tb, fn))
         goto found;
     if (tb->sum_used * 2 >= tb->sum_cap) {
         uint32_t ncap = tb->sum_cap ? tb->sum_cap * 2 : 256;

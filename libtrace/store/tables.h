@@ -84,6 +84,14 @@ void tt_tables_close_frame_(struct tt_tables *tb, struct tt_writer *w, uint32_t 
                             struct tb_thread *t, uint64_t end, unsigned outcome);
 
 
+/* The summary row used last is @fn's, and the table needs no growing before it is updated
+ * (summary_add grows it at half full): the case of a loop, which repeats its function. */
+static inline bool summary_last_is(const struct tt_tables *tb, uint32_t fn)
+{
+    return tb->sum_last < tb->sum_cap && tb->sum[tb->sum_last].used &&
+           tb->sum[tb->sum_last].fn == fn && tb->sum_used * 2 < tb->sum_cap;
+}
+
 /* Makes room for @need elements; the check is inline, the growing is not (per event). */
 static inline bool grow(struct tt_tables *tb, void **p, size_t *cap, size_t need, size_t elem)
 {
@@ -104,8 +112,7 @@ static inline bool leaf_again(struct tt_tables *tb, struct tb_thread *t, uint64_
           fr->chunk_off == t->prev_chunk && fr->start >= prev_end && end >= fr->start &&
           run_at && t->rows[run_at - 1] < (TT_ROW_RUN | TT_ROW_RUN_MAX) &&
           rows_len + 20 <= t->rows_cap && t->nrows + 1 < TT_FRAME_BLOCK_ROWS &&
-          tb->sum_last < tb->sum_cap && tb->sum[tb->sum_last].used &&
-          tb->sum[tb->sum_last].fn == fr->fn && tb->sum_used * 2 < tb->sum_cap))
+          summary_last_is(tb, fr->fn)))
         return false;
     const uint64_t start = fr->start, dur = end - start;
     uint8_t *base = t->rows;

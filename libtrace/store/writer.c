@@ -288,8 +288,7 @@ static inline size_t leaf_run(struct tt_tables *restrict tb, struct tb_thread *r
     const uint32_t depth = t->depth;
     if (!(t->run_at && fn == t->prev_fn && depth == t->prev_depth &&
           t->prev_chunk == tb->chunk_off && depth < t->max_depth && t->rows_cap >= 40 &&
-          !tb->failed && tb->sum_last < tb->sum_cap && tb->sum[tb->sum_last].used &&
-          tb->sum[tb->sum_last].fn == fn && tb->sum_used * 2 < tb->sum_cap))
+          !tb->failed && summary_last_is(tb, fn)))
         return 0;
     uint8_t *o = *op, *const rows = t->rows;
     const uint64_t last0 = *last_time, sq = *seq;
@@ -355,13 +354,11 @@ static inline size_t leaf_run(struct tt_tables *restrict tb, struct tb_thread *r
     rp += 2 * n;
     const uint64_t frame = frame0 + n, longest_frame = longest_at ? frame0 + longest_at : 0;
     const uint32_t nrows = t->nrows + (uint32_t)n;
-    const unsigned runb = runb0 + (unsigned)n;
-    const uint64_t prev_end = last;
-    rows[t->run_at - 1] = (uint8_t)runb;
+    rows[t->run_at - 1] = (uint8_t)(runb0 + n);
     t->rows_len = (size_t)(rp - rows);
     t->nrows = nrows;
     t->frames = frame;
-    t->prev_end = prev_end;
+    t->prev_end = last; /* the last leaf's end */
     t->last_time = last;
     t->kinds[TT_EV_ENTER] += n;
     t->kinds[TT_EV_EXIT] += n;
