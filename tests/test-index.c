@@ -344,6 +344,27 @@ static void *walk_thread(void *arg)
     return NULL;
 }
 
+/* @n threads, each walking its own pseudo-random call tree (seed @seed0 + thread) over 24
+ * functions named @prefix0 .. @prefix23, run to their end. Returns the calls they made. */
+static uint64_t walk_threads(tt_session *s, int n, uint64_t seed0, const char *prefix)
+{
+    struct walker w[4];
+    pthread_t th[4];
+    cr_assert_leq(n, 4);
+    for (int t = 0; t < n; t++) {
+        w[t] = (struct walker){ .s = s, .seed = seed0 + (uint64_t)t };
+        for (int i = 0; i < 24; i++)
+            w[t].fns[i] = fn_named(s, prefix, i);
+        cr_assert_eq(pthread_create(&th[t], NULL, walk_thread, &w[t]), 0);
+    }
+    uint64_t calls = 0;
+    for (int t = 0; t < n; t++) {
+        pthread_join(th[t], NULL);
+        calls += (uint64_t)w[t].calls;
+    }
+    return calls;
+}
+
 struct brute {
     uint64_t calls, total, self, longest;
     uint32_t max_depth;
@@ -355,16 +376,7 @@ Test(index, summary_equals_a_recomputation_from_the_events)
     tt_session *s;
     tt_error_info err = {0};
     cr_assert_eq(open_small(&sink, &s, &err), TT_OK, "%s", err.message);
-    struct walker w[3];
-    pthread_t th[3];
-    for (int t = 0; t < 3; t++) {
-        w[t] = (struct walker){ .s = s, .seed = (uint64_t)t + 11 };
-        for (int i = 0; i < 24; i++)
-            w[t].fns[i] = fn_named(s, "f%d", i);
-        cr_assert_eq(pthread_create(&th[t], NULL, walk_thread, &w[t]), 0);
-    }
-    for (int t = 0; t < 3; t++)
-        pthread_join(th[t], NULL);
+    uint64_t calls = walk_threads(s, 3, 11, "f%d");
     cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
 
     tt_test_reader tr;
@@ -409,7 +421,7 @@ Test(index, summary_equals_a_recomputation_from_the_events)
         tt_test_events_free(&evs);
     }
     tt_test_reader_close(&tr);
-    cr_assert_eq(frames, (uint64_t)(w[0].calls + w[1].calls + w[2].calls));
+    cr_assert_eq(frames, calls);
 
     cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_SEQUENTIAL, &err),
                  TT_OK, "%s", err.message);
@@ -448,16 +460,7 @@ Test(index, seek_lands_on_the_event_a_full_read_finds)
     tt_session *s;
     tt_error_info err = {0};
     cr_assert_eq(open_small(&sink, &s, &err), TT_OK, "%s", err.message);
-    struct walker w[2];
-    pthread_t th[2];
-    for (int t = 0; t < 2; t++) {
-        w[t] = (struct walker){ .s = s, .seed = (uint64_t)t + 3 };
-        for (int i = 0; i < 24; i++)
-            w[t].fns[i] = fn_named(s, "g%d", i);
-        cr_assert_eq(pthread_create(&th[t], NULL, walk_thread, &w[t]), 0);
-    }
-    for (int t = 0; t < 2; t++)
-        pthread_join(th[t], NULL);
+    cr_assert_gt(walk_threads(s, 2, 3, "g%d"), 0u);
     /* a payload split over chunks, so some seeks land in a chunk that continues one */
     static uint8_t big[9000];
     tt_test_fill(big, sizeof big, 99);

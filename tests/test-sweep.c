@@ -746,19 +746,47 @@ static void flip_one(struct failures *f, struct tally *ta, const struct trace *t
     edit_one(f, ta, t, cp, ci, pos, 1, 0, 1u << bit, desc, reseal);
 }
 
+/* One sweep: the trace, the copy it edits (every edit undone after its check), what failed, and
+ * the tally by chunk type and verdict. */
+struct sweep {
+    struct trace t;
+    uint8_t *cp;
+    struct failures f;
+    struct tally ta;
+    size_t tried;
+    uint64_t t0;
+};
+
+static void sweep_begin(struct sweep *sw)
+{
+    build(&sw->t);
+    sw->cp = malloc(sw->t.len);
+    cr_assert_not_null(sw->cp);
+    memcpy(sw->cp, sw->t.img, sw->t.len);
+    sw->f = (struct failures){0};
+    sw->ta = (struct tally){0};
+    sw->tried = 0;
+    sw->t0 = tt_test_now_ns();
+}
+
+/* Checks that every edit was undone, prints the tally and fails the test if any case failed. */
+static void sweep_end(struct sweep *sw, const char *what)
+{
+    cr_assert_eq(memcmp(sw->cp, sw->t.img, sw->t.len), 0, "the sweep did not undo its edits");
+    tally_line(&sw->ta, what, sw->tried);
+    cr_log_info("%s: %.2f s", what, (double)(tt_test_now_ns() - sw->t0) / 1e9);
+    free(sw->cp);
+    fail_report(&sw->f, what, sw->tried);
+    release(&sw->t);
+}
+
 /* Flips in the header fields and the body of every chunk whose type is in @types. */
 static void flip_sweep(unsigned types, int reseal, const char *what)
 {
-    struct trace t;
-    build(&t);
-    uint8_t *cp = malloc(t.len);
-    memcpy(cp, t.img, t.len);
-    struct failures f = {0};
-    struct tally ta = {0};
-    size_t tried = 0;
-    uint64_t t0 = tt_test_now_ns();
-    for (size_t ci = 0; ci < t.n; ci++) {
-        const struct chunk *c = &t.c[ci];
+    struct sweep sw;
+    sweep_begin(&sw);
+    for (size_t ci = 0; ci < sw.t.n; ci++) {
+        const struct chunk *c = &sw.t.c[ci];
         if (!(types & 1u << c->type))
             continue;
         for (size_t fi = 0; fi < sizeof fields / sizeof *fields; fi++) {
@@ -768,24 +796,21 @@ static void flip_sweep(unsigned types, int reseal, const char *what)
                 continue;
             for (unsigned k = 0; k < BITS_PER_FIELD; k++) {
                 unsigned b = field_bit(fd, k);
-                flip_one(&f, &ta, &t, cp, ci, c->off + fd->off + b / 8, b % 8, fd->name, reseal);
-                tried++;
+                flip_one(&sw.f, &sw.ta, &sw.t, sw.cp, ci, c->off + fd->off + b / 8, b % 8,
+                         fd->name, reseal);
+                sw.tried++;
             }
         }
         unsigned nb = body_flips(c);
         for (unsigned k = 0; k < nb && c->body_len > 0; k++) {
             unsigned bit;
             uint64_t pos = body_pos(c->body_len, k, nb, &bit, c->off);
-            flip_one(&f, &ta, &t, cp, ci, c->off + HDR + pos, bit, "body", reseal);
-            tried++;
+            flip_one(&sw.f, &sw.ta, &sw.t, sw.cp, ci, c->off + HDR + pos, bit, "body", reseal);
+            sw.tried++;
         }
-        cr_assert_eq(memcmp(cp, t.img, t.len), 0, "the sweep did not undo its flips");
+        cr_assert_eq(memcmp(sw.cp, sw.t.img, sw.t.len), 0, "the sweep did not undo its flips");
     }
-    tally_line(&ta, what, tried);
-    cr_log_info("%s: %.2f s", what, (double)(tt_test_now_ns() - t0) / 1e9);
-    free(cp);
-    fail_report(&f, what, tried);
-    release(&t);
+    sweep_end(&sw, what);
 }
 
 #define T_EVENTS (1u << 1)
@@ -826,19 +851,13 @@ static uint64_t get_le(const uint8_t *p, unsigned size)
  * more and one less than it was, and 2^32 (u64 fields): the extremes a bit flip rarely makes. */
 Test(sweep, hostile_header_values_under_a_valid_checksum_never_crash)
 {
-    struct trace t;
-    build(&t);
-    uint8_t *cp = malloc(t.len);
-    memcpy(cp, t.img, t.len);
-    struct failures f = {0};
-    struct tally ta = {0};
-    size_t tried = 0;
-    uint64_t t0 = tt_test_now_ns();
-    for (size_t ci = 0; ci < t.n; ci++) {
-        const struct chunk *c = &t.c[ci];
+    struct sweep sw;
+    sweep_begin(&sw);
+    for (size_t ci = 0; ci < sw.t.n; ci++) {
+        const struct chunk *c = &sw.t.c[ci];
         for (size_t fi = 1; fi + 1 < sizeof fields / sizeof *fields; fi++) {
             const struct field *fd = &fields[fi];
-            uint64_t was = get_le(t.img + c->off + fd->off, fd->size);
+            uint64_t was = get_le(sw.t.img + c->off + fd->off, fd->size);
             uint64_t top = fd->size == 8 ? UINT64_MAX : (1ull << (8 * fd->size)) - 1;
             uint64_t vals[] = { 0, 1, top, (was + 1) & top, (was - 1) & top, 1ull << 32 };
             size_t nv = fd->size == 8 ? 6 : 5;
@@ -847,17 +866,13 @@ Test(sweep, hostile_header_values_under_a_valid_checksum_never_crash)
                     continue;
                 char desc[64];
                 snprintf(desc, sizeof desc, "%s = %llu", fd->name, (unsigned long long)vals[k]);
-                edit_one(&f, &ta, &t, cp, ci, c->off + fd->off, fd->size, 1, vals[k], desc, 1);
-                tried++;
+                edit_one(&sw.f, &sw.ta, &sw.t, sw.cp, ci, c->off + fd->off, fd->size, 1, vals[k],
+                         desc, 1);
+                sw.tried++;
             }
         }
     }
-    cr_assert_eq(memcmp(cp, t.img, t.len), 0, "the sweep did not undo its edits");
-    tally_line(&ta, "hostile header values", tried);
-    cr_log_info("hostile header values: %.2f s", (double)(tt_test_now_ns() - t0) / 1e9);
-    free(cp);
-    fail_report(&f, "hostile header values", tried);
-    release(&t);
+    sweep_end(&sw, "hostile header values");
 }
 
 /* Body bytes of the tables and the index chunks set to 0x00, 0x80 (a varint that goes on) and
@@ -865,17 +880,11 @@ Test(sweep, hostile_header_values_under_a_valid_checksum_never_crash)
  * data area. */
 Test(sweep, hostile_body_bytes_of_the_tables_and_index_never_crash)
 {
-    struct trace t;
-    build(&t);
-    uint8_t *cp = malloc(t.len);
-    memcpy(cp, t.img, t.len);
-    struct failures f = {0};
-    struct tally ta = {0};
-    size_t tried = 0;
-    uint64_t t0 = tt_test_now_ns();
+    struct sweep sw;
+    sweep_begin(&sw);
     static const uint8_t vals[] = { 0x00, 0x80, 0xFF };
-    for (size_t ci = 0; ci < t.n; ci++) {
-        const struct chunk *c = &t.c[ci];
+    for (size_t ci = 0; ci < sw.t.n; ci++) {
+        const struct chunk *c = &sw.t.c[ci];
         if (!((T_TABLES | T_DATA_INDEX) & 1u << c->type) || c->body_len == 0)
             continue;
         unsigned n = (T_TABLES & 1u << c->type) ? 1024 : 64;
@@ -885,21 +894,16 @@ Test(sweep, hostile_body_bytes_of_the_tables_and_index_never_crash)
             unsigned bit;
             uint64_t pos = c->off + HDR + body_pos(c->body_len, k, n, &bit, c->off);
             for (size_t v = 0; v < sizeof vals; v++) {
-                if (t.img[pos] == vals[v])
+                if (sw.t.img[pos] == vals[v])
                     continue;
                 char desc[64];
                 snprintf(desc, sizeof desc, "body byte = %#x", vals[v]);
-                edit_one(&f, &ta, &t, cp, ci, pos, 1, 1, vals[v], desc, 1);
-                tried++;
+                edit_one(&sw.f, &sw.ta, &sw.t, sw.cp, ci, pos, 1, 1, vals[v], desc, 1);
+                sw.tried++;
             }
         }
     }
-    cr_assert_eq(memcmp(cp, t.img, t.len), 0, "the sweep did not undo its edits");
-    tally_line(&ta, "hostile body bytes", tried);
-    cr_log_info("hostile body bytes: %.2f s", (double)(tt_test_now_ns() - t0) / 1e9);
-    free(cp);
-    fail_report(&f, "hostile body bytes", tried);
-    release(&t);
+    sweep_end(&sw, "hostile body bytes");
 }
 
 Test(sweep, resealed_flips_in_the_manifest_are_refused_or_read_consistently)
