@@ -26,10 +26,8 @@ in a fresh temporary directory, removed at the end.
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 
 import testwrap  # TT_TEST_WRAPPER, TT_TEST_REDUCED: tests/all.sh's valgrind step
 import ttproc
@@ -37,16 +35,7 @@ import ttproc
 TT, MKDIFF, MAXRSS = map(os.path.abspath, sys.argv[1:4])
 TIMEOUT = testwrap.timeout(240)
 THREADS, ITER = 4, 21000  # 4 * 21000 * 12 = 1 008 000 worker events
-failures = []
-
-
-def check(cond, what, detail=""):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        if detail:
-            print("     " + str(detail).replace("\n", "\n     ")[:4000])
-        failures.append(what)
-    return cond
+check = ttproc.check
 
 
 def run(args, env=None):
@@ -299,14 +288,4 @@ def main(d):
 
 
 if __name__ == "__main__":
-    tmp = tempfile.mkdtemp(prefix="tt-diff-")
-    try:
-        main(tmp)
-    except Exception as e:  # a crash of the test itself is a failure, not a pass
-        import traceback
-        traceback.print_exc()
-        failures.append("exception: %r" % e)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("%d failure(s)" % len(failures) if failures else "all checks passed")
-    sys.exit(1 if failures else 0)
+    ttproc.run_main(main, "tt-diff-")

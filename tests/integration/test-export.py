@@ -31,11 +31,9 @@ in a fresh temporary directory, removed at the end.
 import json
 import os
 import re
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 from collections import Counter, defaultdict
 from decimal import Decimal
@@ -48,16 +46,7 @@ FLAKY = PRELOAD = None
 if len(sys.argv) > 5 and sys.argv[5] == "--flaky":
     FLAKY, PRELOAD = map(os.path.abspath, sys.argv[6:8])
 TIMEOUT = testwrap.timeout(240)
-failures = []
-
-
-def check(cond, what, detail=""):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        if detail:
-            print("     " + str(detail).replace("\n", "\n     ")[:4000])
-        failures.append(what)
-    return cond
+check = ttproc.check
 
 
 def run(args, env=None, stdin=None):
@@ -433,14 +422,4 @@ def main(d):
 
 
 if __name__ == "__main__":
-    tmp = tempfile.mkdtemp(prefix="tt-export-")
-    try:
-        main(tmp)
-    except Exception as e:  # a crash of the test itself is a failure, not a pass
-        import traceback
-        traceback.print_exc()
-        failures.append("exception: %r" % e)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("%d failure(s)" % len(failures) if failures else "all checks passed")
-    sys.exit(1 if failures else 0)
+    ttproc.run_main(main, "tt-export-")

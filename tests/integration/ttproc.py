@@ -1,13 +1,44 @@
-"""Running a program the way two integration tests need it (test-diff.py, test-export.py):
-with its stderr on a pseudo-terminal, to see a progress line, and under maxrss, for its peak
-resident set."""
+"""What two integration tests share (test-diff.py, test-export.py): running a program with its
+stderr on a pseudo-terminal, to see a progress line, and under maxrss, for its peak resident
+set; and the checks themselves: check() prints and records each one, run_main() runs the
+test in a temporary directory and exits 1 if any failed."""
 
 import os
 import pty
 import re
 import select
+import shutil
 import subprocess
+import sys
+import tempfile
 import time
+import traceback
+
+failures = []
+
+
+def check(cond, what, detail=""):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        if detail:
+            print("     " + str(detail).replace("\n", "\n     ")[:4000])
+        failures.append(what)
+    return cond
+
+
+def run_main(main, prefix):
+    """main(tmp) in a fresh temporary directory, removed afterwards; exits with 1 if any
+    check failed or main raised (a crash of the test itself is a failure, not a pass)."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        main(tmp)
+    except Exception as e:
+        traceback.print_exc()
+        failures.append("exception: %r" % e)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("%d failure(s)" % len(failures) if failures else "all checks passed")
+    sys.exit(1 if failures else 0)
 
 
 def run_pty_stderr(args, env, timeout):
