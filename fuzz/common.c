@@ -423,16 +423,21 @@ static void thread_pass(const tt_source *src, const tt_reader_limits *lim, const
     free(mem_b);
 }
 
+uint8_t *fz_copy(const uint8_t *data, size_t n)
+{
+    uint8_t *p = malloc(n ? n : 1);
+    if (!p)
+        abort();
+    memcpy(p, data, n);
+    return p;
+}
+
 int fz_read_all(const uint8_t *image, size_t n)
 {
     tt_source src;
     tt_reader_limits lim;
     fz_limits(&lim);
-    /* an exact-size copy, so ASan sees a read past the end of the file */
-    uint8_t *img = malloc(n ? n : 1);
-    if (!img)
-        abort();
-    memcpy(img, image, n);
+    uint8_t *img = fz_copy(image, n); /* exact size: ASan sees a read past the end */
     tt_source_memory(&src, img, n);
 
     tt_verify_result vr;

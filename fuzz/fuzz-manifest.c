@@ -79,10 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_limits(&lim);
     if (size < TT_MANIFEST_SIZE) {
         /* a short file: refused as truncated or as another format, never read past its end */
-        uint8_t *copy = malloc(size ? size : 1);
-        if (!copy)
-            abort();
-        memcpy(copy, data, size);
+        uint8_t *copy = fz_copy(data, size);
         tt_source src;
         tt_source_memory(&src, copy, size);
         probe(&src, &lim, TT_CURSORS_SEQUENTIAL, -1, NULL);

@@ -44,10 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned ctl = data[0];
     data++;
     size--;
-    uint8_t *f = malloc(size ? size : 1);
-    if (!f)
-        abort();
-    memcpy(f, data, size);
+    uint8_t *f = fz_copy(data, size);
     unsigned keep = (ctl & 0x05u) | FZ_KEEP_SIZE | FZ_KEEP_EVSUM;
     if (!(ctl & 0x08u))
         keep |= FZ_SMALL_THREADS;

@@ -21,10 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned ctl = data[0];
     data++;
     size--;
-    uint8_t *f = malloc(size ? size : 1);
-    if (!f)
-        abort();
-    memcpy(f, data, size);
+    uint8_t *f = fz_copy(data, size);
     fz_fixup(f, size, ctl & 0x0Fu);
     fz_dump(f, size);
     fz_read_all(f, size);

@@ -59,6 +59,10 @@ void fz_img_free(struct fz_image *img);
                                    * a table of that many rows, and the run crawls) */
 void fz_fixup(uint8_t *f, size_t n, unsigned keep);
 
+/* A malloc'd copy of @n bytes of @data of exactly that size, so that ASan sees any read past
+ * the end; aborts when out of memory. */
+uint8_t *fz_copy(const uint8_t *data, size_t n);
+
 /* With TT_FUZZ_DUMP=PATH in the environment, writes the trace a target built (after its
  * fix-ups) to PATH, for `tinytrace dump` and friends when a finding is studied. */
 void fz_dump(const uint8_t *f, size_t n);
