@@ -4,7 +4,8 @@
 #   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer: every suite but the benchmark
 #   build-tsan/   ThreadSanitizer: the concurrency suites
 #   build-fuzz/   clang, ASan+UBSan, libFuzzer: each fuzz target for a bounded time (fuzz/)
-#   build-vg/     plain: the tests in tests/integration/ with every program under valgrind memcheck
+#   build-vg/     -O2 -g (so the optimizer's warnings, errors under -Werror, are seen too): the
+#                 tests in tests/integration/ with every program under valgrind memcheck
 # Ends with one line "N passed, N failed" over all five, and exits non-zero if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -82,7 +83,7 @@ fi
 # ---- fuzz: end ----
 
 # ---- valgrind: begin ----
-# The tests in tests/integration/ in a plain build, every program they start under memcheck:
+# The tests in tests/integration/ in an -O2 -g build, every program they start under memcheck:
 # the tinytrace tool, the test programs, and (--trace-children=yes) what `tinytrace record` and
 # `replay` run with the preload library. tests/integration/testwrap.py puts TT_TEST_WRAPPER in
 # front of the programs meson passes a test, not in front of python. TT_TEST_REDUCED=1: timeouts
@@ -99,7 +100,7 @@ if command -v valgrind >/dev/null; then
     export TT_TEST_WRAPPER="valgrind -q --tool=memcheck --trace-children=yes --leak-check=full \
 --show-leak-kinds=definite --errors-for-leak-kinds=definite --error-exitcode=99 \
 --suppressions=$PWD/tests/valgrind.supp --log-file=$vglogs/%p.%n.log"
-    run valgrind build-vg -Dbench=disabled -- --suite integration --timeout-multiplier 10 \
+    run valgrind build-vg --buildtype=debugoptimized -Dbench=disabled -- --suite integration --timeout-multiplier 10 \
         tool-integration tool-incomplete-trace gc recover diff export diskfull index-tools
     unset TT_TEST_REDUCED TT_TEST_WRAPPER
     dirty=$(find "$vglogs" -type f -size +0 | sort)

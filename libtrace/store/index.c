@@ -904,8 +904,8 @@ static int thread_seek(tt_index *ix, tt_thread_id thread, const tt_timepoint_ent
 int tt_index_seek_seq(tt_index *ix, tt_thread_id thread, uint64_t seq, tt_timepoint_entry *out,
                       tt_error_info *err)
 {
-    const tt_timepoint_entry *e;
-    uint64_t n;
+    const tt_timepoint_entry *e = NULL; /* set when rc is TT_OK; gcc -O3 cannot tell */
+    uint64_t n = 0;
     int rc = thread_seek(ix, thread, &e, &n, err);
     if (rc != TT_OK)
         return rc;
@@ -917,8 +917,8 @@ int tt_index_seek_seq(tt_index *ix, tt_thread_id thread, uint64_t seq, tt_timepo
 int tt_index_seek_time(tt_index *ix, tt_thread_id thread, uint64_t time, tt_timepoint_entry *out,
                        tt_error_info *err)
 {
-    const tt_timepoint_entry *e;
-    uint64_t n;
+    const tt_timepoint_entry *e = NULL; /* set when rc is TT_OK; gcc -O3 cannot tell */
+    uint64_t n = 0;
     int rc = thread_seek(ix, thread, &e, &n, err);
     if (rc != TT_OK)
         return rc;
