@@ -425,7 +425,7 @@ static void write_instant(struct export *x, const tt_event *ev)
 static int export_events(struct export *x)
 {
     uint32_t nthreads = x->t.m.thread_count;
-    uint64_t tps = x->t.m.ticks_per_sec;
+    tool_ns_conv conv;
     tt_error_info err;
     progress pr;
     tt_event ev;
@@ -437,6 +437,7 @@ static int export_events(struct export *x)
         return TOOL_EXIT_SYSTEM;
     }
     write_metadata(x);
+    tool_ns_conv_init(&conv, x->t.m.ticks_per_sec);
 
     progress_begin(&pr, "tinytrace export", x->t.m.event_count);
     tool_error_info_init(&err);
@@ -452,7 +453,7 @@ static int export_events(struct export *x)
             break;
         }
         th = &x->threads[ev.tp.thread];
-        ns = tool_ticks_to_ns(ev.time, tps);
+        ns = tool_ns_conv_ns(&conv, ev.time);
         if (ns > th->now)
             th->now = ns;
         switch (ev.kind) {
