@@ -468,6 +468,17 @@ Test(reader, peek_shows_the_next_event_without_consuming_it, .init = setup, .fin
         cr_assert_eq(tt_reader_peek(tr.r, 0, &p2, &err), TT_OK);
         cr_assert_eq(p2.tp.seq, p1.tp.seq, "a second peek moved on");
         cr_assert_eq(p2.tp.thread, p1.tp.thread);
+        /* peek_ref: the same event, in the reader, payload included, without a copy */
+        const tt_event *ref = NULL;
+        cr_assert_eq(tt_reader_peek_ref(tr.r, 0, &ref, &err), TT_OK);
+        cr_assert_not_null(ref);
+        cr_assert_eq(ref->tp.seq, p1.tp.seq, "peek_ref moved on");
+        cr_assert_eq(ref->time, p1.time);
+        cr_assert_eq(ref->kind, p1.kind);
+        cr_assert_eq(ref->arg, p1.arg);
+        cr_assert_eq(ref->payload_len, p1.payload_len);
+        if (p1.payload_len)
+            cr_assert_eq(memcmp(ref->payload, p1.payload, (size_t)p1.payload_len), 0);
         if (n % 2 == 0) {
             tt_reader_advance(tr.r, 0);
             n++;

@@ -185,6 +185,11 @@ TT_API uint32_t tt_reader_find_object(const tt_reader *r, uint8_t kind, const ch
 TT_API int tt_reader_next(tt_reader *r, uint32_t cursor, tt_event *ev, tt_error_info *err);
 /* The same event tt_reader_next would return, without consuming it. */
 TT_API int tt_reader_peek(tt_reader *r, uint32_t cursor, tt_event *ev, tt_error_info *err);
+/* The same, without the copy: *@ev points to the event inside the reader, owned by it and valid
+ * (payload included) until the next tt_reader_next, tt_reader_advance or tt_reader_close on
+ * this cursor. For loops over millions of events, such as a dump's merge. */
+TT_API int tt_reader_peek_ref(tt_reader *r, uint32_t cursor, const tt_event **ev,
+                              tt_error_info *err);
 /* Consumes the event returned by the last successful peek. */
 TT_API void tt_reader_advance(tt_reader *r, uint32_t cursor);
 
