@@ -5,8 +5,8 @@
  * is opened with one cursor per recorded thread (TT_CURSORS_PER_THREAD); each cursor yields its
  * thread's events in program order, the head of each (tt_reader_peek) sits in a binary min-heap
  * keyed by (time, thread, seq), and the smallest head is printed and its cursor advanced. Memory
- * is one chunk buffer per thread (the reader's capacity) plus a heap of thread count entries;
- * time is O(events * log threads).
+ * is one chunk buffer per thread (the reader's capacity) plus a heap of thread count entries,
+ * and for text the printer thread's ring (320 KiB); time is O(events * log threads).
  *
  * With --thread N only cursor N is read: within a thread, program order is the recorded order.
  *
@@ -19,6 +19,9 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,7 +104,37 @@ struct name_slot {
     size_t len;
     char *text;
 };
-static struct name_slot names[256];
+
+/* A thread's sequence numbers come one after another: the last one printed is kept as text and
+ * counted up in place, so most lines print it without a division. */
+struct seq_text {
+    uint64_t seq;
+    uint32_t thread;
+    uint32_t len; /* 0: empty */
+    char s[24];
+};
+
+/* Text lines are built straight into one output buffer, written when it is nearly full and at
+ * the end (out_flush): a stdio call per line cost a sixth of a dump. Anything else written to
+ * stdout flushes it first. */
+#define OUT_LINE 1024 /* room a line is built in; a line that needs more takes the slow path */
+
+/* Everything the printing writes, on cache lines of its own: the reader runs on another thread
+ * (see "the printer thread"), and a variable of its own on a line written per printed event
+ * would move between the two cores with every event. */
+static struct printer_state {
+    alignas(64) char out_buf[1 << 16];
+    size_t out_len;
+    struct name_slot names[256];
+    struct seq_text seq_texts[64];
+    char kind_text[256][16]; /* by event kind (a uint8_t): its name and a space, zero-padded */
+    uint8_t kind_len[256];   /* its length; 0: not made yet */
+    tool_ns_conv conv;       /* the trace's tick rate */
+} pr;
+
+/* Names are copied with one fixed-size copy (no call to memcpy): a cached name's buffer has
+ * NAME_COPY bytes of zeros after the text, and a line has that much room after its fields. */
+#define NAME_COPY 32
 
 static void put(char **o, const void *s, size_t n)
 {
@@ -109,15 +142,46 @@ static void put(char **o, const void *s, size_t n)
     *o += n;
 }
 
-static void put_u64(char **o, uint64_t v)
+static inline void put_u64(char **o, uint64_t v)
 {
-    *o = tool_fmt_u64(*o, v);
+    if (v < 10) /* thread, arg, length: mostly single digits */
+        *(*o)++ = (char)('0' + v);
+    else
+        *o = tool_fmt_u64(*o, v);
+}
+
+static inline void put_seq(char **o, uint32_t thread, uint64_t seq)
+{
+    struct seq_text *st = &pr.seq_texts[thread & 63];
+    char *d = *o;
+    if (st->len && st->thread == thread && st->seq + 1 == seq) {
+        /* The text as last printed (its bytes were stored a line ago: a wide load right after
+         * byte stores would wait for them), then the count up, in both copies. */
+        memcpy(d, st->s, 20); /* fixed size: the digits, then scratch the line overwrites */
+        uint32_t i = st->len;
+        while (i > 0 && st->s[i - 1] == '9') {
+            st->s[--i] = '0';
+            d[i] = '0';
+        }
+        if (i > 0) {
+            d[i - 1] = ++st->s[i - 1];
+            st->seq = seq;
+            *o = d + st->len;
+            return;
+        }
+        /* 99..9 + 1: one digit more, the general path */
+    }
+    st->len = (uint32_t)(tool_fmt_u64(st->s, seq) - st->s);
+    st->thread = thread;
+    st->seq = seq;
+    memcpy(d, st->s, 20);
+    *o = d + st->len;
 }
 
 /* The escaped name of object @id, as tool_print_object prints it. */
 static const struct name_slot *name_of(const tool_trace *t, uint32_t id)
 {
-    struct name_slot *sl = &names[id & 255];
+    struct name_slot *sl = &pr.names[id & 255];
     if (sl->id == id && sl->text)
         return sl;
     char *text = NULL;
@@ -130,16 +194,22 @@ static const struct name_slot *name_of(const tool_trace *t, uint32_t id)
         free(text);
         return NULL;
     }
+    char *padded = realloc(text, len + NAME_COPY);
+    if (padded == NULL) {
+        free(text);
+        return NULL;
+    }
+    memset(padded + len, 0, NAME_COPY);
     free(sl->text);
-    *sl = (struct name_slot){ id, len, text };
+    *sl = (struct name_slot){ id, len, padded };
     return sl;
 }
 
 static void names_free(void)
 {
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        free(names[i].text);
-        names[i] = (struct name_slot){ 0 };
+    for (size_t i = 0; i < sizeof pr.names / sizeof pr.names[0]; i++) {
+        free(pr.names[i].text);
+        pr.names[i] = (struct name_slot){ 0 };
     }
 }
 
@@ -148,6 +218,9 @@ static void put_name(char **o, const char *end, const tool_trace *t, uint32_t id
     const struct name_slot *sl = id ? name_of(t, id) : NULL;
     if (id == 0) {
         *(*o)++ = '-';
+    } else if (sl && sl->len <= NAME_COPY) { /* *o <= end: the line has room after end */
+        memcpy(*o, sl->text, NAME_COPY);
+        *o += sl->len;
     } else if (sl && sl->len <= (size_t)(end - *o)) {
         put(o, sl->text, sl->len);
     } else {
@@ -155,64 +228,95 @@ static void put_name(char **o, const char *end, const tool_trace *t, uint32_t id
     }
 }
 
-/* Text lines are built straight into one output buffer, written when it is nearly full and at
- * the end (out_flush): a stdio call per line cost a sixth of a dump. Anything else written to
- * stdout flushes it first. */
-#define OUT_LINE 1024 /* room a line is built in; a line that needs more takes the slow path */
-static char out_buf[1 << 16];
-static size_t out_len;
 
 static void out_flush(void)
 {
-    if (out_len)
-        fwrite(out_buf, 1, out_len, stdout);
-    out_len = 0;
+    if (pr.out_len)
+        fwrite(pr.out_buf, 1, pr.out_len, stdout);
+    pr.out_len = 0;
 }
 
-static void print_event_text(const tool_trace *t, const tt_event *ev)
+
+/* What a text line shows of one event, copied out of the reader's buffer (the payload's first
+ * bytes included), so that another thread can print it while the reader goes on. */
+struct line {
+    uint64_t seq, time, arg, addr, payload_len;
+    uint32_t thread, function, site;
+    uint8_t kind, dir, npre;
+    uint8_t pre[PREVIEW_BYTES];
+};
+
+static void line_of(struct line *l, const tt_event *ev)
+{
+    size_t n = ev->payload_len < PREVIEW_BYTES ? (size_t)ev->payload_len : PREVIEW_BYTES;
+    if (ev->payload == NULL)
+        n = 0;
+    l->seq = ev->tp.seq;
+    l->time = ev->time;
+    l->arg = ev->arg;
+    l->addr = ev->addr;
+    l->payload_len = ev->payload_len;
+    l->thread = ev->tp.thread;
+    l->function = ev->sp.function;
+    l->site = ev->sp.site;
+    l->kind = ev->kind;
+    l->dir = ev->dir;
+    l->npre = (uint8_t)n;
+    if (n)
+        memcpy(l->pre, ev->payload, n);
+}
+
+static void print_line(const tool_trace *t, const struct line *ev)
 {
     static const char digits[] = "0123456789abcdef";
-    size_t n = ev->payload_len < PREVIEW_BYTES ? (size_t)ev->payload_len : PREVIEW_BYTES;
-    if (out_len > sizeof out_buf - OUT_LINE)
+    if (pr.out_len > sizeof pr.out_buf - OUT_LINE)
         out_flush();
-    char *line = out_buf + out_len, *o = line;
+    char *line = pr.out_buf + pr.out_len, *o = line;
     const char *end = line + OUT_LINE - 160; /* the fields other than the names fit in 160 */
 
-    put_u64(&o, ev->tp.seq);
+    put_seq(&o, ev->thread, ev->seq);
     *o++ = ' ';
-    put_u64(&o, ev->tp.thread);
+    put_u64(&o, ev->thread);
     *o++ = ' ';
-    put_u64(&o, tool_ticks_to_ns(ev->time, t->m.ticks_per_sec));
+    put_u64(&o, tool_ns_conv_ns(&pr.conv, ev->time));
     *o++ = ' ';
-    static size_t kind_len[256]; /* ev->kind is a uint8_t */
-    const char *kind = tt_event_kind_name(ev->kind);
-    if (!kind_len[ev->kind])
-        kind_len[ev->kind] = strlen(kind);
-    put(&o, kind, kind_len[ev->kind]);
     if (ev->kind == TT_EV_IO) {
-        const char *d = ev->dir == TT_IO_IN ? ":in" : ev->dir == TT_IO_OUT ? ":out" : ":?";
+        const char *d = ev->dir == TT_IO_IN ? "io:in " : ev->dir == TT_IO_OUT ? "io:out " : "io:? ";
         put(&o, d, strlen(d));
+    } else {
+        if (!pr.kind_len[ev->kind]) {
+            const char *kind = tt_event_kind_name(ev->kind);
+            size_t n = strlen(kind);
+            n = n < sizeof pr.kind_text[0] - 1 ? n : sizeof pr.kind_text[0] - 1;
+            memcpy(pr.kind_text[ev->kind], kind, n);
+            pr.kind_text[ev->kind][n] = ' ';
+            pr.kind_len[ev->kind] = (uint8_t)(n + 1);
+        }
+        memcpy(o, pr.kind_text[ev->kind], sizeof pr.kind_text[0]); /* fixed size, as names */
+        o += pr.kind_len[ev->kind];
     }
-    *o++ = ' ';
     char *mark = o;
-    put_name(&o, end, t, ev->sp.function);
+    put_name(&o, end, t, ev->function);
     if (o != NULL) {
         *o++ = ' ';
-        put_name(&o, end, t, ev->sp.site);
+        put_name(&o, end, t, ev->site);
     }
     if (o == NULL) {
         /* a very long name: the slow path, field by field, as before */
-        out_len += (size_t)(mark - line);
+        pr.out_len += (size_t)(mark - line);
         out_flush();
-        tool_print_object(stdout, t->r, ev->sp.function);
+        tool_print_object(stdout, t->r, ev->function);
         fputc(' ', stdout);
-        tool_print_object(stdout, t->r, ev->sp.site);
-        line = o = out_buf;
+        tool_print_object(stdout, t->r, ev->site);
+        line = o = pr.out_buf;
     }
     *o++ = ' ';
     put_u64(&o, ev->arg);
-    put(&o, " 0x", 3);
-    {
+    if (ev->addr == 0) {
+        memcpy(o, " 0x0", 4);
+        o += 4;
+    } else {
+        put(&o, " 0x", 3);
         char buf[16];
         size_t i = sizeof buf;
         uint64_t v = ev->addr;
@@ -225,19 +329,178 @@ static void print_event_text(const tool_trace *t, const tt_event *ev)
     *o++ = ' ';
     put_u64(&o, ev->payload_len);
     *o++ = ' ';
-    if (n == 0 || ev->payload == NULL) {
+    if (ev->npre == 0) {
         *o++ = '-';
     } else {
-        const unsigned char *p = ev->payload;
-        for (size_t i = 0; i < n; i++) {
-            *o++ = digits[p[i] >> 4];
-            *o++ = digits[p[i] & 15];
+        for (size_t i = 0; i < ev->npre; i++) {
+            *o++ = digits[ev->pre[i] >> 4];
+            *o++ = digits[ev->pre[i] & 15];
         }
-        if (ev->payload_len > n)
+        if (ev->payload_len > ev->npre)
             put(&o, "..", 2);
     }
     *o++ = '\n';
-    out_len = (size_t)(o - out_buf);
+    pr.out_len = (size_t)(o - pr.out_buf);
+}
+
+/* ---- the printer thread ----
+ * Reading and merging the events costs about as much as printing them, so a long text dump
+ * does the two on two threads: this one fills batches of lines, the printer thread prints them
+ * in order. A ring of NBATCH batches bounds the memory (4 x 1024 lines, 320 KiB); the reader
+ * waits when all of them are full, the printer when all are empty. Both sides are busy all the
+ * time, so a wait spins for a while before it sleeps: waking a sleeping thread on these VMs can
+ * take longer than printing a batch. The printer owns stdout and `pr` (the output buffer, the
+ * name cache) until pipe_finish has joined it. A dump that fits in one batch, and one whose
+ * thread cannot start, prints on this thread. */
+#define BATCH 1024
+#define NBATCH 4
+#define SPINS 20000 /* about 50 to 100 us of pause instructions */
+
+struct pipe {
+    /* set before the printer starts */
+    const tool_trace *t;
+    struct line (*b)[BATCH];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t th;
+    /* Each group below in its own cache line: the waiting side reads its counter in a loop,
+     * and a line the reader wrote per event beside it would bounce between the cores on every
+     * event (a printer that spun beside the reader's counters made a dump three times slower). */
+    alignas(64) _Atomic uint64_t filled; /* batches handed to the printer (the reader's) */
+    uint32_t n[NBATCH];                  /* lines in each, written before filled */
+    alignas(64) _Atomic uint64_t printed; /* batches the printer is done with (the printer's) */
+    alignas(64) _Atomic int done;         /* no more batches */
+    _Atomic int sleepers;                 /* threads in pthread_cond_wait, or about to be */
+    alignas(64) uint32_t cur;             /* the reader's own: lines in batch b[slot] */
+    uint32_t slot;                        /* filled % NBATCH */
+    int running, tried;
+};
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Waits until ready(@p) holds. The sleeper count and the condition are both sequentially
+ * consistent, so a waker that stores the condition either sees the count (and wakes it under
+ * the mutex) or the waiter sees the condition before it sleeps. */
+static void pipe_wait(struct pipe *p, int (*ready)(struct pipe *))
+{
+    for (int i = 0; i < SPINS; i++) {
+        if (ready(p))
+            return;
+        cpu_relax();
+    }
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add(&p->sleepers, 1);
+    while (!ready(p))
+        pthread_cond_wait(&p->cv, &p->mu);
+    atomic_fetch_sub(&p->sleepers, 1);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* After a store the other thread may be waiting for. */
+static void pipe_wake(struct pipe *p)
+{
+    if (atomic_load(&p->sleepers)) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+static int have_batch(struct pipe *p) /* the printer's condition */
+{
+    return atomic_load(&p->printed) != atomic_load(&p->filled) || atomic_load(&p->done);
+}
+
+static int have_room(struct pipe *p) /* the reader's condition */
+{
+    return atomic_load(&p->filled) - atomic_load(&p->printed) < NBATCH;
+}
+
+static void *printer(void *arg)
+{
+    struct pipe *p = arg;
+    for (;;) {
+        pipe_wait(p, have_batch);
+        uint64_t k = atomic_load(&p->printed);
+        if (k == atomic_load(&p->filled))
+            break; /* done, and every batch printed */
+        for (uint32_t i = 0, n = p->n[k % NBATCH]; i < n; i++)
+            print_line(p->t, &p->b[k % NBATCH][i]);
+        atomic_store(&p->printed, k + 1);
+        pipe_wake(p);
+    }
+    out_flush();
+    return NULL;
+}
+
+static int pipe_init(struct pipe *p, const tool_trace *t)
+{
+    memset(p, 0, sizeof *p);
+    p->t = t;
+    tool_ns_conv_init(&pr.conv, t->m.ticks_per_sec);
+    p->b = malloc(NBATCH * sizeof *p->b);
+    if (p->b == NULL)
+        return -1;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    return 0;
+}
+
+/* Hands the batch being filled to the printer (started on the first one), then waits until
+ * the next one is free. */
+static void pipe_hand_over(struct pipe *p)
+{
+    uint64_t k = atomic_load(&p->filled);
+    if (!p->tried) {
+        p->tried = 1;
+        p->running = pthread_create(&p->th, NULL, printer, p) == 0;
+    }
+    if (!p->running) { /* no printer thread: print here */
+        for (uint32_t i = 0; i < p->cur; i++)
+            print_line(p->t, &p->b[k % NBATCH][i]);
+        p->cur = 0;
+        return;
+    }
+    p->n[k % NBATCH] = p->cur;
+    atomic_store(&p->filled, k + 1);
+    pipe_wake(p);
+    p->cur = 0;
+    p->slot = (uint32_t)((k + 1) % NBATCH);
+    pipe_wait(p, have_room);
+}
+
+static void pipe_put(struct pipe *p, const tt_event *ev)
+{
+    line_of(&p->b[p->slot][p->cur], ev);
+    if (++p->cur == BATCH)
+        pipe_hand_over(p);
+}
+
+/* Prints what is left, stops the printer and frees the ring. */
+static void pipe_finish(struct pipe *p)
+{
+    if (p->b == NULL)
+        return;
+    if (p->running) {
+        if (p->cur)
+            pipe_hand_over(p);
+        atomic_store(&p->done, 1);
+        pipe_wake(p);
+        pthread_join(p->th, NULL);
+    } else {
+        for (uint32_t i = 0; i < p->cur; i++)
+            print_line(p->t, &p->b[0][i]);
+        out_flush();
+    }
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p->b);
+    p->b = NULL;
 }
 
 static void print_event_json(const tool_trace *t, const tt_event *ev)
@@ -272,7 +535,7 @@ static void print_event_json(const tool_trace *t, const tt_event *ev)
 /* ---- the merge ---- */
 
 struct merge {
-    tt_event *heads;   /* heads[c]: the peeked head of cursor c, valid while it is in the heap */
+    const tt_event **heads; /* heads[c]: cursor c's peeked head (the reader's), while in the heap */
     uint32_t *heap;    /* cursor numbers, heap-ordered by their heads */
     uint32_t len;
 };
@@ -280,7 +543,7 @@ struct merge {
 /* The total order of a recording: (time, thread, seq). */
 static int head_before(const struct merge *mg, uint32_t a, uint32_t b)
 {
-    const tt_event *x = &mg->heads[a], *y = &mg->heads[b];
+    const tt_event *x = mg->heads[a], *y = mg->heads[b];
     if (x->time != y->time)
         return x->time < y->time;
     if (x->tp.thread != y->tp.thread)
@@ -326,7 +589,7 @@ static int load_head(tool_trace *t, struct merge *mg, uint32_t c, tt_error_info 
     int rc;
     /* @err was initialized once: the reader fills it on a failure, and a failure ends the
      * dump, so it never needs clearing between events */
-    rc = tt_reader_peek(t->r, c, &mg->heads[c], err);
+    rc = tt_reader_peek_ref(t->r, c, &mg->heads[c], err);
     if (rc == TT_OK) {
         mg->heap[mg->len] = c;
         sift_up(mg, mg->len++);
@@ -477,11 +740,13 @@ static int dump(tool_trace *t, const struct filter *flt)
                    flt->thread, ncur);
         return TOOL_EXIT_USAGE;
     }
+    struct pipe pp = {0};
     mg.heads = calloc(ncur ? ncur : 1, sizeof *mg.heads);
     mg.heap = calloc(ncur ? ncur : 1, sizeof *mg.heap);
-    if (mg.heads == NULL || mg.heap == NULL) {
+    if (mg.heads == NULL || mg.heap == NULL || (!flt->json && pipe_init(&pp, t) != 0)) {
         free(mg.heads);
         free(mg.heap);
+        pipe_finish(&pp);
         tool_error("%s: out of memory for %" PRIu32 " cursors", t->path, ncur);
         return TOOL_EXIT_SYSTEM;
     }
@@ -495,6 +760,7 @@ static int dump(tool_trace *t, const struct filter *flt)
     if (st.use == NULL) {
         free(mg.heads);
         free(mg.heap);
+        pipe_finish(&pp);
         tool_error("%s: out of memory", t->path);
         return TOOL_EXIT_SYSTEM;
     }
@@ -522,6 +788,7 @@ static int dump(tool_trace *t, const struct filter *flt)
             free(mg.heads);
             free(mg.heap);
             free(st.use);
+            pipe_finish(&pp);
             tt_index_close(ix);
             return tool_report(t->path, "seeking", rc, &err);
         }
@@ -538,7 +805,7 @@ static int dump(tool_trace *t, const struct filter *flt)
     tool_progress_begin("dump: reading events", 0);
     while (rc == TT_OK && mg.len > 0 && printed < flt->count) {
         uint32_t c = mg.heap[0];
-        const tt_event *ev = &mg.heads[c];
+        const tt_event *ev = mg.heads[c];
         int show = 1;
         if (seeking) {
             if (ev->time < st.skip_before_time || ev->tp.seq < st.skip_seq) {
@@ -557,7 +824,7 @@ static int dump(tool_trace *t, const struct filter *flt)
             if (flt->json)
                 print_event_json(t, ev);
             else
-                print_event_text(t, ev);
+                pipe_put(&pp, ev);
             printed++;
         }
         read++;
@@ -571,7 +838,8 @@ static int dump(tool_trace *t, const struct filter *flt)
         if (rc == TT_E_END)
             rc = TT_OK;
     }
-    out_flush();
+    if (!flt->json)
+        pipe_finish(&pp);
     tool_progress_end();
     free(mg.heads);
     free(mg.heap);

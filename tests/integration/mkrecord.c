@@ -96,6 +96,12 @@ static void hex(char *dst, const void *data, size_t len)
     dst[2 * n] = '\0';
 }
 
+/* Names of three lengths, for the three ways a text dump copies a name into its line: up to 32
+ * bytes in one fixed-size copy, longer in a copy of its length, and longer than the line's room
+ * (1024 bytes) field by field through stdio. */
+static const char site_alloc_name[] = "site.alloc.a.name.longer.than.32.bytes";
+static char site_step_name[1300]; /* "site.step.10.13.16...", 1200 bytes and more */
+
 static const char *name_of(uint32_t id)
 {
     if (id == fn_main)
@@ -107,9 +113,9 @@ static const char *name_of(uint32_t id)
     if (id == site_loop)
         return "site.loop";
     if (id == site_alloc)
-        return "site.alloc";
+        return site_alloc_name;
     if (id == site_step)
-        return "site.step";
+        return site_step_name;
     return NULL;
 }
 
@@ -119,7 +125,7 @@ static void expect_event(struct expect *e, unsigned thread, const char *kind, ui
                    uint32_t site, int64_t arg, const void *addr, const char *dir,
                    const void *payload, int64_t len)
 {
-    char buf[512], pv[2 * PREVIEW + 1];
+    char buf[2048], pv[2 * PREVIEW + 1];
     int n = snprintf(buf, sizeof buf, "{\"thread\":%u,\"kind\":\"%s\"", thread, kind);
     if (function != 0)
         n += snprintf(buf + n, sizeof buf - (size_t)n,
@@ -281,8 +287,11 @@ int main(int argc, char **argv)
     check("intern", tt_intern(session, TT_OBJ_FUNCTION, "compute", &fn_compute));
     check("intern", tt_intern(session, TT_OBJ_FUNCTION, "worker_step", &fn_step));
     check("intern", tt_intern(session, TT_OBJ_SITE, "site.loop", &site_loop));
-    check("intern", tt_intern(session, TT_OBJ_SITE, "site.alloc", &site_alloc));
-    check("intern", tt_intern(session, TT_OBJ_SITE, "site.step", &site_step));
+    check("intern", tt_intern(session, TT_OBJ_SITE, site_alloc_name, &site_alloc));
+    int len = snprintf(site_step_name, sizeof site_step_name, "site.step.");
+    while (len < 1200)
+        len += snprintf(site_step_name + len, sizeof site_step_name - (size_t)len, "%d.", len);
+    check("intern", tt_intern(session, TT_OBJ_SITE, site_step_name, &site_step));
     check("enter main_loop", TT_ENTER(session, fn_main));
     expect_event(&expect_main, 0, "enter", fn_main, 0, -1, NULL, NULL, NULL, -1);
 
