@@ -458,6 +458,57 @@ static void trace_partial(void)
     free(partial);
 }
 
+/* A chunk seed for the chunk target: one thread, one chunk of a loop's enters and exits whose
+ * time steps straddle 63 ticks, so one-byte short tags and two-byte events alternate at random
+ * (as on a machine whose clock read takes about 60 ticks). Among them, rarer forms that the
+ * readers' fast paths must hand to the general decoder: a step above 127 (a two-byte varint),
+ * and a full tag naming its function. The thread's last time is the sum of the steps, so the
+ * seed is a valid trace. */
+static void chunk_mixed_steps(void)
+{
+    struct bytes body = { 0 }, b = { 0 };
+    uint64_t time = 0, x = 0x2545F4914F6CDD1Du;
+    uint32_t count = 0;
+    for (int i = 0; i < 3000; i++, count++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        unsigned exit = i & 1, r = (unsigned)(x % 1000), step = 40 + (unsigned)(x >> 32) % 50;
+        if (i == 0 || r < 5) {
+            put_u8(&body, (uint8_t)(exit ? TT_EV_EXIT : TT_EV_ENTER)); /* full tag, function 1 */
+            put_u8(&body, (uint8_t)step);
+            put_u8(&body, 1);
+        } else if (r < 10) {
+            step = 128 + step; /* a varint step of two bytes */
+            put_u8(&body, (uint8_t)((exit ? TT_EV_EXIT : TT_EV_ENTER) | TT_TAG_FSAME));
+            put_u8(&body, (uint8_t)(0x80 | (step & 0x7F)));
+            put_u8(&body, (uint8_t)(step >> 7));
+        } else if (step <= TT_TAG_SHORT_STEP) {
+            put_u8(&body, (uint8_t)(TT_TAG_SHORT | (exit ? TT_TAG_SHORT_EXIT : 0) | step));
+        } else {
+            put_u8(&body, (uint8_t)((exit ? TT_EV_EXIT : TT_EV_ENTER) | TT_TAG_FSAME));
+            put_u8(&body, (uint8_t)step);
+        }
+        time += step;
+    }
+    put_u8(&b, 0);          /* ctl */
+    put_u8(&b, 0);          /* one thread */
+    put_u32(&b, 0);         /* largest event */
+    put_u32(&b, 0);         /* largest split */
+    put_u64(&b, 0);         /* payload bytes */
+    put_u64(&b, time);      /* thread 0's last time */
+    uint8_t h[TT_CHUNK_HEADER] = { 0 };
+    tt_put32(h + 8, (uint32_t)body.len); /* body length */
+    tt_put32(h + 12, 0);                 /* thread */
+    tt_put64(h + 16, 0);                 /* first sequence number */
+    tt_put32(h + 24, count);             /* events */
+    put(&b, h, sizeof h);
+    put(&b, body.p, body.len);
+    write_seed("chunk", "mixed-steps", b.p, b.len, NULL, 0);
+    free(body.p);
+    free(b.p);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -474,5 +525,6 @@ int main(int argc, char **argv)
     trace_empty();
     trace_incomplete();
     trace_partial();
+    chunk_mixed_steps();
     return 0;
 }
