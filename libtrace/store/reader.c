@@ -1255,18 +1255,22 @@ static int skim_chunk(tt_reader *r, struct tt_cursor *c, uint64_t *events, tt_er
     uint64_t time = c->prev_time, payload = 0, largest = r->largest_event, n = 0;
     const uint64_t max_event = r->m.largest_event;
     const bool cont_out = (c->h.flags & TT_CF_CONT_OUT) != 0;
-    unsigned cooldown = 0;
+    unsigned cooldown = 0, backoff = 1;
     while (left > 1 || (left == 1 && !cont_out)) {
-        /* a loop's enters and exits, eight bytes at a time (see "verify's window decoder");
-         * where a window could not start, the next 8 events do not try again (a tree of calls
-         * to different functions has no such runs, and each try costs) */
+        /* a loop's enters and exits, eight bytes at a time (see "verify's window decoder").
+         * Where a window cannot start, the events after it wait before the next try, 1, 2, 4
+         * ... up to 64 events: a rare longer event in a loop costs one event on the slower
+         * paths, a tree of calls to changing functions (no runs at all) few tries. */
         if (left > 9 && !cooldown) {
             uint32_t k = skim_windows(&p, end, left, &time);
             left -= k;
             n += k;
-            if (k)
+            if (k) {
+                backoff = 1;
                 continue;
-            cooldown = 8;
+            }
+            cooldown = backoff;
+            backoff = backoff < 64 ? 2 * backoff : 64;
         } else if (cooldown) {
             cooldown--;
         }
