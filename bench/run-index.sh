@@ -45,8 +45,11 @@ echo "build:   $(meson introspect --buildoptions "$build" 2>/dev/null | python3 
 echo
 
 # wall milliseconds and peak RSS (KiB, from /usr/bin/time: the command's own, not a parent's
-# carried over an exec) of one command; its stdout goes to $1
+# carried over an exec) of one command; its stdout goes to $1. A sync first, untimed: the 500 MB
+# the 10^8 recording just wrote is otherwise written back during the first queries, by kernel
+# threads that take the second core (a text dump prints on a second thread).
 measure() {
+    sync
     python3 - "$@" <<'PY'
 import subprocess, sys, time
 out, cmd = sys.argv[1], sys.argv[2:]
