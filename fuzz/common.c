@@ -358,6 +358,7 @@ static void thread_pass(const tt_source *src, const tt_reader_limits *lim, const
     if (rca == TT_OK) {
         uint32_t n = tt_reader_manifest(a)->thread_count;
         uint64_t count[FZ_THREADS] = { 0 }, hash[FZ_THREADS] = { 0 };
+        uint32_t last_fn[FZ_THREADS] = { 0 }; /* function of each cursor's last event */
         int end[FZ_THREADS];
         int expect_kind[FZ_THREADS];
         uint32_t live = n;
@@ -377,6 +378,15 @@ static void thread_pass(const tt_source *src, const tt_reader_limits *lim, const
                               "cursor %u, it is %u", expect_kind[t], t, ev.kind);
                 expect_kind[t] = -1;
                 uint64_t seqno, time;
+                if (rc != TT_OK && rc != TT_E_END) {
+                    /* what the decoder refuses, the matcher must not take: an enter or exit
+                     * of the function before (the only kind a short tag can be) */
+                    FZ_ASSERT(!tt_reader_match_fn_(b, t, TT_EV_ENTER, last_fn[t], &seqno, &time) &&
+                                  !tt_reader_match_fn_(b, t, TT_EV_EXIT, last_fn[t], &seqno, &time),
+                              "match_fn on cursor %u takes an event next refuses (%d)", t, rc);
+                }
+                if (rc == TT_OK)
+                    last_fn[t] = ev.sp.function;
                 if (rc == TT_OK && (ev.kind == TT_EV_ENTER || ev.kind == TT_EV_EXIT) &&
                     tt_reader_match_fn_(b, t, ev.kind, ev.sp.function, &seqno, &time)) {
                     FZ_ASSERT(seqno == ev.tp.seq && time == ev.time,

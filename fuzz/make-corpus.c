@@ -509,6 +509,43 @@ static void chunk_mixed_steps(void)
     free(b.p);
 }
 
+/* A chunk whose header claims more events than its bytes hold, ending in the one-byte tag of a
+ * two-byte enter: its step would be the first byte after the chunk. The decoder refuses it;
+ * replay's matcher must too, without reading that byte. A longer chunk of the same thread comes
+ * first, so the byte after the short one in the cursor's buffer is a leftover below 0x80, a
+ * step the matcher would take. */
+static void chunk_count_past_bytes(void)
+{
+    static const uint8_t first[] = {
+        TT_EV_ENTER, 1, 1, /* enter of function 1, step 1; then five of the same, step 1 */
+        TT_EV_ENTER | TT_TAG_FSAME, 1, TT_EV_ENTER | TT_TAG_FSAME, 1, TT_EV_ENTER | TT_TAG_FSAME, 1,
+        TT_EV_ENTER | TT_TAG_FSAME, 1, TT_EV_ENTER | TT_TAG_FSAME, 1,
+    };
+    static const uint8_t second[] = {
+        TT_EV_ENTER, 1, 1,          /* enter of function 1, step 1 */
+        TT_EV_ENTER | TT_TAG_FSAME, /* enter of the same function: its step is missing */
+    };
+    struct bytes b = { 0 };
+    put_u8(&b, 0);     /* ctl */
+    put_u8(&b, 0);     /* one thread */
+    put_u32(&b, 0);    /* largest event */
+    put_u32(&b, 0);    /* largest split */
+    put_u64(&b, 0);    /* payload bytes */
+    put_u64(&b, 8);    /* thread 0's last time, had the second chunk been whole */
+    uint8_t h[TT_CHUNK_HEADER] = { 0 };
+    tt_put32(h + 8, sizeof first);
+    tt_put32(h + 24, 6);
+    put(&b, h, sizeof h);
+    put(&b, first, sizeof first);
+    tt_put32(h + 8, sizeof second);
+    tt_put64(h + 16, 6); /* first sequence number */
+    tt_put32(h + 24, 3); /* events: one more than the bytes hold */
+    put(&b, h, sizeof h);
+    put(&b, second, sizeof second);
+    write_seed("chunk", "count-past-bytes", b.p, b.len, NULL, 0);
+    free(b.p);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -526,5 +563,6 @@ int main(int argc, char **argv)
     trace_incomplete();
     trace_partial();
     chunk_mixed_steps();
+    chunk_count_past_bytes();
     return 0;
 }

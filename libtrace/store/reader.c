@@ -1042,7 +1042,10 @@ bool tt_reader_match_fn_(tt_reader *r, uint32_t cursor, uint8_t kind, uint32_t f
                          uint64_t *seq, uint64_t *time)
 {
     struct tt_cursor *c = &r->cursors[cursor];
-    if (TT_UNLIKELY(c->peeked || c->left <= 1 || !c->loaded))
+    /* two bytes left at least: a valid chunk has them (this event and one after it), and a
+     * hostile one whose count claims more events than its bytes hold goes to decode(), which
+     * says so; both paths below read p[1] */
+    if (TT_UNLIKELY(c->peeked || c->left <= 1 || !c->loaded || c->end - c->p < 2))
         return false;
     const uint8_t *p = c->p;
     uint8_t tag = p[0];
@@ -1050,7 +1053,7 @@ bool tt_reader_match_fn_(tt_reader *r, uint32_t cursor, uint8_t kind, uint32_t f
     uint32_t fn = c->prev_fn;
     /* A loop's events: a short tag or a two-byte event of the same function. Which of the two
      * comes next is random where the steps straddle 63 ticks, so the choice is made without a
-     * branch. p[1] exists: left > 1, and every event has a byte. */
+     * branch. */
     {
         uint8_t b1 = p[1];
         uint8_t want_short = (uint8_t)(TT_TAG_SHORT | (kind == TT_EV_EXIT ? TT_TAG_SHORT_EXIT : 0));
