@@ -17,6 +17,7 @@
  */
 #include "tool.h"
 
+#include <assert.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -216,12 +217,14 @@ static void names_free(void)
 static void put_name(char **o, const char *end, const tool_trace *t, uint32_t id)
 {
     const struct name_slot *sl = id ? name_of(t, id) : NULL;
+    /* *o may be one past end: a first name that filled the room to end, then its space */
+    size_t room = *o < end ? (size_t)(end - *o) : 0;
     if (id == 0) {
         *(*o)++ = '-';
-    } else if (sl && sl->len <= NAME_COPY) { /* *o <= end: the line has room after end */
+    } else if (sl && sl->len <= NAME_COPY) { /* *o <= end + 1, and the line has 160 after end */
         memcpy(*o, sl->text, NAME_COPY);
         *o += sl->len;
-    } else if (sl && sl->len <= (size_t)(end - *o)) {
+    } else if (sl && sl->len <= room) {
         put(o, sl->text, sl->len);
     } else {
         *o = NULL; /* a name longer than the room left (or no memory): the caller's slow path */
@@ -340,6 +343,7 @@ static void print_line(const tool_trace *t, const struct line *ev)
             put(&o, "..", 2);
     }
     *o++ = '\n';
+    assert(o - line <= OUT_LINE); /* the room the line was promised */
     pr.out_len = (size_t)(o - pr.out_buf);
 }
 

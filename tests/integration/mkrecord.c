@@ -102,8 +102,19 @@ static void hex(char *dst, const void *data, size_t len)
 static const char site_alloc_name[] = "site.alloc.a.name.longer.than.32.bytes";
 static char site_step_name[1300]; /* "site.step.10.13.16...", 1200 bytes and more */
 
+/* Function names of 820 to 880 bytes, each recorded once in a safepoint at the 1200-byte site:
+ * a dump line of one of them fills its room (1024 bytes, of which the fields around the names
+ * take up to 160) to the last byte or so with the function name, so the site name must take
+ * the slow path. Which length does depends on the widths of the numbers before it. */
+#define BAND 61
+static uint32_t band_ids[BAND];
+static char band_names[BAND][900];
+
 static const char *name_of(uint32_t id)
 {
+    for (int i = 0; i < BAND; i++)
+        if (band_ids[i] == id && id != 0)
+            return band_names[i];
     if (id == fn_main)
         return "main_loop";
     if (id == fn_compute)
@@ -125,7 +136,7 @@ static void expect_event(struct expect *e, unsigned thread, const char *kind, ui
                    uint32_t site, int64_t arg, const void *addr, const char *dir,
                    const void *payload, int64_t len)
 {
-    char buf[2048], pv[2 * PREVIEW + 1];
+    char buf[4096], pv[2 * PREVIEW + 1];
     int n = snprintf(buf, sizeof buf, "{\"thread\":%u,\"kind\":\"%s\"", thread, kind);
     if (function != 0)
         n += snprintf(buf + n, sizeof buf - (size_t)n,
@@ -304,6 +315,17 @@ int main(int argc, char **argv)
     record_main();
     pthread_join(th, NULL);
     pthread_barrier_destroy(&start);
+    for (int i = 0; i < BAND; i++) {
+        size_t nlen = 820 + (size_t)i;
+        memset(band_names[i], 'a' + i % 26, nlen);
+        snprintf(band_names[i], 16, "band%d_", i); /* distinct names; the NUL is overwritten */
+        band_names[i][strlen(band_names[i])] = 'x';
+        band_names[i][nlen] = '\0';
+        check("intern", tt_intern(session, TT_OBJ_FUNCTION, band_names[i], &band_ids[i]));
+        check("safepoint", TT_SAFEPOINT(session, band_ids[i], site_step));
+        expect_event(&expect_main, 0, "safepoint", band_ids[i], site_step, -1, NULL, NULL, NULL,
+                     -1);
+    }
 
     check("exit main_loop", TT_EXIT(session, fn_main));
     expect_event(&expect_main, 0, "exit", fn_main, 0, -1, NULL, NULL, NULL, -1);
