@@ -630,6 +630,12 @@ struct start {
     unsigned char *use;  /* per cursor: 1 = take part (0: no events from the start on) */
 };
 
+/* ceil(@a / @b), @b >= 1, without wrapping: a hostile file's seek step can be 2^64 - 1 */
+static uint64_t ceil_div_(uint64_t a, uint64_t b)
+{
+    return a / b + (a % b != 0);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -674,13 +680,13 @@ static int find_start(tool_trace *t, tt_index *ix, const struct filter *flt, str
         /* every entry time is a candidate T */
         uint64_t total = 0, *times, m = 0, n_entries;
         for (uint32_t th = 0; th < n; th++)
-            total += (tt_reader_thread(t->r, th)->event_count + k - 1) / k;
+            total += ceil_div_(tt_reader_thread(t->r, th)->event_count, k);
         times = malloc((total + 1) * sizeof *times);
         if (times == NULL)
             return TT_E_NOMEM;
         times[m++] = 0;
         for (uint32_t th = 0; th < n; th++) {
-            n_entries = (tt_reader_thread(t->r, th)->event_count + k - 1) / k;
+            n_entries = ceil_div_(tt_reader_thread(t->r, th)->event_count, k);
             for (uint64_t j = 0; j < n_entries; j++) {
                 tt_timepoint_entry e;
                 if ((rc = tt_index_seek_seq(ix, th, j * k, &e, err)) != TT_OK) {

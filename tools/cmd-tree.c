@@ -106,6 +106,7 @@ static void print_frame(struct ctx *c, const tt_frame *f, uint32_t level)
 static int climb(struct ctx *c, uint32_t th, uint64_t x, uint32_t depth, tt_frame *f)
 {
     int rc;
+    const uint64_t from = x;
     for (;;) {
         if ((rc = tt_index_frame(c->ix, th, x, f, &c->err)) != TT_OK)
             return rc;
@@ -122,7 +123,7 @@ static int climb(struct ctx *c, uint32_t th, uint64_t x, uint32_t depth, tt_fram
         c->err.offset = UINT64_MAX;
         snprintf(c->err.message, sizeof c->err.message, "%s: frame %" PRIu64 " of thread %"
                  PRIu32 " has no ancestor at depth %" PRIu32 ": the frame table is damaged",
-                 c->t->path, x, th, depth);
+                 c->t->path, from, th, depth);
         return TT_E_CORRUPT;
     }
     return TT_OK;

@@ -74,6 +74,13 @@ struct ahdr {
     uint64_t pad_;
 };
 
+/* ceil(@a / @b) for @b >= 1, without the overflow of (a + b - 1) / b: a file's counts and steps
+ * can be anything up to 2^64 - 1 */
+static inline uint64_t ceil_div(uint64_t a, uint64_t b)
+{
+    return a / b + (a % b != 0);
+}
+
 static void *ix_realloc(tt_index *ix, void *p, size_t n)
 {
     struct ahdr *h = p ? (struct ahdr *)p - 1 : NULL;
@@ -271,8 +278,8 @@ static int parse_directory(tt_index *ix, const uint8_t *body, uint64_t len, uint
         GETV(crashed, "a thread's crash flag");
         GETV(t->nblocks, "a thread's block count");
         BAD(t->info.frames > te->event_count || t->info.children >= t->info.frames + !t->info.frames ||
-            depth > t->info.frames || crashed > 1 ||
-            t->nblocks != (t->info.frames + ix->block_rows - 1) / ix->block_rows,
+            depth > t->info.frames || depth > UINT32_MAX || crashed > 1 ||
+            t->nblocks != ceil_div(t->info.frames, ix->block_rows),
             "%s: directory entry of thread %u is inconsistent (%" PRIu64 " frames, %" PRIu64
             " children, %" PRIu64 " blocks, %" PRIu64 " events)", nm, i, t->info.frames,
             t->info.children, t->nblocks, te->event_count);
@@ -312,9 +319,12 @@ static int parse_directory(tt_index *ix, const uint8_t *body, uint64_t len, uint
             uint64_t n;
             GETV(v, "a block list offset");
             GETV(n, "a block list count");
+            /* FORMAT.md §14.9: TT_BLOCK_LIST blocks a list, fewer only in the thread's last;
+             * so a lookup's window is at most TT_BLOCK_LIST * 16 bytes */
             BAD(v > m->data_end || loff + v < m->data_offset ||
                 loff + v > m->data_end - TT_CHUNK_HEADER || (l && v == 0) || n == 0 ||
-                n > t->nblocks - b,
+                n > t->nblocks - b || n > TT_BLOCK_LIST ||
+                (l + 1 < nlists && n != TT_BLOCK_LIST),
                 "%s: block list %" PRIu64 " of thread %u (offset %" PRIu64 ", %" PRIu64
                 " blocks) is invalid", nm, l, i, loff + v, n);
             loff += v;
@@ -334,7 +344,7 @@ static int parse_directory(tt_index *ix, const uint8_t *body, uint64_t len, uint
     uint64_t want = 0;
     for (uint32_t i = 0; i < nthreads; i++) {
         uint64_t ev = tt_reader_thread(ix->r, i)->event_count;
-        want += (ev + ix->seek_every - 1) / ix->seek_every;
+        want += ceil_div(ev, ix->seek_every);
     }
     GETV(ix->nseek, "the seek entry count");
     BAD(ix->nseek != want, "%s: the seek index has %" PRIu64 " entries, the thread table needs %"
@@ -382,8 +392,7 @@ static int scan_seek(tt_index *ix, const tt_reader_limits *lim, bool store, tt_e
     for (uint32_t t = 0; t < ix->nthreads; t++) {
         struct ithread *it = &ix->threads[t];
         it->seek_first = first;
-        it->seek_n = (tt_reader_thread(ix->r, t)->event_count + ix->seek_every - 1) /
-                     ix->seek_every;
+        it->seek_n = ceil_div(tt_reader_thread(ix->r, t)->event_count, ix->seek_every);
         it->seek_next = 0;
         it->seek_time = 0;
         first += it->seek_n; /* the directory's entry count was checked against this sum */
@@ -544,6 +553,7 @@ static int load_summary(tt_index *ix, const tt_reader_limits *lim, tt_error_info
         bool ok = true;
         for (int j = 0; j < 8 && ok; j++)
             ok = tt_get_varint(&p, end, &v[j]) == 0;
+        ok = ok && v[0] <= UINT32_MAX - fn; /* no wrap: rows are in increasing function order */
         fn += ok ? v[0] : 0;
         if (!ok || (i && v[0] == 0) || fn > UINT32_MAX || v[1] == 0 || v[3] > v[2] ||
             v[5] > v[2] || v[4] > UINT32_MAX || v[6] >= ix->nthreads ||
@@ -892,7 +902,8 @@ static int thread_seek(tt_index *ix, tt_thread_id thread, const tt_timepoint_ent
                        uint64_t *n, tt_error_info *err)
 {
     if (!ix || thread >= ix->nthreads || ix->threads[thread].seek_n == 0)
-        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "thread %u has no events", thread);
+        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "%s: thread %u has no events",
+                       ix ? ix->src->name : "(no index)", thread);
     int rc = ensure_seek(ix, err);
     if (rc != TT_OK)
         return rc;
