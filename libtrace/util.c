@@ -22,28 +22,67 @@ bool tt_ticks_are_tsc(void)
 #endif
 }
 
-/* The TSC rate is measured against CLOCK_MONOTONIC between two points, and stored in every
+/* The TSC rate is measured against CLOCK_BOOTTIME between two points, and stored in every
  * manifest so readers can turn ticks into time. A recording takes the first point at open and
  * the second at close, so the rate is measured over the whole run (the longer, the closer);
  * at least @min_ns apart, so a very short run waits out the rest. Invariant TSCs (every x86-64
- * CPU of the last decade) tick at a constant rate whatever the frequency scaling. */
+ * CPU of the last decade) tick at a constant rate whatever the frequency scaling, and on
+ * through s2idle, which CLOCK_BOOTTIME counts and CLOCK_MONOTONIC does not.
+ *
+ * Each point is a tick read between two clock reads, taken again (up to 8 times) while an
+ * interrupt stretched the two apart by more than 2 us: one 10 us interruption of a 0.2 ms
+ * interval would skew the rate by 5%. */
+static uint64_t boot_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void calib_point(uint64_t *ns, uint64_t *ticks)
+{
+    for (int i = 0; i < 8; i++) {
+        uint64_t a = boot_ns();
+        *ticks = tt_ticks();
+        uint64_t b = boot_ns();
+        *ns = a + (b - a) / 2;
+        if (b - a <= 2000)
+            return;
+    }
+}
+
 void tt_calib_begin(struct tt_calib *c)
 {
-    c->ns0 = tt_mono_ns();
-    c->t0 = tt_ticks();
+    calib_point(&c->ns0, &c->t0);
+}
+
+/* The rate between @c's point and one taken now (at least @min_ns later); 0 when it makes no
+ * sense: fewer ticks than before (the ticks of another core behind this one's, a TSC reset by
+ * a deep suspend) or a rate outside 1 .. 2^64. */
+static uint64_t calib_rate(const struct tt_calib *c, uint64_t min_ns)
+{
+    uint64_t n1, t1;
+    do {
+        calib_point(&n1, &t1);
+    } while (n1 - c->ns0 < min_ns);
+    if (t1 <= c->t0)
+        return 0;
+    double r = (double)(t1 - c->t0) * 1e9 / (double)(n1 - c->ns0);
+    return r >= 1.0 && r < 18446744073709549568.0 ? (uint64_t)r : 0;
 }
 
 uint64_t tt_calib_end(const struct tt_calib *c, uint64_t min_ns)
 {
     if (!tt_ticks_are_tsc())
         return 1000000000u;
-    uint64_t n1, t1;
-    do {
-        n1 = tt_mono_ns();
-        t1 = tt_ticks();
-    } while (n1 - c->ns0 < min_ns);
-    uint64_t v = (uint64_t)((double)(t1 - c->t0) * 1e9 / (double)(n1 - c->ns0));
-    return v ? v : 1;
+    uint64_t v = calib_rate(c, min_ns);
+    if (v == 0) { /* measure here and now instead, on this thread alone */
+        struct tt_calib here;
+        tt_calib_begin(&here);
+        v = calib_rate(&here, min_ns);
+    }
+    return v ? v : 1000000000u; /* a clock that never moves forward: ticks taken as ns */
 }
 
 struct bid_search {
