@@ -95,6 +95,7 @@ struct tt_intern_table {
     uint32_t *slots;         /* open addressing: id or 0 */
     uint32_t slots_cap;
     uint32_t base_count;     /* replay: objects that came from the recording */
+    uint32_t base_functions; /* replay: of those, the functions (TT_OBJ_FUNCTION) */
 };
 
 /* ---- thread buffers and threads ---- */

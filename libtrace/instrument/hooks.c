@@ -13,16 +13,33 @@
  * names, so recorded and live ids compare.
  */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
 #include "instrument/runtime.h"
 
-#define FN_CAP (1u << 16)
-/* Functions the hooks name, in either mode; the rest go unrecorded (record: the encoder drops
- * their events; replay: the hooks skip them). Half the table, so a probe stays short. */
+#define FN_BITS 16
+#define FN_CAP (1u << FN_BITS)
+/* Functions the hooks name while recording, the first ones the swapper meets; the rest go
+ * unrecorded (the encoder drops their events). Replay replays the functions the recording
+ * named, whatever order they are called in now (see insert). Also the most entries either map
+ * holds: half the table, so a probe stays short and always meets an empty slot. */
 #define FN_MAX (FN_CAP / 2)
+
+/* Record: functions named so far by either map (the swapper's, and the callers' map for the
+ * rare address at or above TT_RAW_ADDR_END), so that both together stop at FN_MAX. */
+static _Atomic uint32_t fn_named;
+
+static bool claim_name(void)
+{
+    if (atomic_fetch_add_explicit(&fn_named, 1, memory_order_relaxed) < FN_MAX)
+        return true;
+    atomic_fetch_sub_explicit(&fn_named, 1, memory_order_relaxed);
+    return false;
+}
 
 /* ---------------------------------------------------------------- record: the swapper's map */
 
@@ -34,23 +51,25 @@ struct addr_slot {
 static struct addr_slot addr_map[FN_CAP];
 static uint32_t addr_used;
 
-static inline uint32_t slot_of(uint64_t a)
+/* The home slot of address @a in a table of 2^@bits slots: the top bits of a multiplicative
+ * hash (Fibonacci hashing). */
+static inline uint32_t slot_of(uint64_t a, unsigned bits)
 {
-    return (uint32_t)((a >> 4) * 0x9E3779B97F4A7C15ull >> 48) & (FN_CAP - 1);
+    return (uint32_t)((a >> 4) * 0x9E3779B97F4A7C15ull >> (64 - bits));
 }
 
 /* Swapper (or whoever encodes: encoding is never concurrent): address -> interned id, 0 for
  * functions past FN_MAX. Called with the encoder's guard held. */
 static uint32_t resolve_addr(tt_session *s, uint64_t a)
 {
-    uint32_t h = slot_of(a);
+    uint32_t h = slot_of(a, FN_BITS);
     for (uint32_t n = 0; n < FN_CAP; n++, h = (h + 1) & (FN_CAP - 1)) {
         if (addr_map[h].addr == a)
             return addr_map[h].id;
         if (addr_map[h].addr == 0)
             break;
     }
-    if (addr_used >= FN_MAX || addr_map[h].addr != 0)
+    if (addr_used >= FN_MAX || addr_map[h].addr != 0 || !claim_name())
         return 0;
     char name[512];
     tt_symbolize((uintptr_t)a, name, sizeof name);
@@ -74,7 +93,11 @@ struct fn_slot {
     _Atomic uint32_t id;
 };
 
-static struct fn_slot fn_map[FN_CAP];
+/* Twice the swapper's table: in replay it holds the recording's functions (up to FN_MAX) and
+ * as many again that the recording never named (skipped or diverging), before it is full. */
+#define CALL_CAP (2 * FN_CAP)
+#define CALL_MAX (CALL_CAP / 2)
+static struct fn_slot fn_map[CALL_CAP];
 static uint32_t fn_used;
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -82,8 +105,8 @@ static uint32_t insert(tt_session *s, uintptr_t a)
 {
     uint32_t id = 0;
     pthread_mutex_lock(&map_lock);
-    uint32_t h = slot_of(a);
-    for (uint32_t n = 0; n < FN_CAP; n++, h = (h + 1) & (FN_CAP - 1)) {
+    uint32_t h = slot_of(a, FN_BITS + 1);
+    for (uint32_t n = 0; n < CALL_CAP; n++, h = (h + 1) & (CALL_CAP - 1)) {
         uintptr_t k = atomic_load_explicit(&fn_map[h].addr, memory_order_relaxed);
         if (k == a) {
             id = atomic_load_explicit(&fn_map[h].id, memory_order_relaxed);
@@ -91,12 +114,23 @@ static uint32_t insert(tt_session *s, uintptr_t a)
         }
         if (k)
             continue;
-        if (fn_used >= FN_MAX)
-            break; /* as resolve_addr: unnamed, so not replayed */
+        if (fn_used >= CALL_MAX)
+            break; /* the map is full: unnamed (id 0), asked again on the next call */
+        if (s->head.mode == TT_MODE_RECORD && !claim_name()) {
+            id = 0; /* as resolve_addr past FN_MAX: not recorded */
+        } else {
+            char name[512];
+            tt_symbolize(a, name, sizeof name);
+            tt_intern(s, TT_OBJ_FUNCTION, name, &id);
+            /* Replay: a function the recording named has its id, in whatever order the calls
+             * come now. One it never named gets a fresh id, so calling it is a divergence,
+             * unless the recording named FN_MAX functions: then it may be one that recording
+             * dropped at its cap, and it is skipped (id 0) as it was then. */
+            if (s->head.mode != TT_MODE_RECORD && id > s->names.base_count &&
+                s->names.base_functions >= FN_MAX)
+                id = 0;
+        }
         fn_used++;
-        char name[512];
-        tt_symbolize(a, name, sizeof name);
-        tt_intern(s, TT_OBJ_FUNCTION, name, &id);
         atomic_store_explicit(&fn_map[h].id, id, memory_order_relaxed);
         /* release: a reader that sees the address also sees its id */
         atomic_store_explicit(&fn_map[h].addr, a, memory_order_release);
@@ -109,7 +143,7 @@ static uint32_t insert(tt_session *s, uintptr_t a)
 static inline uint32_t fn_id(tt_session *s, void *fn)
 {
     uintptr_t a = (uintptr_t)fn;
-    for (uint32_t h = slot_of(a);; h = (h + 1) & (FN_CAP - 1)) {
+    for (uint32_t h = slot_of(a, FN_BITS + 1);; h = (h + 1) & (CALL_CAP - 1)) {
         uintptr_t k = atomic_load_explicit(&fn_map[h].addr, memory_order_acquire);
         if (TT_LIKELY(k == a))
             return atomic_load_explicit(&fn_map[h].id, memory_order_relaxed);

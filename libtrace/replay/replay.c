@@ -130,6 +130,7 @@ int tt_replayer_open(tt_session *s, tt_error_info *err)
         uint32_t got;
         tt_reader_object(rp->r, id, &e);
         rc = tt_names_intern(&s->names, e.kind, e.name, e.name_len, UINT64_MAX, &got);
+        s->names.base_functions += e.kind == TT_OBJ_FUNCTION;
         if (rc != TT_OK || got != id) {
             rc = tt_fail(err, TT_E_CORRUPT, 0, m.objects_offset,
                          "%s: object %u is a duplicate in the object table", rp->src->name, id);

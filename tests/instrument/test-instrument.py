@@ -3,7 +3,7 @@
 function hooks and a rebuilt program, a crash while recording, fork, and the flaky example.
 
 Usage: test-instrument.py TINYTRACE PRELOAD PROG_CALLS PROG_CALLS_EXTRA PROG_CRASH PROG_FORK FLAKY
-       PROG_CALLS_LINKED PROG_CALLS_LINKED_EXTRA
+       PROG_CALLS_LINKED PROG_CALLS_LINKED_EXTRA PROG_MANY
 Each test runs in its own temporary directory, removed afterwards.
 """
 import json
@@ -14,8 +14,8 @@ import subprocess
 import sys
 import tempfile
 
-TT, PRELOAD, CALLS, CALLS_EXTRA, CRASH, FORK, FLAKY, LINKED, LINKED_EXTRA = map(
-    os.path.abspath, sys.argv[1:10])
+TT, PRELOAD, CALLS, CALLS_EXTRA, CRASH, FORK, FLAKY, LINKED, LINKED_EXTRA, MANY = map(
+    os.path.abspath, sys.argv[1:11])
 ENV = dict(os.environ, TINYTRACE_PRELOAD=PRELOAD)
 failures = []
 passed = 0
@@ -177,7 +177,26 @@ def linked_program_records_into_the_session_tinytrace_configures(d):
     assert plain.returncode == 0 and not os.listdir(d), os.listdir(d)
 
 
+def past_the_function_cap_replay_replays_what_the_recording_named(d):
+    """prog-many (gen-many.py): 33 000 functions on thread A, then g on thread B, which the
+    recording names last (past the cap of 32 768) and the replay meets first."""
+    trace = os.path.join(d, "many.tt")
+    r = run([TT, "record", "-o", trace, "--", MANY])
+    assert r.returncode == 0, f"record: {r.returncode} {r.stderr}"
+    info = json.loads(run([TT, "info", "--json", trace]).stdout)
+    ev = events(trace)
+    named = {e["function"] for e in ev if e["kind"] in ("enter", "exit")}
+    assert "g" not in named, "g was recorded, so the test does not reach the cap"
+    fs = {f for f in named if f and f[0] == "f" and f[1:].isdigit()}
+    assert 32000 < len(fs) < 33000, f"{len(fs)} of the f* functions recorded"
+    assert info["manifest"]["event_count"] == len(ev), "verify the count"
+    ok = run([TT, "replay", trace, "--", MANY])
+    assert ok.returncode == 0, f"replay: {ok.returncode} {ok.stderr[-2000:]}"
+
+
 check("date and python replay their recorded line", date_and_python_replay_their_recorded_line)
+check("past the function cap, replay replays what the recording named",
+      past_the_function_cap_replay_replays_what_the_recording_named)
 check("linked program records into the session TINYTRACE_* configures",
       linked_program_records_into_the_session_tinytrace_configures)
 check("rebuilt program diverges naming both functions and the caller",
