@@ -6,7 +6,8 @@
  * thread's events in program order, the head of each (tt_reader_peek) sits in a binary min-heap
  * keyed by (time, thread, seq), and the smallest head is printed and its cursor advanced. Memory
  * is one chunk buffer per thread (the reader's capacity) plus a heap of thread count entries,
- * and for text the printer thread's ring (320 KiB); time is O(events * log threads).
+ * and for text the ring the printer thread shares (8 batches of 1024 lines and their text,
+ * about 1 MiB); time is O(events * log threads).
  *
  * With --thread N only cursor N is read: within a thread, program order is the recorded order.
  *
@@ -115,27 +116,59 @@ struct seq_text {
     char s[24];
 };
 
-/* Text lines are built straight into one output buffer, written when it is nearly full and at
- * the end (out_flush): a stdio call per line cost a sixth of a dump. Anything else written to
- * stdout flushes it first. */
 #define OUT_LINE 1024 /* room a line is built in; a line that needs more takes the slow path */
-
-/* Everything the printing writes, on cache lines of its own: the reader runs on another thread
- * (see "the printer thread"), and a variable of its own on a line written per printed event
- * would move between the two cores with every event. */
-static struct printer_state {
-    alignas(64) char out_buf[1 << 16];
-    size_t out_len;
-    struct name_slot names[256];
-    struct seq_text seq_texts[64];
-    char kind_text[256][16]; /* by event kind (a uint8_t): its name and a space, zero-padded */
-    uint8_t kind_len[256];   /* its length; 0: not made yet */
-    tool_ns_conv conv;       /* the trace's tick rate */
-} pr;
 
 /* Names are copied with one fixed-size copy (no call to memcpy): a cached name's buffer has
  * NAME_COPY bytes of zeros after the text, and a line has that much room after its fields. */
 #define NAME_COPY 32
+
+/* What one formatting thread keeps (see "the printer thread": two may format at once, each
+ * with its own). Allocated whole, so it shares no cache line with anything else. */
+struct fmt {
+    alignas(64) struct name_slot names[256];
+    struct seq_text seq_texts[64];
+    char kind_text[256][16]; /* by event kind (a uint8_t): its name and a space, zero-padded */
+    uint8_t kind_len[256];   /* its length; 0: not made yet */
+    const tool_trace *t;
+    tool_ns_conv conv; /* the trace's tick rate */
+    int nomem;         /* a line was lost for want of memory */
+};
+
+/* Text being built: lines go to the end; it grows so that a line always has OUT_LINE bytes. */
+struct text {
+    char *p;
+    size_t len, cap;
+};
+
+static int text_reserve(struct text *x, size_t n)
+{
+    if (x->cap - x->len >= n)
+        return 0;
+    size_t cap = x->cap ? x->cap : 1 << 16;
+    while (cap - x->len < n)
+        cap *= 2;
+    char *p = realloc(x->p, cap);
+    if (p == NULL)
+        return -1;
+    x->p = p;
+    x->cap = cap;
+    return 0;
+}
+
+static void text_append(struct text *x, const void *s, size_t n)
+{
+    if (text_reserve(x, n) == 0) {
+        memcpy(x->p + x->len, s, n);
+        x->len += n;
+    }
+}
+
+static void text_write(struct text *x)
+{
+    if (x->len)
+        fwrite(x->p, 1, x->len, stdout);
+    x->len = 0;
+}
 
 static void put(char **o, const void *s, size_t n)
 {
@@ -151,9 +184,9 @@ static inline void put_u64(char **o, uint64_t v)
         *o = tool_fmt_u64(*o, v);
 }
 
-static inline void put_seq(char **o, uint32_t thread, uint64_t seq)
+static inline void put_seq(struct fmt *f, char **o, uint32_t thread, uint64_t seq)
 {
-    struct seq_text *st = &pr.seq_texts[thread & 63];
+    struct seq_text *st = &f->seq_texts[thread & 63];
     char *d = *o;
     if (st->len && st->thread == thread && st->seq + 1 == seq) {
         /* The text as last printed (its bytes were stored a line ago: a wide load right after
@@ -180,9 +213,9 @@ static inline void put_seq(char **o, uint32_t thread, uint64_t seq)
 }
 
 /* The escaped name of object @id, as tool_print_object prints it. */
-static const struct name_slot *name_of(const tool_trace *t, uint32_t id)
+static const struct name_slot *name_of(struct fmt *f, uint32_t id)
 {
-    struct name_slot *sl = &pr.names[id & 255];
+    struct name_slot *sl = &f->names[id & 255];
     if (sl->id == id && sl->text)
         return sl;
     char *text = NULL;
@@ -190,7 +223,7 @@ static const struct name_slot *name_of(const tool_trace *t, uint32_t id)
     FILE *m = open_memstream(&text, &len);
     if (m == NULL)
         return NULL;
-    tool_print_object(m, t->r, id);
+    tool_print_object(m, f->t->r, id);
     if (fclose(m) != 0 || text == NULL) {
         free(text);
         return NULL;
@@ -206,17 +239,29 @@ static const struct name_slot *name_of(const tool_trace *t, uint32_t id)
     return sl;
 }
 
-static void names_free(void)
+static struct fmt *fmt_new(const tool_trace *t)
 {
-    for (size_t i = 0; i < sizeof pr.names / sizeof pr.names[0]; i++) {
-        free(pr.names[i].text);
-        pr.names[i] = (struct name_slot){ 0 };
-    }
+    struct fmt *f = aligned_alloc(64, (sizeof(struct fmt) + 63) / 64 * 64);
+    if (f == NULL)
+        return NULL;
+    memset(f, 0, sizeof *f);
+    f->t = t;
+    tool_ns_conv_init(&f->conv, t->m.ticks_per_sec);
+    return f;
 }
 
-static void put_name(char **o, const char *end, const tool_trace *t, uint32_t id)
+static void fmt_free(struct fmt *f)
 {
-    const struct name_slot *sl = id ? name_of(t, id) : NULL;
+    if (f == NULL)
+        return;
+    for (size_t i = 0; i < sizeof f->names / sizeof f->names[0]; i++)
+        free(f->names[i].text);
+    free(f);
+}
+
+static void put_name(struct fmt *f, char **o, const char *end, uint32_t id)
+{
+    const struct name_slot *sl = id ? name_of(f, id) : NULL;
     /* *o may be one past end: a first name that filled the room to end, then its space */
     size_t room = *o < end ? (size_t)(end - *o) : 0;
     if (id == 0) {
@@ -231,14 +276,21 @@ static void put_name(char **o, const char *end, const tool_trace *t, uint32_t id
     }
 }
 
-
-static void out_flush(void)
+/* A name longer than a line's room, appended whole (the slow path of print_line). */
+static void append_name(struct fmt *f, struct text *x, uint32_t id)
 {
-    if (pr.out_len)
-        fwrite(pr.out_buf, 1, pr.out_len, stdout);
-    pr.out_len = 0;
+    const struct name_slot *sl = id ? name_of(f, id) : NULL;
+    if (id == 0) {
+        text_append(x, "-", 1);
+    } else if (sl) {
+        text_append(x, sl->text, sl->len);
+    } else {
+        char b[16];
+        int n = snprintf(b, sizeof b, "#%" PRIu32, id); /* no memory for the name */
+        text_append(x, b, (size_t)n);
+        f->nomem = 1;
+    }
 }
-
 
 /* What a text line shows of one event, copied out of the reader's buffer (the payload's first
  * bytes included), so that another thread can print it while the reader goes on. */
@@ -269,49 +321,55 @@ static void line_of(struct line *l, const tt_event *ev)
         memcpy(l->pre, ev->payload, n);
 }
 
-static void print_line(const tool_trace *t, const struct line *ev)
+/* Appends @ev's line to @x. */
+static void print_line(struct fmt *f, struct text *x, const struct line *ev)
 {
     static const char digits[] = "0123456789abcdef";
-    if (pr.out_len > sizeof pr.out_buf - OUT_LINE)
-        out_flush();
-    char *line = pr.out_buf + pr.out_len, *o = line;
+    if (text_reserve(x, OUT_LINE) != 0) {
+        f->nomem = 1;
+        return;
+    }
+    char *line = x->p + x->len, *o = line;
     const char *end = line + OUT_LINE - 160; /* the fields other than the names fit in 160 */
 
-    put_seq(&o, ev->thread, ev->seq);
+    put_seq(f, &o, ev->thread, ev->seq);
     *o++ = ' ';
     put_u64(&o, ev->thread);
     *o++ = ' ';
-    put_u64(&o, tool_ns_conv_ns(&pr.conv, ev->time));
+    put_u64(&o, tool_ns_conv_ns(&f->conv, ev->time));
     *o++ = ' ';
     if (ev->kind == TT_EV_IO) {
         const char *d = ev->dir == TT_IO_IN ? "io:in " : ev->dir == TT_IO_OUT ? "io:out " : "io:? ";
         put(&o, d, strlen(d));
     } else {
-        if (!pr.kind_len[ev->kind]) {
+        if (!f->kind_len[ev->kind]) {
             const char *kind = tt_event_kind_name(ev->kind);
             size_t n = strlen(kind);
-            n = n < sizeof pr.kind_text[0] - 1 ? n : sizeof pr.kind_text[0] - 1;
-            memcpy(pr.kind_text[ev->kind], kind, n);
-            pr.kind_text[ev->kind][n] = ' ';
-            pr.kind_len[ev->kind] = (uint8_t)(n + 1);
+            n = n < sizeof f->kind_text[0] - 1 ? n : sizeof f->kind_text[0] - 1;
+            memcpy(f->kind_text[ev->kind], kind, n);
+            f->kind_text[ev->kind][n] = ' ';
+            f->kind_len[ev->kind] = (uint8_t)(n + 1);
         }
-        memcpy(o, pr.kind_text[ev->kind], sizeof pr.kind_text[0]); /* fixed size, as names */
-        o += pr.kind_len[ev->kind];
+        memcpy(o, f->kind_text[ev->kind], sizeof f->kind_text[0]); /* fixed size, as names */
+        o += f->kind_len[ev->kind];
     }
     char *mark = o;
-    put_name(&o, end, t, ev->function);
+    put_name(f, &o, end, ev->function);
     if (o != NULL) {
         *o++ = ' ';
-        put_name(&o, end, t, ev->site);
+        put_name(f, &o, end, ev->site);
     }
     if (o == NULL) {
-        /* a very long name: the slow path, field by field, as before */
-        pr.out_len += (size_t)(mark - line);
-        out_flush();
-        tool_print_object(stdout, t->r, ev->function);
-        fputc(' ', stdout);
-        tool_print_object(stdout, t->r, ev->site);
-        line = o = pr.out_buf;
+        /* a very long name: the names appended whole, then the rest of the line after them */
+        x->len += (size_t)(mark - line);
+        append_name(f, x, ev->function);
+        text_append(x, " ", 1);
+        append_name(f, x, ev->site);
+        if (text_reserve(x, OUT_LINE) != 0) {
+            f->nomem = 1;
+            return;
+        }
+        line = o = x->p + x->len;
     }
     *o++ = ' ';
     put_u64(&o, ev->arg);
@@ -344,39 +402,51 @@ static void print_line(const tool_trace *t, const struct line *ev)
     }
     *o++ = '\n';
     assert(o - line <= OUT_LINE); /* the room the line was promised */
-    pr.out_len = (size_t)(o - pr.out_buf);
+    x->len = (size_t)(o - x->p);
 }
 
 /* ---- the printer thread ----
- * Reading and merging the events costs about as much as printing them, so a long text dump
- * does the two on two threads: this one fills batches of lines, the printer thread prints them
- * in order. A ring of NBATCH batches bounds the memory (4 x 1024 lines, 320 KiB); the reader
- * waits when all of them are full, the printer when all are empty. Both sides are busy all the
- * time, so a wait spins for a while before it sleeps: waking a sleeping thread on these VMs can
- * take longer than printing a batch. The printer owns stdout and `pr` (the output buffer, the
- * name cache) until pipe_finish has joined it. A dump that fits in one batch, and one whose
- * thread cannot start, prints on this thread. */
+ * Reading and merging the events costs about as much as formatting them, and writing them to
+ * a file costs more, so a long text dump runs on two threads. This one (the reader) fills
+ * batches of 1024 lines into a ring of NSLOT slots; the printer thread writes the batches in
+ * order. Either thread formats a filled batch into the slot's own text: the printer the oldest
+ * first, the reader the newest, whenever it would otherwise wait for a free slot, so the work
+ * is shared whichever side is slower. Each has its own formatter state (name cache, sequence
+ * texts). A slot goes EMPTY -> FILLED (reader) -> CLAIMED (a formatter) -> FORMATTED -> EMPTY
+ * (the printer, once written); the state moves by compare-and-swap, and the release of each
+ * move publishes what the slot holds. A wait spins for a while before it sleeps: waking a
+ * sleeping thread on these VMs can take longer than formatting a batch. Only the printer
+ * writes to stdout until pipe_finish has joined it. A dump of one batch or less, and one whose
+ * thread cannot start, formats and writes on this thread. */
 #define BATCH 1024
-#define NBATCH 4
+#define NSLOT 8
 #define SPINS 4000 /* pause instructions: about 80 us where one takes 20 ns (this Intel VM) */
+
+enum { S_EMPTY, S_FILLED, S_CLAIMED, S_FORMATTED };
+
+struct slot {
+    alignas(64) _Atomic int state;
+    uint32_t n;       /* lines in the batch */
+    struct text text; /* its formatted lines */
+};
 
 struct pipe {
     /* set before the printer starts */
     const tool_trace *t;
     struct line (*b)[BATCH];
+    struct fmt *fmt[2]; /* [0] the printer's, [1] the reader's */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t th;
-    /* Each group below in its own cache line: the waiting side reads its counter in a loop,
-     * and a line the reader wrote per event beside it would bounce between the cores on every
-     * event (a printer that spun beside the reader's counters made a dump three times slower). */
-    alignas(64) _Atomic uint64_t filled; /* batches handed to the printer (the reader's) */
-    uint32_t n[NBATCH];                  /* lines in each, written before filled */
-    alignas(64) _Atomic uint64_t printed; /* batches the printer is done with (the printer's) */
+    struct slot slot[NSLOT];
+    /* Each group below in its own cache line: a waiting side reads them in a loop, and a line
+     * the other side wrote per event beside them would bounce between the cores. */
+    alignas(64) _Atomic uint64_t filled;  /* batches handed over (the reader's) */
+    alignas(64) _Atomic uint64_t written; /* batches written (the printer's) */
     alignas(64) _Atomic int done;         /* no more batches */
     _Atomic int sleepers;                 /* threads in pthread_cond_wait, or about to be */
-    alignas(64) uint32_t cur;             /* the reader's own: lines in batch b[slot] */
-    uint32_t slot;                        /* filled % NBATCH */
+    alignas(64) uint32_t cur;             /* the reader's own: lines in batch `next` */
+    uint64_t next;                        /* the batch being filled, in slot next % NSLOT */
     int running, tried;
 };
 
@@ -387,9 +457,9 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* Waits until ready(@p) holds. The sleeper count and the condition are both sequentially
- * consistent, so a waker that stores the condition either sees the count (and wakes it under
- * the mutex) or the waiter sees the condition before it sleeps. */
+/* Waits until ready(@p) holds. The sleeper count and every state the predicates read are
+ * sequentially consistent, so a waker that stores a state either sees the count (and wakes
+ * the sleeper under the mutex) or the waiter sees the state before it sleeps. */
 static void pipe_wait(struct pipe *p, int (*ready)(struct pipe *))
 {
     for (int i = 0; i < SPINS; i++) {
@@ -415,96 +485,164 @@ static void pipe_wake(struct pipe *p)
     }
 }
 
-static int have_batch(struct pipe *p) /* the printer's condition */
+/* Formats batch @k if it is filled and nobody else has taken it. Returns 1 if it did. */
+static int format_batch(struct pipe *p, uint64_t k, struct fmt *f)
 {
-    return atomic_load(&p->printed) != atomic_load(&p->filled) || atomic_load(&p->done);
+    struct slot *s = &p->slot[k % NSLOT];
+    int want = S_FILLED;
+    if (!atomic_compare_exchange_strong(&s->state, &want, S_CLAIMED))
+        return 0;
+    s->text.len = 0;
+    for (uint32_t i = 0; i < s->n; i++)
+        print_line(f, &s->text, &p->b[k % NSLOT][i]);
+    atomic_store(&s->state, S_FORMATTED);
+    pipe_wake(p);
+    return 1;
 }
 
-static int have_room(struct pipe *p) /* the reader's condition */
+/* Some batch handed over and not yet written is waiting for a formatter. */
+static int any_filled(struct pipe *p)
 {
-    return atomic_load(&p->filled) - atomic_load(&p->printed) < NBATCH;
+    uint64_t w = atomic_load(&p->written), f = atomic_load(&p->filled);
+    for (uint64_t k = w; k < f; k++)
+        if (atomic_load(&p->slot[k % NSLOT].state) == S_FILLED)
+            return 1;
+    return 0;
+}
+
+static int printer_ready(struct pipe *p)
+{
+    uint64_t w = atomic_load(&p->written);
+    return (w < atomic_load(&p->filled) &&
+            atomic_load(&p->slot[w % NSLOT].state) == S_FORMATTED) ||
+           any_filled(p) || atomic_load(&p->done);
+}
+
+static int reader_ready(struct pipe *p)
+{
+    return atomic_load(&p->slot[p->next % NSLOT].state) == S_EMPTY || any_filled(p);
 }
 
 static void *printer(void *arg)
 {
     struct pipe *p = arg;
     for (;;) {
-        pipe_wait(p, have_batch);
-        uint64_t k = atomic_load(&p->printed);
-        if (k == atomic_load(&p->filled))
-            break; /* done, and every batch printed */
-        for (uint32_t i = 0, n = p->n[k % NBATCH]; i < n; i++)
-            print_line(p->t, &p->b[k % NBATCH][i]);
-        atomic_store(&p->printed, k + 1);
-        pipe_wake(p);
+        int done = atomic_load(&p->done);
+        uint64_t w = atomic_load(&p->written), f = atomic_load(&p->filled);
+        if (w == f) {
+            if (done)
+                break; /* done was set after the last batch was filled: all written */
+            pipe_wait(p, printer_ready);
+            continue;
+        }
+        struct slot *s = &p->slot[w % NSLOT];
+        if (atomic_load(&s->state) == S_FORMATTED) {
+            text_write(&s->text);
+            atomic_store(&s->state, S_EMPTY);
+            atomic_store(&p->written, w + 1);
+            pipe_wake(p);
+            continue;
+        }
+        int did = 0;
+        for (uint64_t k = w; k < f && !did; k++) /* the oldest first */
+            did = format_batch(p, k, p->fmt[0]);
+        if (!did)
+            pipe_wait(p, printer_ready);
     }
-    out_flush();
     return NULL;
+}
+
+static void pipe_free(struct pipe *p)
+{
+    for (int i = 0; i < NSLOT; i++)
+        free(p->slot[i].text.p);
+    fmt_free(p->fmt[0]);
+    fmt_free(p->fmt[1]);
+    free(p->b);
+    p->b = NULL;
 }
 
 static int pipe_init(struct pipe *p, const tool_trace *t)
 {
     memset(p, 0, sizeof *p);
     p->t = t;
-    tool_ns_conv_init(&pr.conv, t->m.ticks_per_sec);
-    p->b = malloc(NBATCH * sizeof *p->b);
-    if (p->b == NULL)
+    p->b = malloc(NSLOT * sizeof *p->b);
+    p->fmt[0] = fmt_new(t);
+    p->fmt[1] = fmt_new(t);
+    if (p->b == NULL || p->fmt[0] == NULL || p->fmt[1] == NULL) {
+        pipe_free(p);
         return -1;
+    }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     return 0;
 }
 
-/* Hands the batch being filled to the printer (started on the first one), then waits until
- * the next one is free. */
+/* Hands the batch being filled over (the printer started on the first one), then waits until
+ * the next slot is free, formatting the newest filled batches meanwhile. */
 static void pipe_hand_over(struct pipe *p)
 {
-    uint64_t k = atomic_load(&p->filled);
+    struct slot *s = &p->slot[p->next % NSLOT];
     if (!p->tried) {
         p->tried = 1;
         p->running = pthread_create(&p->th, NULL, printer, p) == 0;
     }
-    if (!p->running) { /* no printer thread: print here */
-        for (uint32_t i = 0; i < p->cur; i++)
-            print_line(p->t, &p->b[k % NBATCH][i]);
-        p->cur = 0;
-        return;
-    }
-    p->n[k % NBATCH] = p->cur;
-    atomic_store(&p->filled, k + 1);
-    pipe_wake(p);
+    s->n = p->cur;
     p->cur = 0;
-    p->slot = (uint32_t)((k + 1) % NBATCH);
-    pipe_wait(p, have_room);
+    if (!p->running) { /* no printer thread: format and write here */
+        s->text.len = 0;
+        for (uint32_t i = 0; i < s->n; i++)
+            print_line(p->fmt[0], &s->text, &p->b[p->next % NSLOT][i]);
+        text_write(&s->text);
+        return; /* the slot stays EMPTY, next stays */
+    }
+    atomic_store(&s->state, S_FILLED);
+    atomic_store(&p->filled, p->next + 1);
+    pipe_wake(p);
+    p->next++;
+    while (atomic_load(&p->slot[p->next % NSLOT].state) != S_EMPTY) {
+        int did = 0;
+        for (uint64_t k = p->next; k-- > atomic_load(&p->written) && !did;) /* the newest first */
+            did = format_batch(p, k, p->fmt[1]);
+        if (!did)
+            pipe_wait(p, reader_ready);
+    }
 }
 
 static void pipe_put(struct pipe *p, const tt_event *ev)
 {
-    line_of(&p->b[p->slot][p->cur], ev);
+    line_of(&p->b[p->next % NSLOT][p->cur], ev);
     if (++p->cur == BATCH)
         pipe_hand_over(p);
 }
 
-/* Prints what is left, stops the printer and frees the ring. */
-static void pipe_finish(struct pipe *p)
+/* Prints what is left, stops the printer and frees the ring. Returns -1 if a line was lost
+ * for want of memory. */
+static int pipe_finish(struct pipe *p)
 {
     if (p->b == NULL)
-        return;
+        return 0;
     if (p->running) {
         if (p->cur)
             pipe_hand_over(p);
         atomic_store(&p->done, 1);
         pipe_wake(p);
+        /* help with what is left: the batches filled and not yet formatted */
+        for (uint64_t k = atomic_load(&p->written); k < p->next; k++)
+            format_batch(p, k, p->fmt[1]);
         pthread_join(p->th, NULL);
     } else {
+        struct slot *s = &p->slot[p->next % NSLOT];
+        s->text.len = 0;
         for (uint32_t i = 0; i < p->cur; i++)
-            print_line(p->t, &p->b[0][i]);
-        out_flush();
+            print_line(p->fmt[0], &s->text, &p->b[p->next % NSLOT][i]);
+        text_write(&s->text);
     }
+    int nomem = p->fmt[0]->nomem | p->fmt[1]->nomem;
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
-    free(p->b);
-    p->b = NULL;
+    pipe_free(p);
+    return nomem ? -1 : 0;
 }
 
 static void print_event_json(const tool_trace *t, const tt_event *ev)
@@ -848,14 +986,18 @@ static int dump(tool_trace *t, const struct filter *flt)
         if (rc == TT_E_END)
             rc = TT_OK;
     }
-    if (!flt->json)
-        pipe_finish(&pp);
+    int lost = !flt->json && pipe_finish(&pp) != 0;
     tool_progress_end();
     free(mg.heads);
     free(mg.heap);
     free(st.use);
     tt_index_close(ix);
 
+    if (lost) {
+        tool_error("%s: out of memory while printing: lines are missing from the output",
+                   t->path);
+        return TOOL_EXIT_SYSTEM;
+    }
     if (rc != TT_OK) {
         char what[64];
         snprintf(what, sizeof what, "after %" PRIu64 " events", read);
@@ -965,6 +1107,5 @@ int cmd_dump(int argc, char **argv)
         rc = dump(&t, &flt);
     tool_trace_close(&t);
     /* an output error (a closed pipe, a full disk) outranks the verdict: the output is lost */
-    names_free();
     return tool_finish_stdout(rc) == TOOL_EXIT_SYSTEM ? TOOL_EXIT_SYSTEM : rc;
 }
