@@ -38,12 +38,14 @@ static inline uint64_t tt_ticks(void)
 #endif
 }
 /* Ticks per second of tt_ticks(), measured between tt_calib_begin and tt_calib_end (which
- * waits until the two are @min_ns apart); 10^9 when the ticks are nanoseconds already. */
+ * waits until the two are @min_ns apart); 10^9 when the ticks are nanoseconds already. A rate
+ * that makes no sense (fewer ticks at the end, or more than 5% off @expect when that is not 0)
+ * is measured again over @min_ns on the calling thread. */
 struct tt_calib {
     uint64_t ns0, t0;
 };
 void tt_calib_begin(struct tt_calib *c);
-uint64_t tt_calib_end(const struct tt_calib *c, uint64_t min_ns);
+uint64_t tt_calib_end(const struct tt_calib *c, uint64_t min_ns, uint64_t expect);
 uint64_t tt_mono_ns(void);
 bool tt_ticks_are_tsc(void);
 

@@ -59,8 +59,8 @@ void tt_calib_begin(struct tt_calib *c)
 
 /* The rate between @c's point and one taken now (at least @min_ns later); 0 when it makes no
  * sense: fewer ticks than before (the ticks of another core behind this one's, a TSC reset by
- * a deep suspend) or a rate outside 1 .. 2^64. */
-static uint64_t calib_rate(const struct tt_calib *c, uint64_t min_ns)
+ * a deep suspend), a rate outside 1 .. 2^64, or one more than 5% off @expect (when not 0). */
+static uint64_t calib_rate(const struct tt_calib *c, uint64_t min_ns, uint64_t expect)
 {
     uint64_t n1, t1;
     do {
@@ -69,18 +69,21 @@ static uint64_t calib_rate(const struct tt_calib *c, uint64_t min_ns)
     if (t1 <= c->t0)
         return 0;
     double r = (double)(t1 - c->t0) * 1e9 / (double)(n1 - c->ns0);
-    return r >= 1.0 && r < 18446744073709549568.0 ? (uint64_t)r : 0;
+    if (!(r >= 1.0 && r < 18446744073709549568.0))
+        return 0;
+    uint64_t v = (uint64_t)r;
+    return expect && (v > expect + expect / 20 || v < expect - expect / 20) ? 0 : v;
 }
 
-uint64_t tt_calib_end(const struct tt_calib *c, uint64_t min_ns)
+uint64_t tt_calib_end(const struct tt_calib *c, uint64_t min_ns, uint64_t expect)
 {
     if (!tt_ticks_are_tsc())
         return 1000000000u;
-    uint64_t v = calib_rate(c, min_ns);
-    if (v == 0) { /* measure here and now instead, on this thread alone */
+    uint64_t v = calib_rate(c, min_ns, expect);
+    if (v == 0) { /* measure here and now instead, on this thread alone, whatever it gives */
         struct tt_calib here;
         tt_calib_begin(&here);
-        v = calib_rate(&here, min_ns);
+        v = calib_rate(&here, min_ns, 0);
     }
     return v ? v : 1000000000u; /* a clock that never moves forward: ticks taken as ns */
 }

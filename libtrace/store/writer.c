@@ -929,7 +929,7 @@ int tt_writer_open(tt_session *s, tt_error_info *err)
     /* provisional, over 0.2 ms, for a file whose run dies before close (recover); close
      * measures the rate over the whole run */
     tt_calib_begin(&w->calib);
-    m->ticks_per_sec = tt_calib_end(&w->calib, TT_CALIB_OPEN_NS);
+    m->ticks_per_sec = tt_calib_end(&w->calib, TT_CALIB_OPEN_NS, 0);
     m->flags = tt_ticks_are_tsc() ? TT_MF_TSC : 0;
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
@@ -1117,16 +1117,10 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
     block_flush(w);
     m->file_size = w->file_off;
     m->block_count = (m->file_size - m->data_offset + w->block_size - 1) / w->block_size;
-    /* The whole run's rate; when it is more than 5% off the estimate made at open (a deep
-     * suspend stopped the TSC, or close runs on a core whose TSC disagrees with the opening
-     * one's), the run's span cannot be trusted: a fresh measurement on this thread instead. */
-    uint64_t prov = m->ticks_per_sec, rate = tt_calib_end(&w->calib, TT_CALIB_MIN_NS);
-    if (prov && (rate > prov + prov / 20 || rate < prov - prov / 20)) {
-        struct tt_calib here;
-        tt_calib_begin(&here);
-        rate = tt_calib_end(&here, TT_CALIB_MIN_NS);
-    }
-    m->ticks_per_sec = rate;
+    /* The whole run's rate, checked against the estimate made at open: more than 5% off, a
+     * deep suspend stopped the TSC or close runs on a core whose TSC disagrees with the opening
+     * one's, and tt_calib_end measures afresh on this thread. */
+    m->ticks_per_sec = tt_calib_end(&w->calib, TT_CALIB_MIN_NS, m->ticks_per_sec);
     m->stall_count = atomic_load(&w->stalls);
     m->stall_ns = atomic_load(&w->stall_ns);
     m->flags |= TT_MF_FINALIZED;
