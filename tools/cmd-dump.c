@@ -155,12 +155,14 @@ static int text_reserve(struct text *x, size_t n)
     return 0;
 }
 
-static void text_append(struct text *x, const void *s, size_t n)
+static void text_append(struct fmt *f, struct text *x, const void *s, size_t n)
 {
-    if (text_reserve(x, n) == 0) {
-        memcpy(x->p + x->len, s, n);
-        x->len += n;
+    if (text_reserve(x, n) != 0) {
+        f->nomem = 1;
+        return;
     }
+    memcpy(x->p + x->len, s, n);
+    x->len += n;
 }
 
 static void text_write(struct text *x)
@@ -281,13 +283,13 @@ static void append_name(struct fmt *f, struct text *x, uint32_t id)
 {
     const struct name_slot *sl = id ? name_of(f, id) : NULL;
     if (id == 0) {
-        text_append(x, "-", 1);
+        text_append(f, x, "-", 1);
     } else if (sl) {
-        text_append(x, sl->text, sl->len);
+        text_append(f, x, sl->text, sl->len);
     } else {
         char b[16];
         int n = snprintf(b, sizeof b, "#%" PRIu32, id); /* no memory for the name */
-        text_append(x, b, (size_t)n);
+        text_append(f, x, b, (size_t)n);
         f->nomem = 1;
     }
 }
@@ -363,7 +365,7 @@ static void print_line(struct fmt *f, struct text *x, const struct line *ev)
         /* a very long name: the names appended whole, then the rest of the line after them */
         x->len += (size_t)(mark - line);
         append_name(f, x, ev->function);
-        text_append(x, " ", 1);
+        text_append(f, x, " ", 1);
         append_name(f, x, ev->site);
         if (text_reserve(x, OUT_LINE) != 0) {
             f->nomem = 1;
@@ -578,6 +580,17 @@ static int pipe_init(struct pipe *p, const tool_trace *t)
     return 0;
 }
 
+/* Without a printer thread: the @n lines of the batch being filled, formatted and written here
+ * (the slot stays EMPTY). */
+static void print_here(struct pipe *p, uint32_t n)
+{
+    struct slot *s = &p->slot[p->next % NSLOT];
+    s->text.len = 0;
+    for (uint32_t i = 0; i < n; i++)
+        print_line(p->fmt[0], &s->text, &p->b[p->next % NSLOT][i]);
+    text_write(&s->text);
+}
+
 /* Hands the batch being filled over (the printer started on the first one), then waits until
  * the next slot is free, formatting the newest filled batches meanwhile. */
 static void pipe_hand_over(struct pipe *p)
@@ -587,15 +600,13 @@ static void pipe_hand_over(struct pipe *p)
         p->tried = 1;
         p->running = pthread_create(&p->th, NULL, printer, p) == 0;
     }
+    if (!p->running) {
+        print_here(p, p->cur);
+        p->cur = 0;
+        return;
+    }
     s->n = p->cur;
     p->cur = 0;
-    if (!p->running) { /* no printer thread: format and write here */
-        s->text.len = 0;
-        for (uint32_t i = 0; i < s->n; i++)
-            print_line(p->fmt[0], &s->text, &p->b[p->next % NSLOT][i]);
-        text_write(&s->text);
-        return; /* the slot stays EMPTY, next stays */
-    }
     atomic_store(&s->state, S_FILLED);
     atomic_store(&p->filled, p->next + 1);
     pipe_wake(p);
@@ -632,11 +643,7 @@ static int pipe_finish(struct pipe *p)
             format_batch(p, k, p->fmt[1]);
         pthread_join(p->th, NULL);
     } else {
-        struct slot *s = &p->slot[p->next % NSLOT];
-        s->text.len = 0;
-        for (uint32_t i = 0; i < p->cur; i++)
-            print_line(p->fmt[0], &s->text, &p->b[p->next % NSLOT][i]);
-        text_write(&s->text);
+        print_here(p, p->cur);
     }
     int nomem = p->fmt[0]->nomem | p->fmt[1]->nomem;
     pthread_cond_destroy(&p->cv);

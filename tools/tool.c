@@ -258,17 +258,12 @@ uint64_t tool_ticks_to_ns(uint64_t ticks, uint64_t ticks_per_sec)
 void tool_ns_conv_init(tool_ns_conv *c, uint64_t ticks_per_sec)
 {
     /* a rate of 1 GHz is the identity, and one above UINT64_MAX / 10^9 (18 GHz) would overflow
-     * the remainder's product: both go the slow way, as tps 0 */
-    if (ticks_per_sec <= 1 || ticks_per_sec == 1000000000u ||
-        ticks_per_sec > UINT64_MAX / 1000000000u) {
-        c->tps = 0;
-        c->inv = 0;
-        c->slow_tps = ticks_per_sec;
-        return;
-    }
+     * the remainder's product: both go the slow way (inv 0), as do 0 and 1 */
     c->tps = ticks_per_sec;
-    c->inv = UINT64_MAX / ticks_per_sec;
-    c->slow_tps = ticks_per_sec;
+    c->inv = ticks_per_sec <= 1 || ticks_per_sec == 1000000000u ||
+                     ticks_per_sec > UINT64_MAX / 1000000000u
+                 ? 0
+                 : UINT64_MAX / ticks_per_sec;
 }
 
 void tool_format_time(int64_t ns, char *buf, size_t cap)

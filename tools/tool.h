@@ -173,9 +173,8 @@ uint64_t tool_ticks_to_ns(uint64_t ticks, uint64_t ticks_per_sec);
  * per call (one cost a dump line 5% of its time), but two multiplications by a reciprocal of the
  * rate that tool_ns_conv_init computes once. */
 typedef struct {
-    uint64_t tps;      /* ticks per second; 0: tool_ticks_to_ns does the work, with slow_tps */
-    uint64_t inv;      /* floor((2^64 - 1) / tps) */
-    uint64_t slow_tps; /* the rate as given */
+    uint64_t tps; /* ticks per second, as given */
+    uint64_t inv; /* floor((2^64 - 1) / tps); 0: tool_ticks_to_ns does the work */
 } tool_ns_conv;
 void tool_ns_conv_init(tool_ns_conv *c, uint64_t ticks_per_sec);
 
@@ -196,8 +195,8 @@ static inline uint64_t tool_ns_conv_divmod_(const tool_ns_conv *c, uint64_t n, u
 static inline uint64_t tool_ns_conv_ns(const tool_ns_conv *c, uint64_t ticks)
 {
     uint64_t sec, frac, r;
-    if (c->tps == 0)
-        return tool_ticks_to_ns(ticks, c->slow_tps);
+    if (c->inv == 0)
+        return tool_ticks_to_ns(ticks, c->tps);
     r = tool_ns_conv_divmod_(c, ticks, &sec);
     if (sec > UINT64_MAX / 1000000000u - 1)
         return tool_ticks_to_ns(ticks, c->tps); /* near saturation: the exact slow path */

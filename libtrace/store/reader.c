@@ -1149,8 +1149,8 @@ struct skim_window {
     uint64_t sumb;    /* 0x3F on short tags, 0x7F on steps: the bytes whose sum is the time */
     int8_t resume;    /* offset of the first event not completed: 8, 7 (dangling), or where the
                        * window stops parsing (-1 when its first byte should be a step and is
-                       * not: the event began at the window before's last byte) */
-    uint8_t full;     /* 1: every byte parsed, to 8 or to a dangling tag at 7 */
+                       * not: the event began at the window before's last byte); every byte
+                       * parsed when resume + dangling is 8 */
     uint8_t events;   /* events completed in the window (the one whose step is byte 0 included) */
     uint8_t dangling; /* byte 7 is a tag; its step is the next window's byte 0 */
 };
@@ -1164,11 +1164,9 @@ static void skim_table_init(void)
         for (int m = 0; m < 256; m++) {
             struct skim_window w = {0};
             int i = 0;
-            w.full = 1;
             if (st) {
                 if (m & 1) { /* the step has bit 7 set: no two-byte event after all */
                     w.resume = -1;
-                    w.full = 0;
                     skim_table[st][m] = w;
                     continue;
                 }
@@ -1186,8 +1184,7 @@ static void skim_table_init(void)
                     w.dangling = 1;
                     break;
                 } else if (m & (1 << (i + 1))) {
-                    w.full = 0; /* a tag whose next byte is no one-byte step */
-                    break;
+                    break; /* a tag whose next byte is no one-byte step */
                 } else {
                     w.tagb |= 0xFFull << (8 * i);
                     w.sumb |= 0x7Full << (8 * (i + 1));
@@ -1231,7 +1228,7 @@ static uint32_t skim_windows(const uint8_t **pp, const uint8_t *end, uint32_t le
         v = (v & (0xFF * 0x0001000100010001ull)) + ((v >> 8) & (0xFF * 0x0001000100010001ull));
         t += (v * 0x0001000100010001ull) >> 48;
         n += e->events;
-        if (!e->full) {
+        if (e->resume + e->dangling != 8) { /* parsing stopped inside the window */
             p += e->resume; /* -1: back to the previous window's last byte */
             st = 0;
             break;
