@@ -737,13 +737,67 @@ Test(index, reader_memory_does_not_grow_with_the_run, .timeout = 60)
     uint64_t open_a, open_b;
     uint64_t peak_a = index_memory_of(&a, small_calls, &open_a);
     uint64_t peak_b = index_memory_of(&b, big_calls, &open_b);
-    /* open keeps 32 bytes per block list and 16 per seek batch */
+    /* open keeps 40 bytes per block list and 16 per seek batch */
     cr_assert_leq(open_b, open_a + 256, "open: %llu bytes at 2.2e6 calls, %llu at 1.1e6",
                   (unsigned long long)open_b, (unsigned long long)open_a);
     cr_assert_leq(peak_b, peak_a + 256, "lookups: %llu bytes at 2.2e6 calls, %llu at 1.1e6",
                   (unsigned long long)peak_b, (unsigned long long)peak_a);
     free(a.data);
     free(b.data);
+}
+
+/* Parents found across block lists: root { a { 10 leaves }, b { 2.2 * 10^6 leaves }, c { 5
+ * leaves } }, 8594 frame blocks in three lists. The middle list holds nothing but b's leaves, so
+ * the search for a's parent skips it whole; b's leaves find b in the last list. */
+Test(index, parents_are_found_across_block_lists, .timeout = 60)
+{
+    tt_config cfg;
+    tt_session *s;
+    tt_error_info err = {0};
+    tt_memory_sink sink = {0};
+    tt_config_init(&cfg);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_MODE, TT_MODE_RECORD, &err), TT_OK);
+    tt_config_set_memory_sink(&cfg, &sink);
+    cr_assert_eq(tt_session_open(&cfg, &s, &err), TT_OK, "%s", err.message);
+    const uint64_t nleaf[3] = { 10, 2200000, 5 };
+    uint32_t root = fn_named(s, "root%d", 0), leaf = fn_named(s, "leaf%d", 1);
+    cr_assert_eq(tt_enter(s, root), TT_OK);
+    for (int k = 0; k < 3; k++) {
+        uint32_t mid = fn_named(s, "mid%d", k);
+        cr_assert_eq(tt_enter(s, mid), TT_OK);
+        for (uint64_t i = 0; i < nleaf[k]; i++) {
+            cr_assert_eq(tt_enter(s, leaf), TT_OK);
+            cr_assert_eq(tt_exit(s, leaf), TT_OK);
+        }
+        cr_assert_eq(tt_exit(s, mid), TT_OK);
+    }
+    cr_assert_eq(tt_exit(s, root), TT_OK);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_SEQUENTIAL, &err),
+                 TT_OK, "%s", err.message);
+    tt_index *ix;
+    cr_assert_eq(tt_index_open(tr.r, NULL, &ix, &err), TT_OK, "%s", err.message);
+    /* post order: each mid's leaves, then the mid; the root last */
+    const uint64_t a = nleaf[0], b = a + 1 + nleaf[1], c = b + 1 + nleaf[2], top = c + 1;
+    cr_assert_eq(tt_index_thread_info(ix, 0)->frames, top + 1);
+    cr_assert_gt(b / 256, 2 * 4096u, "b's row is not in the third block list");
+    const struct { uint64_t frame, parent; } want[] = {
+        { 0, a }, { a - 1, a }, { a, top }, { a + 1, b }, { a + 1 + 1048576, b },
+        { b - 1, b }, { b, top }, { b + 1, c }, { c - 1, c }, { c, top }, { top, TT_FRAME_NONE },
+    };
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        uint64_t parent;
+        cr_assert_eq(tt_index_parent(ix, 0, want[k].frame, &parent, &err), TT_OK, "%s",
+                     err.message);
+        cr_assert_eq(parent, want[k].parent, "frame %llu: parent %llu, expected %llu",
+                     (unsigned long long)want[k].frame, (unsigned long long)parent,
+                     (unsigned long long)want[k].parent);
+    }
+    tt_index_close(ix);
+    tt_test_reader_close(&tr);
+    free(sink.data);
 }
 
 /* ---- outcomes ---- */

@@ -8,7 +8,7 @@
  * run of billions of calls reads the blocks of its first three levels, not the run.
  *
  * --function scans every frame of the thread(s) in order (sequential block reads) for the
- * function's calls; --folded walks every frame and adds each one's self time to its stack in a
+ * function's calls, and climbs from each only to the ancestors the previous call did not share; --folded walks every frame and adds each one's self time to its stack in a
  * hash table of distinct call paths, so memory grows with the paths, not the calls.
  */
 #include "tool.h"
@@ -196,10 +196,79 @@ static int tree_thread(struct ctx *c, uint32_t th)
     return rc;
 }
 
+/* A call path, from the top: the ancestors of the last match, each with the first frame of
+ * its subtree. The next match's path shares every ancestor whose subtree holds it, so only the
+ * rest is climbed (tt_index_parent scans forward to the parent: climbing again from every match
+ * to the top would scan to the thread's end each time). */
+#define PATH_MAX_SHOWN 256
+
+struct anc {
+    uint64_t index, first;
+    uint32_t function;
+};
+
+static int corrupt_path(struct ctx *c, uint32_t th, uint64_t i)
+{
+    c->err.code = TT_E_CORRUPT;
+    c->err.sys_errno = 0;
+    c->err.offset = UINT64_MAX;
+    snprintf(c->err.message, sizeof c->err.message, "%s: frame %" PRIu64 " of thread %" PRIu32
+             " lies inside a frame that is not among its ancestors: the frame table is damaged",
+             c->t->path, i, th);
+    return TT_E_CORRUPT;
+}
+
+/* Fills @path (*@np entries on entry: the previous match's ancestors from the top, or 0) with
+ * the ancestors of frame @i, which is at depth @depth: all of them, or the nearest
+ * PATH_MAX_SHOWN when there are more (*@cut is then set). A frame's depth is its number of
+ * ancestors, so those of the previous path whose subtree holds @i are its top ones, and only
+ * the rest are climbed to. */
+static int path_of_frame(struct ctx *c, uint32_t th, uint64_t i, uint32_t depth, struct anc *path,
+                         size_t *np, int *cut)
+{
+    size_t n = *np;
+    while (n > 0 && !(path[n - 1].first <= i && i < path[n - 1].index))
+        n--;
+    if (n > depth)
+        return corrupt_path(c, th, i);
+    *cut = depth > PATH_MAX_SHOWN;
+    const size_t need = depth - n < PATH_MAX_SHOWN ? depth - n : PATH_MAX_SHOWN;
+    uint64_t up[PATH_MAX_SHOWN], p = i;
+    for (size_t k = 0; k < need; k++) {
+        int rc = tt_index_parent(c->ix, th, p, &p, &c->err);
+        if (rc != TT_OK)
+            return rc;
+        if (p == TT_FRAME_NONE)
+            return corrupt_path(c, th, i);
+        up[k] = p;
+    }
+    if (n + need > PATH_MAX_SHOWN) { /* the nearest PATH_MAX_SHOWN: up, then the memo's last */
+        size_t keep = PATH_MAX_SHOWN - need;
+        memmove(path, path + n - keep, keep * sizeof *path);
+        n = keep;
+    }
+    for (size_t k = need; k-- > 0;) {
+        tt_frame a;
+        int rc = tt_index_frame(c->ix, th, up[k], &a, &c->err);
+        if (rc != TT_OK)
+            return rc;
+        /* what was climbed to must lie inside the subtree of the memo's deepest ancestor */
+        if (n > 0 && !(path[n - 1].first <= a.index - a.desc && a.index < path[n - 1].index))
+            return corrupt_path(c, th, i);
+        path[n++] = (struct anc){ .index = a.index, .first = a.index - a.desc,
+                                  .function = a.function };
+    }
+    *np = n;
+    return TT_OK;
+}
+
 static int function_thread(struct ctx *c, uint32_t th)
 {
     uint64_t frames = tt_index_thread_info(c->ix, th)->frames;
     int rc = TT_OK;
+    struct anc path[PATH_MAX_SHOWN];
+    size_t np = 0;
+    int cut = 0;
     tool_progress_begin("tree: looking for the function", frames);
     for (uint64_t i = 0; i < frames && rc == TT_OK; i++) {
         tt_frame f;
@@ -208,29 +277,22 @@ static int function_thread(struct ctx *c, uint32_t th)
             break;
         if (f.function != c->o.function || f.duration < c->o.min_ticks)
             continue;
-        /* the call path, from the top */
-        uint64_t path[256], np = 0, p = i;
-        while (np < 256 && (rc = tt_index_parent(c->ix, th, p, &p, &c->err)) == TT_OK &&
-               p != TT_FRAME_NONE)
-            path[np++] = p;
-        if (rc != TT_OK)
+        if (cut) /* a cut path is no memo: its top is unknown */
+            np = 0;
+        if ((rc = path_of_frame(c, th, i, f.depth, path, &np, &cut)) != TT_OK)
             break;
         printf("thread %" PRIu32 " frame %" PRIu64 ":", th, i);
-        if (np == 256)
+        if (cut)
             fputs(" ...", stdout);
-        for (uint64_t k = np; k-- > 0;) {
-            tt_frame a;
-            if ((rc = tt_index_frame(c->ix, th, path[k], &a, &c->err)) != TT_OK)
-                break;
+        for (size_t k = 0; k < np; k++) {
             fputc(' ', stdout);
-            tool_print_object(stdout, c->t->r, a.function);
+            tool_print_object(stdout, c->t->r, path[k].function);
             fputs(" >", stdout);
         }
         fputc(' ', stdout);
         tool_print_object(stdout, c->t->r, f.function);
         fputc('\n', stdout);
-        if (rc == TT_OK)
-            rc = print_subtree(c, th, i);
+        rc = print_subtree(c, th, i);
     }
     tool_progress_end();
     return rc;

@@ -16,6 +16,7 @@
 #include "internal.h"
 
 #define CACHE_SLOTS 8u
+#define LIST_W 5u       /* uint64_t per block list in ithread.lists */
 #define BLOCK_READ 4096u /* a frame block's first read: header and (usually) body */
 
 struct drow {
@@ -37,8 +38,9 @@ struct ithread {
     tt_index_thread info;
     uint64_t nblocks;
     uint64_t nlists;
-    uint64_t *lists;       /* per BLOCKS chunk: offset, first block, block count, and the offset
-                            * of the block before its first (for the order check on a reread) */
+    uint64_t *lists;       /* LIST_W per BLOCKS chunk: offset, first block, block count, the
+                            * offset of the block before its first (for the order check on a
+                            * reread), and the lowest subtree start of its blocks */
     /* the one block list in memory: blocks [win_first, win_first + win_n), each as (offset,
      * lowest subtree start); win_cap entries allocated */
     uint64_t *win, win_first, win_n, win_cap;
@@ -194,8 +196,12 @@ static int read_chunk(tt_index *ix, uint64_t off, uint64_t end, uint16_t type,
 /* Reads and checks the BLOCKS chunk at @off: @n block offsets of thread @thread from block
  * @first on, each after *@prev (the offset of block @first - 1; updated), stored in @out
  * (block @first at out[0]; NULL: only checked). */
+/* Reads and checks the block list at @off: blocks @first..+@n of @thread, the one before the
+ * first at offset *@prev (updated to the last). Each block goes to @out as (offset, lowest
+ * subtree start) unless @out is NULL; *@lowest gets the lowest start of them all. */
 static int load_block_list(tt_index *ix, uint32_t thread, uint64_t *out, uint64_t *prev,
-                           uint64_t off, uint64_t first, uint64_t n, tt_error_info *err)
+                           uint64_t *lowest, uint64_t off, uint64_t first, uint64_t n,
+                           tt_error_info *err)
 {
     const char *nm = ix->src->name;
     const tt_manifest *m = ix->m;
@@ -214,6 +220,7 @@ static int load_block_list(tt_index *ix, uint32_t thread, uint64_t *out, uint64_
                        PRIu64 "..+%" PRIu64 ")", nm, off, h.thread, h.first_seq, h.count, thread,
                        first, n);
     }
+    *lowest = UINT64_MAX;
     for (uint64_t k = 0; k < n; k++) {
         uint64_t b = first + k;
         const uint8_t *q = p;
@@ -228,9 +235,12 @@ static int load_block_list(tt_index *ix, uint32_t thread, uint64_t *out, uint64_
         }
         boff += v;
         *prev = boff;
+        const uint64_t low = b * ix->block_rows - back;
+        if (low < *lowest)
+            *lowest = low;
         if (out) {
             out[2 * k] = boff;
-            out[2 * k + 1] = b * ix->block_rows - back;
+            out[2 * k + 1] = low;
         }
     }
     rc = p == end ? TT_OK
@@ -311,7 +321,7 @@ static int parse_directory(tt_index *ix, const uint8_t *body, uint64_t len, uint
         GETV(nlists, "a thread's block list count");
         BAD(nlists > t->nblocks, "%s: thread %u has %" PRIu64 " block lists for %" PRIu64
             " blocks", nm, i, nlists, t->nblocks);
-        t->lists = ix_malloc(ix, nlists ? nlists * 32 : 1);
+        t->lists = ix_malloc(ix, nlists ? nlists * LIST_W * 8 : 1);
         if (!t->lists)
             return tt_fail(err, TT_E_NOMEM, 0, base, "%s: out of memory (or over max_total)", nm);
         t->nlists = nlists;
@@ -328,11 +338,12 @@ static int parse_directory(tt_index *ix, const uint8_t *body, uint64_t len, uint
                 "%s: block list %" PRIu64 " of thread %u (offset %" PRIu64 ", %" PRIu64
                 " blocks) is invalid", nm, l, i, loff + v, n);
             loff += v;
-            t->lists[4 * l] = loff;
-            t->lists[4 * l + 1] = b;
-            t->lists[4 * l + 2] = n;
-            t->lists[4 * l + 3] = prev;
-            int rc = load_block_list(ix, i, NULL, &prev, loff, b, n, err);
+            uint64_t *e = &t->lists[LIST_W * l];
+            e[0] = loff;
+            e[1] = b;
+            e[2] = n;
+            e[3] = prev;
+            int rc = load_block_list(ix, i, NULL, &prev, &e[4], loff, b, n, err);
             if (rc != TT_OK)
                 return rc;
             b += n;
@@ -493,12 +504,12 @@ static int block_at(tt_index *ix, uint32_t thread, uint64_t b, uint64_t *off, ui
         uint64_t lo = 0, hi = t->nlists; /* the last list whose first block is <= b */
         while (hi - lo > 1) {
             uint64_t mid = lo + (hi - lo) / 2;
-            if (t->lists[4 * mid + 1] <= b)
+            if (t->lists[LIST_W * mid + 1] <= b)
                 lo = mid;
             else
                 hi = mid;
         }
-        const uint64_t *l = &t->lists[4 * lo];
+        const uint64_t *l = &t->lists[LIST_W * lo];
         if (lo >= t->nlists || b - l[1] >= l[2])
             return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "%s: no frame block %" PRIu64 " in "
                            "thread %u", ix->src->name, b, thread);
@@ -510,11 +521,14 @@ static int block_at(tt_index *ix, uint32_t thread, uint64_t b, uint64_t *off, ui
             t->win = nw;
             t->win_cap = l[2];
         }
-        uint64_t prev = l[3];
+        uint64_t prev = l[3], lowest;
         t->win_n = 0;
-        int rc = load_block_list(ix, thread, t->win, &prev, l[0], l[1], l[2], err);
+        int rc = load_block_list(ix, thread, t->win, &prev, &lowest, l[0], l[1], l[2], err);
         if (rc != TT_OK)
             return rc;
+        if (lowest != l[4]) /* tt_index_parent skipped lists by the value read at open */
+            return tt_fail(err, TT_E_CORRUPT, 0, l[0], "%s: block list at offset %" PRIu64
+                           " changed since the file was opened", ix->src->name, l[0]);
         t->win_first = l[1];
         t->win_n = l[2];
     }
@@ -873,10 +887,18 @@ int tt_index_parent(tt_index *ix, tt_thread_id thread, uint64_t index, uint64_t 
     const struct ithread *t = &ix->threads[thread];
     int rc;
     /* every frame between a child and its parent lies in a later sibling's subtree, which
-     * starts after the child: the parent is the first later frame whose subtree reaches it */
-    for (uint64_t b = index / ix->block_rows; b < t->nblocks; b++) {
+     * starts after the child: the parent is the first later frame whose subtree reaches it.
+     * A block (and a whole block list) whose subtrees all start after @index is skipped. */
+    const uint64_t b0 = index / ix->block_rows;
+    for (uint64_t b = b0; b < t->nblocks; b++) {
         uint64_t off, low;
-        if (b != index / ix->block_rows) {
+        if (b != b0) {
+            /* every list but the last holds TT_BLOCK_LIST blocks (checked at open) */
+            const uint64_t *l = &t->lists[LIST_W * (b / TT_BLOCK_LIST)];
+            if (b == l[1] && l[4] > index) {
+                b += l[2] - 1;
+                continue;
+            }
             if ((rc = block_at(ix, thread, b, &off, &low, err)) != TT_OK)
                 return rc;
             if (low > index)

@@ -19,6 +19,8 @@
  *   --inject-payload T:K   the user event's payload has byte 5 flipped
  *   --inject-call T:K      a call of "injected_call" (enter, exit) comes before the user event
  *   --end-thread T:K       the worker stops before iteration K (its thread ends early)
+ * and one that changes the shape: --deep N nests N more rec calls in every iteration i with
+ * i % 5 == 4 (call paths deeper than a tool prints whole).
  * For each injection the program prints one JSON line on stdout: {"thread": "worker-T",
  * "iteration": K, "seq": the sequence number of the first differing event in that thread,
  * counted from the events the program recorded (thread-start is seq 0), "path": the names of the
@@ -38,6 +40,7 @@
 static tt_session *session;
 static unsigned nthreads, iterations;
 static int reverse, no_names;
+static unsigned deep;
 static long inject_payload_t = -1, inject_call_t = -1, end_t = -1;
 static unsigned long inject_payload_k, inject_call_k, end_k;
 
@@ -76,7 +79,9 @@ static void enter(struct worker *w, uint32_t fn, const char *name)
 {
     check("enter", tt_enter(session, fn));
     w->seq++;
-    w->path[w->depth++] = name;
+    if (w->depth < MAX_DEPTH)
+        w->path[w->depth] = name;
+    w->depth++;
 }
 
 static void leave(struct worker *w, uint32_t fn)
@@ -91,7 +96,7 @@ static void report(const struct worker *w, unsigned long k)
     flockfile(stdout);
     printf("{\"thread\": \"worker-%u\", \"iteration\": %lu, \"seq\": %" PRIu64 ", \"path\": [",
            w->t, k, w->seq);
-    for (unsigned i = 0; i < w->depth; i++)
+    for (unsigned i = 0; i < w->depth && i < MAX_DEPTH; i++)
         printf("%s\"%s\"", i ? ", " : "", w->path[i]);
     printf("]}\n");
     fflush(stdout);
@@ -118,7 +123,7 @@ static void *worker(void *arg)
     pthread_mutex_unlock(&turn_lock);
 
     for (unsigned long i = 0; i < iterations; i++) {
-        unsigned d = (unsigned)(i % 4), kind = (unsigned)(i % 3);
+        unsigned d = (unsigned)(i % 4) + (i % 5 == 4 ? deep : 0), kind = (unsigned)(i % 3);
         uint64_t h = mix((uint64_t)w.t << 32 | i);
         unsigned char payload[8];
         char text[48];
@@ -207,6 +212,8 @@ int main(int argc, char **argv)
             parse_tk(argv[++i], &inject_call_t, &inject_call_k);
         else if (strcmp(argv[i], "--end-thread") == 0 && i + 1 < argc)
             parse_tk(argv[++i], &end_t, &end_k);
+        else if (strcmp(argv[i], "--deep") == 0 && i + 1 < argc)
+            deep = (unsigned)strtoul(argv[++i], NULL, 10);
         else {
             fprintf(stderr, "mkdiff: unknown option '%s'\n", argv[i]);
             return 2;

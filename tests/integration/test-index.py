@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Integration test of the commands that answer from the index tables.
 
-    test-index.py TINYTRACE MKRECORD [MKPARTIAL]
+    test-index.py TINYTRACE MKRECORD [MKPARTIAL [MKDIFF]]
 
 Records mkrecord's two-thread trace, reads all its events once with `tinytrace dump --json`
 and recomputes from them what `stats`, `tree` and `dump --from` must print: per-function calls,
 total and self time, the call tree with durations, folded stacks, and the events from any
-sequence number or time. Then a recovered copy (which has no index tables) must be refused by
+sequence number or time. A trace of mkdiff, whose calls nest up to 300 deep, checks the call
+path `tree --function` prints for every call. Then a recovered copy (which has no index tables) must be refused by
 stats and tree with exit 3 and a reason, and read from the start by dump --from. No progress
 line may appear: stderr is not a terminal here.
 
@@ -68,7 +69,7 @@ def frames_from_events(events):
         for e in (e for e in events if e["thread"] == t):
             if e["kind"] == "enter":
                 stack.append({"fn": e["function"], "start": e["time"], "kids": [],
-                              "depth": len(stack)})
+                              "depth": len(stack), "parent": stack[-1] if stack else None})
             elif e["kind"] == "exit":
                 f = stack.pop()
                 f["end"] = e["time"]
@@ -231,6 +232,36 @@ def test(tt, mkrecord, tmp):
               err)
     rc, out, err = run(tt, "dump", "--from", "12 parsecs", trace)
     check(rc == 2, "dump --from with a bad value: usage error", err)
+
+    # ---- tree --function: the call path of every call ----
+    if len(sys.argv) > 4:
+        deep = os.path.join(tmp, "deep.tt")
+        p = subprocess.run([sys.argv[4], deep, "2", "30", "--deep", "300"], capture_output=True,
+                           timeout=TIMEOUT)
+        if check(p.returncode == 0, "mkdiff records a trace with deep calls", p.stderr.decode()):
+            dev = [json.loads(l) for l in run(tt, "dump", "--json", deep)[1].splitlines()]
+            dframes = frames_from_events(dev)
+            for fn in ("rec", "alpha", "iter", "main_run"):
+                exp = []
+                for t, fr in sorted(dframes.items()):
+                    for f in fr:
+                        if f["fn"] != fn:
+                            continue
+                        path, a = [], f["parent"]
+                        while a is not None:
+                            path.append(a["fn"])
+                            a = a["parent"]
+                        head = "thread %d frame %d:" % (t, f["index"])
+                        if len(path) > 256:
+                            head += " ..."
+                        exp.append(head + "".join(" %s >" % n for n in reversed(path[:256])) +
+                                   " " + fn)
+                rc, out, err = run(tt, "tree", "--function", fn, "--depth", "1", deep)
+                heads = [l for l in out.splitlines() if l.startswith("thread ")]
+                check(rc == 0 and heads == exp and len(exp) > 0,
+                      "tree --function %s: the call path of each of its %d calls" % (fn, len(exp)),
+                      "\n".join(a + "\n  vs " + b for a, b in zip(heads, exp) if a != b)[:600]
+                      + (err if rc else ""))
 
     # ---- a recovered trace has no index tables ----
     if len(sys.argv) > 3:
