@@ -58,7 +58,9 @@ static const char usage[] =
     "                             {\"status\": \"matched\"|\"diverged\"|\"unconsumed\"|\"error\",\n"
     "                             \"divergences\", \"message\", \"error\", \"thread\", \"seq\",\n"
     "                             \"reason\", \"expected\", \"actual\", \"history\",\n"
-    "                             \"backtrace\", ...}; only \"status\" is always there\n"
+    "                             \"backtrace\", ...}; only \"status\" is always there.\n"
+    "                             Written on every exit but a usage error (\"error\" when\n"
+    "                             PROG never ran); OUT.json may not be FILE itself\n"
     "  -k, --keep-going           count divergences instead of stopping at the first\n"
     "  --ordered                  also enforce the recorded interleaving of threads\n"
     "  -c, --check-output         compare what PROG writes with the recording (implied when\n"
@@ -501,6 +503,12 @@ static int verdict(const tool_jdoc *d, const char *file, const tt_manifest *m)
             fprintf(stderr, " (%" PRIu64 " events left)", left);
         print_field(": ", msg, msg_len);
         fputc('\n', stderr);
+        /* --keep-going: a counted divergence is the verdict (exit 1), the early end a detail */
+        if (has_div && ndiv > 0) {
+            fprintf(stderr, "tinytrace: replay diverged from the recording (%" PRIu64
+                    " divergence%s)\n", ndiv, ndiv > 1 ? "s" : "");
+            return TOOL_EXIT_DIVERGED;
+        }
         return TOOL_EXIT_EARLY_END;
     }
     if (strcmp(status, "error") == 0) {
@@ -551,8 +559,13 @@ static int run(const struct replay *o, const tt_manifest *m, const char *path, c
     tool_jdoc d;
     char why[160];
 
+    char tmp_abs[PATH_MAX];
+
     if (tmp == NULL || tmp[0] == '\0')
         tmp = "/tmp";
+    /* the program may run in another directory (the recorded one): the path must be absolute */
+    if (tool_absolute_path(tmp, tmp_abs, sizeof tmp_abs) == 0)
+        tmp = tmp_abs;
     if (snprintf(tmpl, sizeof tmpl, "%s/tinytrace-replay.XXXXXX", tmp) >= (int)sizeof tmpl ||
         mkdtemp(tmpl) == NULL) {
         tool_error("cannot create a temporary directory in %s: %s", tmp, strerror(errno));
@@ -576,7 +589,8 @@ static int run(const struct replay *o, const tt_manifest *m, const char *path, c
     rmdir(tmpl);
 
     fflush(stdout);
-    if (e == 0 && WIFEXITED(status) && WEXITSTATUS(status) == RUNTIME_EXIT_DIVERGED)
+    if (e == 0 && WIFEXITED(status) && WEXITSTATUS(status) == RUNTIME_EXIT_DIVERGED &&
+        strstr(text, "\"status\": \"matched\"") == NULL)
         fprintf(stderr, "tinytrace: the program %s (the runtime stopped it)\n", how);
     else
         fprintf(stderr, "tinytrace: the program %s\n", how);
@@ -617,7 +631,7 @@ int cmd_replay(int argc, char **argv)
 {
     struct replay o;
     int dashes = find_dashes(argc, argv);
-    int c, rc, e, rec_alloc = 0, rec_output = 0, known;
+    int c, rc, e, rec_alloc = 0, rec_output = 0, known, ran = 0;
     char abs[PATH_MAX], preload[PATH_MAX], path[PATH_MAX];
     const char *dir = NULL;
     char **run_argv;
@@ -668,6 +682,13 @@ int cmd_replay(int argc, char **argv)
     if (o.report_out != NULL &&
         (rc = tool_check_output_path(argv[0], o.report_out, "the report")) != TOOL_EXIT_OK)
         return rc;
+    if (o.report_out != NULL) {
+        struct stat a, b;
+        if (stat(o.file, &a) == 0 && stat(o.report_out, &b) == 0 && a.st_dev == b.st_dev &&
+            a.st_ino == b.st_ino)
+            return tool_usage_error(argv[0], "the report '%s' would overwrite the trace",
+                                    o.report_out);
+    }
 
     /* 1. the trace: manifest, every chunk, the tables */
     tool_limits(&lim, 0);
@@ -753,7 +774,7 @@ int cmd_replay(int argc, char **argv)
         tool_setenv("TINYTRACE_KEEP_GOING", o.keep_going ? "1" : NULL) ||
         tool_setenv("TINYTRACE_ORDERED", o.ordered ? "1" : NULL) ||
         tool_setenv("TINYTRACE_CHECK_OUTPUT", rec_output ? "1" : NULL) ||
-        tool_setenv("TINYTRACE_ALLOC", rec_alloc ? "1" : NULL) ||
+        (known && tool_setenv("TINYTRACE_ALLOC", rec_alloc ? "1" : NULL)) ||
         tool_setenv("TINYTRACE_PID", NULL)) { /* see cmd-record.c */
         rc = TOOL_EXIT_SYSTEM;
         goto out;
@@ -764,7 +785,13 @@ int cmd_replay(int argc, char **argv)
         goto out;
 
     rc = run(&o, &m, path, run_argv, dir);
+    ran = 1;
 out:
+    /* never leave an earlier run's report behind: --report always holds this run's verdict */
+    if (!ran && rc != TOOL_EXIT_OK && o.report_out != NULL &&
+        (e = write_error_report(o.report_out, "the replay did not run (see the tool's exit "
+                                "status and messages)")) != 0)
+        tool_error("cannot write %s: %s", o.report_out, strerror(e));
     meta_free(&mt);
     return rc;
 }

@@ -125,7 +125,7 @@ static int scan_notes(const struct elf_file *f, uint64_t off, uint64_t len, uint
         set_problem(info, "a note lies beyond the end of the file");
         return 0;
     }
-    while (len - pos >= 12) {
+    while (pos <= len && len - pos >= 12) {
         uint64_t namesz = rd32(f, buf + pos), descsz = rd32(f, buf + pos + 4);
         uint32_t type = rd32(f, buf + pos + 8);
         uint64_t name_off = pos + 12;

@@ -94,7 +94,21 @@ static void json_str(FILE *f, const char *s, size_t n)
     fputc('"', f);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
+        /* a valid UTF-8 sequence goes as it is: its length from the lead byte, then the
+         * continuation bytes, no overlong form, no surrogate, nothing above U+10FFFF */
+        size_t k = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+                 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        bool ok = k && i + k <= n;
+        for (size_t j = 1; ok && j < k; j++)
+            ok = ((unsigned char)s[i + j] & 0xc0) == 0x80;
+        const unsigned char c1 = ok ? (unsigned char)s[i + 1] : 0;
+        if (ok && ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 >= 0xa0) ||
+                   (c == 0xf0 && c1 < 0x90) || (c == 0xf4 && c1 >= 0x90)))
+            ok = false;
+        if (ok) {
+            fwrite(s + i, 1, k, f);
+            i += k - 1;
+        } else if (c == '"' || c == '\\')
             fprintf(f, "\\%c", c);
         else if (c < 0x20 || c >= 0x7f)
             fprintf(f, "\\u%04x", c);
@@ -358,6 +372,11 @@ static void fork_child(void)
     atomic_store_explicit(&tt_rt_live, NULL, memory_order_relaxed);
 }
 
+/* The longest command line recorded (Linux's own limit on arguments is a quarter of the stack
+ * limit, 2 MiB by default), and the longest argument: a name holds at most 65535 bytes. */
+#define CMDLINE_MAX (16u << 20)
+#define ARG_META_MAX 65500u
+
 static void record_meta(tt_session *s)
 {
     char buf[4096 + 8];
@@ -367,23 +386,51 @@ static void record_meta(tt_session *s)
         snprintf(buf, sizeof buf, "cwd=%s", cwd);
         tt_intern(s, TT_OBJ_META, buf, &id);
     }
+    /* the command line, whole or not at all: replay runs what is recorded here */
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return;
-    static char cmd[65536];
-    ssize_t n = read(fd, cmd, sizeof cmd - 1);
-    close(fd);
-    if (n <= 0)
-        return;
-    cmd[n] = '\0';
-    int argc = 0;
-    for (ssize_t i = 0; i < n; i += (ssize_t)strlen(cmd + i) + 1) {
-        snprintf(buf, sizeof buf, "argv[%d]=%s", argc, cmd + i);
-        tt_intern(s, TT_OBJ_META, buf, &id);
-        argc++;
+    size_t cap = 65536, n = 0;
+    char *cmd = malloc(cap);
+    for (ssize_t r = 1; cmd && r > 0;) {
+        if (n + 1 == cap) {
+            char *more = cap < CMDLINE_MAX ? realloc(cmd, cap * 2) : NULL;
+            if (!more) {
+                free(cmd);
+                cmd = NULL;
+                break;
+            }
+            cmd = more;
+            cap *= 2;
+        }
+        while ((r = read(fd, cmd + n, cap - 1 - n)) < 0 && errno == EINTR)
+            ;
+        if (r > 0)
+            n += (size_t)r;
     }
-    snprintf(buf, sizeof buf, "argc=%d", argc);
-    tt_intern(s, TT_OBJ_META, buf, &id);
+    close(fd);
+    if (!cmd || n == 0) {
+        free(cmd);
+        return;
+    }
+    cmd[n] = '\0';
+    for (size_t i = 0; i < n; i += strlen(cmd + i) + 1)
+        if (strlen(cmd + i) > ARG_META_MAX) { /* too long for a name: record no command line */
+            free(cmd);
+            return;
+        }
+    int argc = 0;
+    char *a = malloc(ARG_META_MAX + 32);
+    for (size_t i = 0; a && i < n; i += strlen(cmd + i) + 1, argc++) {
+        snprintf(a, ARG_META_MAX + 32, "argv[%d]=%s", argc, cmd + i);
+        tt_intern(s, TT_OBJ_META, a, &id);
+    }
+    if (a) {
+        snprintf(buf, sizeof buf, "argc=%d", argc);
+        tt_intern(s, TT_OBJ_META, buf, &id);
+    }
+    free(a);
+    free(cmd);
 }
 
 #ifdef TT_RT_PRELOAD

@@ -312,7 +312,12 @@ static int diverge(tt_session *s, struct tt_thread *t, tt_diverge_reason why, co
         d.tp = exp->tp;
         report_event(&d.expected, exp);
     } else {
-        d.tp.thread = t->rp->rec;
+        /* no recorded event: place the call just after the last one this thread matched */
+        const struct tt_replay_thread *r0 = t->rp;
+        d.tp.thread = r0->rec;
+        if (r0->hist_len)
+            d.tp.seq = r0->hist[(r0->hist_pos + TT_REPORT_HISTORY - 1) % TT_REPORT_HISTORY]
+                           .ev.tp.seq + 1;
     }
     report_event(&d.actual, act);
     /* the actual call of an input is replayed into its buffer: before that, the buffer holds

@@ -375,6 +375,45 @@ def test_command_line(tt, trace):
               str(r))
 
 
+def test_damaged_program(tt, tmp):
+    """`record` reads the program's ELF headers and notes before it runs it (a static program is
+    refused): damaged copies of an ELF file (this tool's own) are read without a crash, then
+    not run, since they are not executable (6). In the ASan build a read past a buffer fails."""
+    with open(tt, "rb") as f:
+        data = f.read()
+    cases = [("truncated to %d" % n, data[:n]) for n in (0, 4, 63, 64, 200, 1000, 5000)]
+    m = bytearray(data)
+    phoff = int.from_bytes(m[0x20:0x28], "little")
+    phentsize = int.from_bytes(m[0x36:0x38], "little")
+    for k in range(int.from_bytes(m[0x38:0x3a], "little")):
+        ph = phoff + k * phentsize
+        if int.from_bytes(m[ph:ph + 4], "little") == 4:  # PT_NOTE
+            off = int.from_bytes(m[ph + 8:ph + 16], "little")
+            # the first note's descriptor runs past the end of its segment
+            m[ph + 32:ph + 40] = (29).to_bytes(8, "little")  # p_filesz
+            m[off + 4:off + 8] = (13).to_bytes(4, "little")  # descsz
+            cases.append(("a note past the end of its segment", bytes(m)))
+            break
+    check(len(cases) == 8, "the tool has a PT_NOTE segment to damage")
+    rng = random.Random(20261201)
+    for i in range(60):
+        m = bytearray(data)
+        for _ in range(rng.randint(1, 6)):
+            m[rng.randrange(0, 64 + 56 * 16)] = rng.randrange(256)
+        cases.append(("mutation %d" % i, bytes(m)))
+    path = os.path.join(tmp, "damaged")
+    bad = []
+    for what, content in cases:
+        with open(path, "wb") as f:
+            f.write(content)
+        os.chmod(path, 0o644)
+        r = run(tt, "record", "-o", os.path.join(tmp, "damaged.tt"), "--", path)
+        if r.rc not in (EXIT_USAGE, EXIT_SYSTEM) or "Sanitizer" in r.err:
+            bad.append("%s: %s" % (what, r))
+    check(not bad, "record reads damaged program files without a crash, runs none of them",
+          "\n".join(bad[:3]))
+
+
 def test_incomplete(tt, mkrecord, tmp):
     """A recording stopped by a write error: the file says so, and the tool exits 7."""
     trace = os.path.join(tmp, "stopped.tt")
@@ -423,6 +462,7 @@ def main():
         man = test_good_trace(tt, trace, expected)
         test_damaged(tt, trace, man, tmp)
         test_command_line(tt, trace)
+        test_damaged_program(tt, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return report()

@@ -103,6 +103,14 @@ class TempDir:
         return False
 
 
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        return {"error": str(e)}
+
+
 def copy_prog(d, name="prog-time", src=None):
     """A copy of the test program in d, to be run as ./name."""
     dst = os.path.join(d, name)
@@ -263,8 +271,60 @@ def test_replay_outcomes():
             doc = {"error": str(e)}
         check(doc.get("status") == "diverged", "the report says diverged", str(doc))
 
+        # the place of an "end" divergence: just after the last matched event
+        r = tt(d, "replay", "--report", rep, "t.tt", "--", "./prog-time", "--extra")
+        expect_rc(r, EXIT_DIVERGED, "replay --report of a program that makes a call more")
+        doc = load_json(rep)
+        hist = doc.get("history") or [{}]
+        check(doc.get("reason") == "end" and doc.get("seq") is not None and
+              doc.get("seq") == hist[-1].get("seq", -2) + 1,
+              "an end divergence is placed after the last matched event", str(doc)[:600])
+
         r = tt(d, "replay", "t.tt", "--", "./prog-time", "--fewer")
         expect_rc(r, EXIT_EARLY_END, "a program that skips calls ends before the recording")
+
+        # --keep-going: divergences counted, then the program ends early: diverged (1), not 5
+        # (the output of the extra read is missing: a divergence, and the read is left)
+        r = record(d, "-o", "co.tt", "--check-output", "--", "./prog-time", "--extra")
+        expect_rc(r, EXIT_OK, "record --check-output for the keep-going test")
+        r = tt(d, "replay", "--keep-going", "--report", rep, "co.tt", "--", "./prog-time")
+        expect_rc(r, EXIT_DIVERGED, "replay --keep-going that diverges, then ends early")
+        check(load_json(rep).get("divergences", 0) > 0, "... its report counts the divergences",
+              str(load_json(rep))[:400])
+
+        # the report never names the trace itself, and never keeps an earlier run's verdict
+        with open(os.path.join(d, "t.tt"), "rb") as f:
+            before = f.read()
+        r = tt(d, "replay", "--report", "t.tt", "t.tt")
+        expect_rc(r, EXIT_USAGE, "replay --report naming the trace itself")
+        with open(os.path.join(d, "t.tt"), "rb") as f:
+            check(f.read() == before, "... leaves the trace as it was", str(r))
+        r = tt(d, "replay", "--report", rep, "t.tt")
+        expect_rc(r, EXIT_OK, "replay --report of a matching run")
+        check(load_json(rep).get("status") == "matched", "the report says matched")
+        with open(os.path.join(d, "cut.tt"), "wb") as f:
+            f.write(before[:len(before) // 2])
+        r = tt(d, "replay", "--report", rep, "cut.tt")
+        expect_rc(r, EXIT_CORRUPT, "replay --report of a truncated trace")
+        check(load_json(rep).get("status") == "error",
+              "... replaces the earlier report with an error", str(load_json(rep))[:300])
+
+        # a relative TMPDIR, while the program runs in the recorded directory
+        sub = os.path.join(d, "sub")
+        os.mkdir(sub)
+        os.mkdir(os.path.join(d, "tdir"))
+        r = record(sub, "-o", os.path.join(d, "s.tt"), "--", os.path.join(d, "prog-time"))
+        expect_rc(r, EXIT_OK, "record in a subdirectory")
+        r = tt(d, "replay", "s.tt", env={"TMPDIR": "tdir"})
+        expect_rc(r, EXIT_OK, "replay with a relative TMPDIR from another directory")
+
+        # recorded through the environment with allocations: the tool leaves TINYTRACE_ALLOC
+        env = {"LD_PRELOAD": PRELOAD, "TINYTRACE_MODE": "record", "TINYTRACE_ALLOC": "1",
+               "TINYTRACE_FILE": os.path.join(d, "env.tt")}
+        r = run(["./prog-time"], d, env=env)
+        if expect_rc(r, EXIT_OK, "record through the environment, with TINYTRACE_ALLOC=1"):
+            r = tt(d, "replay", "env.tt", env={"TINYTRACE_ALLOC": "1"})
+            expect_rc(r, EXIT_OK, "... replays with TINYTRACE_ALLOC=1 through the tool")
 
         # --check-output: recorded with it, replay compares; recorded without, refused
         r = record(d, "-o", "out.tt", "--check-output", "--", "./prog-time")
@@ -405,6 +465,21 @@ def test_damaged_programs():
                     len(m))
                 m[at] = rng.randrange(256)
             cases.append(("mutation %d" % i, bytes(m)))
+        # the first note's descriptor runs past the end of its PT_NOTE segment (a read past the
+        # buffer, found by a review: ASan builds crash on it)
+        m = bytearray(data)
+        phoff = int.from_bytes(m[0x20:0x28], "little")
+        phentsize = int.from_bytes(m[0x36:0x38], "little")
+        for k in range(int.from_bytes(m[0x38:0x3a], "little")):
+            ph = phoff + k * phentsize
+            if int.from_bytes(m[ph:ph + 4], "little") == 4:  # PT_NOTE
+                off = int.from_bytes(m[ph + 8:ph + 16], "little")
+                m[ph + 32:ph + 40] = (29).to_bytes(8, "little")  # p_filesz
+                m[off + 4:off + 8] = (13).to_bytes(4, "little")  # the note's descsz
+                cases.append(("a note past its segment", bytes(m)))
+                break
+        else:
+            check(False, "the test program has a PT_NOTE segment")
         bad = []
         path = os.path.join(d, "damaged")
         for what, content in cases:
@@ -593,6 +668,16 @@ def test_recorded_command_line():
             expect_rc(r, EXIT_CORRUPT, "a damaged command line: " + " ".join(meta))
             check(what in r.err, "... the message says '%s'" % what, str(r))
             check(r.out == "", "... and nothing ran", str(r))
+
+        # an argument longer than 4 KiB is recorded whole: prog-time's atoi skips the blanks,
+        # and a cut argument would leave no status in it
+        status = " " * 6000 + "7"
+        r = record(d, "-o", "long.tt", "--", "./prog-time", "--exit", status)
+        if expect_rc(r, 7, "record with a %d-byte argument" % len(status)):
+            r = tt(d, "replay", "long.tt")
+            expect_rc(r, EXIT_OK, "replay of the %d-byte argument" % len(status))
+            check("the program exited with status 7" in r.err, "... passes it whole",
+                  r.err[-500:])
 
         # an incomplete trace: 7
         mk("incomplete.tt", "argc=1", "argv[0]=./prog-time", incomplete=True)
