@@ -439,7 +439,12 @@ TT_EXPORT int gettimeofday(struct timeval *restrict tv, void *restrict tz)
         return f(tv, tz);
     int e0 = errno;
     struct in_head h = { 0 };
-    struct iovec v[2] = { { tv, sizeof *tv }, { tz, tz ? sizeof(struct timezone) : 0 } };
+    /* tv may be NULL (gettimeofday(NULL, &tz) asks for the zone only; the kernel and the vDSO
+     * accept it), but glibc declares it nonnull: hide it from the optimizer before testing */
+    struct timeval *tvp = tv;
+    __asm__("" : "+r"(tvp));
+    struct iovec v[2] = { { tvp, tvp ? sizeof *tv : 0 },
+                          { tz, tz ? sizeof(struct timezone) : 0 } };
     if (recording(s)) {
         h.ret = f(tv, tz);
         h.err = h.ret < 0 ? errno : 0;
@@ -699,6 +704,16 @@ static ssize_t in_real(const struct in_args *a)
     return -1;
 }
 
+/* recv* with MSG_TRUNC on a stream socket discards the bytes: nothing reaches the buffer
+ * (which may be NULL), so there is nothing to record or to hand back. */
+static bool discards(const struct in_args *a)
+{
+    int type;
+    socklen_t l = sizeof type;
+    return (a->flags & MSG_TRUNC) && a->kind != IN_READ && a->kind != IN_READV &&
+           getsockopt(a->fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 && type == SOCK_STREAM;
+}
+
 static ssize_t in_call(const struct in_args *a)
 {
     tt_session *s = enter();
@@ -740,12 +755,21 @@ static ssize_t in_call(const struct in_args *a)
     struct in_head h = { 0 };
     int rc;
     if (recording(s)) {
+        /* The real call may block: not under the guard, or a handler that siglongjmps out of
+         * it (alarm timeouts) leaves the guard held and the rest of the thread unrecorded. */
+        tt_rt_guard_leave();
         ssize_t r = in_real(a);
+        int real_errno = errno;
+        if (!(s = enter())) {
+            errno = real_errno;
+            return r;
+        }
+        errno = real_errno;
         h.ret = r;
         h.err = r < 0 ? errno : 0;
         /* recv with MSG_TRUNC returns a datagram's full length, more than was copied */
         size_t room = iov_total(iov, cnt);
-        h.len = r > 0 ? ((size_t)r < room ? (uint64_t)r : room) : 0;
+        h.len = r > 0 && !discards(a) ? ((size_t)r < room ? (uint64_t)r : room) : 0;
         if (area && r >= 0 && namelen) {
             h.namelen = *namelen;
             size_t nb = h.namelen < name_room ? h.namelen : name_room;
@@ -1028,7 +1052,10 @@ static void std_replace(int i)
     struct stat st;
     int mode = _IOFBF;
     size_t size = BUFSIZ;
-    if (fstat(i, &st) == 0 && st.st_blksize > 0 && st.st_blksize < BUFSIZ)
+    /* stdin's reads are replayed, and a replayed read must ask for at least what was
+     * recorded: its size cannot follow what stdin is now (a terminal's st_blksize is 1024, a
+     * pipe's 4096), so stdin always reads BUFSIZ. */
+    if (i != 0 && fstat(i, &st) == 0 && st.st_blksize > 0 && st.st_blksize < BUFSIZ)
         size = (size_t)st.st_blksize;
     if (i == 2)
         mode = _IONBF;
@@ -1573,16 +1600,23 @@ struct seg {
 static struct seg segs[2] = { { PTHREAD_MUTEX_INITIALIZER, 0, { 0 } },
                               { PTHREAD_MUTEX_INITIALIZER, 0, { 0 } } };
 
-/* Called with the guard and g->mu held. */
+/* Called with the guard and g->mu held; returns with g->mu held. The event itself is made
+ * without the mutex: in an ordered replay it waits for this thread's turn, and the thread whose
+ * turn it is may need the mutex to write its own segment. */
 static void seg_emit(tt_session *s, int fd, struct seg *g)
 {
     if (!g->len)
         return;
-    int rc = io_event(s, TT_IO_OUT, fd == 1 ? TT_CH_STDOUT : TT_CH_STDERR, S_write, g->buf,
-                      g->len, NULL);
+    char out[SEG_MAX];
+    size_t n = g->len;
+    memcpy(out, g->buf, n);
     g->len = 0;
+    pthread_mutex_unlock(&g->mu);
+    int rc = io_event(s, TT_IO_OUT, fd == 1 ? TT_CH_STDOUT : TT_CH_STDERR, S_write, out, n,
+                      NULL);
     if (rc != TT_OK)
         tt_rt_failed(rc, fd == 1 ? "write to stdout" : "write to stderr");
+    pthread_mutex_lock(&g->mu);
 }
 
 static void seg_push(tt_session *s, int fd, const char *p, size_t n)
@@ -1707,7 +1741,8 @@ static int gethostname_impl(char *name, size_t len)
     if (recording(s)) {
         h.ret = f(name, len);
         h.err = h.ret < 0 ? errno : 0;
-        if (h.ret == 0) {
+        /* glibc fills the buffer with the cut name too when it fails with ENAMETOOLONG */
+        if (h.ret == 0 || h.err == ENAMETOOLONG) {
             size_t n = strnlen(name, len);
             h.len = n < len ? n + 1 : len;
         }

@@ -5,12 +5,17 @@
  * bytes it sends to itself over sockets and pipes come from PROBE_WORD, which the test changes
  * between record and replay: a replayed receive returns the recorded word, not the one sent.
  * Everything else (clocks, random bytes, ports, pid) differs from one plain run to the next.
+ *
+ * preload-probe --longjmp jumps out of a blocked read from a timer's signal handler, then reads
+ * its pid and the clock and ends with _exit (see longjmp_mode).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +35,61 @@ static void hex(const char *what, const unsigned char *p, size_t n)
     for (size_t i = 0; i < n; i++)
         printf("%02x", p[i]);
     printf("\n");
+}
+
+/* TCP over loopback: recv with MSG_TRUNC discards bytes of a stream (tcp(7)) and takes no
+ * buffer; the next recv gets what follows. */
+static void tcp_trunc(void)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t al = sizeof a;
+    int l = socket(AF_INET, SOCK_STREAM, 0), c = -1, s = -1;
+    if (l >= 0 && bind(l, (struct sockaddr *)&a, sizeof a) == 0 && listen(l, 1) == 0 &&
+        getsockname(l, (struct sockaddr *)&a, &al) == 0 &&
+        (c = socket(AF_INET, SOCK_STREAM, 0)) >= 0 &&
+        connect(c, (struct sockaddr *)&a, sizeof a) == 0 && (s = accept(l, NULL, NULL)) >= 0 &&
+        send(c, "HELLOWORLD", 10, 0) == 10) {
+        char b[8] = { 0 };
+        ssize_t d = recv(s, NULL, 5, MSG_TRUNC | MSG_WAITALL);
+        ssize_t n = recv(s, b, 5, MSG_WAITALL);
+        printf("tcp MSG_TRUNC: discarded %zd, then %zd '%s'\n", d, n, b);
+    } else {
+        printf("tcp: unavailable\n");
+    }
+    if (s >= 0)
+        close(s);
+    if (c >= 0)
+        close(c);
+    if (l >= 0)
+        close(l);
+}
+
+/* --longjmp: a timer's handler jumps out of a read that blocks (the alarm-timeout idiom), then
+ * the program reads its pid and the clock and ends with _exit. */
+static sigjmp_buf jump;
+
+static void on_timer(int sig)
+{
+    (void)sig;
+    siglongjmp(jump, 1);
+}
+
+static int longjmp_mode(void)
+{
+    int p[2];
+    char c;
+    if (pipe(p) != 0)
+        return 1;
+    signal(SIGALRM, on_timer);
+    struct itimerval it = { .it_value = { .tv_usec = 50000 } };
+    if (sigsetjmp(jump, 1) == 0) {
+        setitimer(ITIMER_REAL, &it, NULL);
+        ssize_t n = read(p[0], &c, 1); /* nothing ever comes */
+        printf("read returned %zd\n", n);
+    }
+    printf("after the jump: pid %ld time %lld\n", (long)getpid(), (long long)time(NULL));
+    fflush(stdout);
+    _exit(0);
 }
 
 static void *worker(void *arg)
@@ -68,8 +128,10 @@ static void udp(const char *word)
     close(s);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--longjmp") == 0)
+        return longjmp_mode();
     const char *word = getenv("PROBE_WORD");
     if (!word)
         word = "none";
@@ -116,6 +178,15 @@ int main(void)
     struct utsname u;
     uname(&u);
     printf("hostname: %s %s\n", host, u.nodename);
+    /* too small: glibc copies what fits and fails with ENAMETOOLONG */
+    char cut[4] = "XXX";
+    int hr = gethostname(cut, 2);
+    printf("hostname cut: %d errno %d '%.2s'\n", hr, hr ? errno : 0, cut);
+    /* the zone alone: glibc declares tv nonnull, the kernel and the vDSO accept NULL */
+    struct timeval *volatile no_tv = NULL;
+    struct timezone tz = { -7, -7 };
+    int gr = gettimeofday(no_tv, &tz);
+    printf("gettimeofday(NULL, tz): %d %d\n", gr, tz.tz_minuteswest);
 
     /* a pipe to itself, read with readv into two pieces */
     int p[2];
@@ -149,6 +220,7 @@ int main(void)
         close(sv[1]);
     }
     udp(word);
+    tcp_trunc();
 
     pthread_t th;
     if (pthread_create(&th, NULL, worker, NULL) == 0)
