@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -32,7 +34,11 @@ static tt_mode g_mode;
 static pid_t g_pid;
 static bool opt_alloc, opt_check_output, opt_keep_going;
 static char report_path[4096];
-static _Atomic int g_closing;
+/* 0: open; 1: closing at exit (g_closed once done); 2: a crash is being finalized, by the
+ * thread g_crash_tid, which ends the process */
+static _Atomic int g_closing, g_closed;
+static _Atomic long g_crash_tid;
+static int g_crash_sig;
 
 /* the guard is the library's own per-thread flag, which the swapper holds for its whole life */
 #define guard tt_in_tracer
@@ -235,12 +241,88 @@ static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, S
 #define NFATAL (sizeof fatal_signals / sizeof fatal_signals[0])
 static struct sigaction old_actions[NFATAL];
 
+static _Noreturn void wait_forever(void)
+{
+    for (;;)
+        pause();
+}
+
+/* Dies by @sig with its default action, from a handler where @sig may be blocked. */
+static void die_by(int sig)
+{
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    raise(sig);
+}
+
+/* Finalizing can still block (a lock the crashed code held): after a few seconds, give up and
+ * die by the crash's signal, leaving the .partial file, rather than hang the program. */
+static void watchdog(int unused)
+{
+    (void)unused;
+    die_by(g_crash_sig);
+}
+
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+
+static void arm_watchdog(int sig)
+{
+    g_crash_sig = sig;
+    struct sigaction wa;
+    memset(&wa, 0, sizeof wa);
+    wa.sa_handler = watchdog;
+    wa.sa_flags = SA_ONSTACK;
+    sigaction(SIGALRM, &wa, NULL);
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = SIGALRM;
+    sev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+    timer_t tm;
+    if (timer_create(CLOCK_MONOTONIC, &sev, &tm) == 0) {
+        struct itimerspec its = { .it_value = { 5, 0 } };
+        timer_settime(tm, 0, &its, NULL);
+    }
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGALRM);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
 static void crash_handler(int sig, siginfo_t *info, void *uctx)
 {
-    (void)info;
-    (void)uctx;
+    /* a handler the program had before us decides: it may recover (siglongjmp), or die */
+    for (size_t i = 0; i < NFATAL; i++) {
+        const struct sigaction *old = &old_actions[i];
+        if (fatal_signals[i] != sig || old->sa_handler == SIG_DFL || old->sa_handler == SIG_IGN)
+            continue;
+        if (old->sa_flags & SA_SIGINFO)
+            old->sa_sigaction(sig, info, uctx);
+        else
+            old->sa_handler(sig);
+        return;
+    }
+    long me = syscall(SYS_gettid);
+    if (atomic_load(&g_closing) == 2 && atomic_load(&g_crash_tid) != me)
+        wait_forever(); /* another thread's crash is being finalized; it ends the process */
+    if (atomic_load(&g_closing) == 1 && !guard) {
+        /* exit is closing the session: let it finish (bounded), then die by this signal */
+        for (int i = 0; i < 2000 && !atomic_load(&g_closed); i++)
+            usleep(1000);
+        die_by(sig);
+        return;
+    }
     tt_session *s = cur();
-    if (s && g_mode == TT_MODE_REPLAY && !guard && !atomic_exchange(&g_closing, 1)) {
+    int zero = 0;
+    if (s && g_mode == TT_MODE_REPLAY && !guard &&
+        atomic_compare_exchange_strong(&g_closing, &zero, 2)) {
+        atomic_store(&g_crash_tid, me);
+        arm_watchdog(sig);
         /* Replay: did the recording crash here too, by the same signal? */
         guard = 1;
         char bt[4096];
@@ -259,8 +341,10 @@ static void crash_handler(int sig, siginfo_t *info, void *uctx)
                     "not\n%s", sig, bt);
             write_report(s, "diverged", rc, d.message, &d, bt, 1);
         }
-    } else if (s && !guard && !atomic_exchange(&g_closing, 1)) {
+    } else if (s && !guard && atomic_compare_exchange_strong(&g_closing, &zero, 2)) {
         /* record; inside tinytrace (the guard is held) the locks may be ours: do not finalize */
+        atomic_store(&g_crash_tid, me);
+        arm_watchdog(sig);
         guard = 1;
         char bt[4096];
         size_t n = tt_backtrace(bt, sizeof bt, 1);
@@ -273,12 +357,7 @@ static void crash_handler(int sig, siginfo_t *info, void *uctx)
         tt_session_finish_(s, &err); /* not freed: other threads may still hold it */
     }
     /* die as the program would have: default action, signal unblocked, raised again */
-    signal(sig, SIG_DFL);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, sig);
-    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-    raise(sig);
+    die_by(sig);
 }
 
 static void install_crash_handlers(void)
@@ -292,6 +371,10 @@ static void install_crash_handlers(void)
         sa.sa_sigaction = crash_handler;
         sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
         sigemptyset(&sa.sa_mask);
+        /* an ignored signal stays ignored (SIGTRAP, SIGSYS: the program goes on) */
+        if (sigaction(fatal_signals[i], NULL, &old_actions[i]) == 0 &&
+            old_actions[i].sa_handler == SIG_IGN)
+            continue;
         sigaction(fatal_signals[i], &sa, &old_actions[i]);
     }
 }
@@ -326,11 +409,41 @@ static void name_thread(const char *path)
 }
 
 #ifdef TT_RT_PRELOAD
+#define ALTSTACK_BYTES (64 * 1024)
+static pthread_key_t altstack_key;
+static pthread_once_t altstack_once = PTHREAD_ONCE_INIT;
+
+static void altstack_free(void *p)
+{
+    stack_t ss = { .ss_flags = SS_DISABLE };
+    sigaltstack(&ss, NULL);
+    munmap(p, ALTSTACK_BYTES);
+}
+
+static void altstack_key_make(void)
+{
+    pthread_key_create(&altstack_key, altstack_free);
+}
+
+/* Each thread its own alternate stack, so a stack overflow on it reaches the crash handler. */
+static void altstack_thread(void)
+{
+    pthread_once(&altstack_once, altstack_key_make);
+    void *st = mmap(NULL, ALTSTACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                    -1, 0);
+    if (st == MAP_FAILED)
+        return;
+    stack_t ss = { .ss_sp = st, .ss_size = ALTSTACK_BYTES };
+    if (sigaltstack(&ss, NULL) != 0 || pthread_setspecific(altstack_key, st) != 0)
+        munmap(st, ALTSTACK_BYTES);
+}
+
 static void *thread_trampoline(void *p)
 {
     struct start_args a = *(struct start_args *)p;
     free(p);
     guard = 1;
+    altstack_thread();
     name_thread(a.path);
     guard = 0;
     return a.fn(a.arg);
@@ -504,8 +617,18 @@ static void rt_init(void)
     guard = 0;
 }
 
+static void rt_close(bool flush_stdio);
+
 __attribute__((destructor(101))) static void rt_fini(void)
 {
+    rt_close(true);
+}
+
+static void rt_close(bool flush_stdio)
+{
+    if (atomic_load(&g_closing) == 2 && atomic_load(&g_crash_tid) != syscall(SYS_gettid) &&
+        g_pid == (pid_t)syscall(SYS_getpid))
+        wait_forever(); /* another thread's crash is being finalized; it ends the process */
     tt_session *s = cur();
     if (!s)
         return;
@@ -514,10 +637,18 @@ __attribute__((destructor(101))) static void rt_fini(void)
     guard = 1;
     pid_t me = getpid();
     guard = was;
-    if (me != g_pid || atomic_exchange(&g_closing, 1))
+    int zero = 0;
+    if (me != g_pid)
         return;
-    /* the program's buffered output is still part of the run */
-    fflush(NULL);
+    if (!atomic_compare_exchange_strong(&g_closing, &zero, 1)) {
+        if (zero == 2 && atomic_load(&g_crash_tid) != syscall(SYS_gettid))
+            wait_forever(); /* another thread's crash is being finalized; it ends the process */
+        return;
+    }
+    /* the program's buffered output is still part of the run (not after _exit, which
+     * discards it) */
+    if (flush_stdio)
+        fflush(NULL);
     guard = 1;
     atomic_store_explicit(&tt_rt_live, NULL, memory_order_release);
     tt_error_info err;
@@ -538,6 +669,7 @@ __attribute__((destructor(101))) static void rt_fini(void)
     }
     if (rc != TT_OK)
         fprintf(stderr, "tinytrace: %s\n", err.message);
+    atomic_store(&g_closed, 1);
 }
 
 #ifdef TT_RT_PRELOAD
@@ -546,14 +678,14 @@ __attribute__((destructor(101))) static void rt_fini(void)
 __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
     if (!guard)
-        rt_fini();
+        rt_close(false);
     exit_now(status);
 }
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status)
 {
     if (!guard)
-        rt_fini();
+        rt_close(false);
     exit_now(status);
 }
 #endif /* TT_RT_PRELOAD */

@@ -230,10 +230,38 @@ static int env_num(tt_config *cfg, const char *var, tt_param p, uint64_t unit, t
     return set_named(cfg, p, v * unit, var, err);
 }
 
+extern char **environ;
+
+/* Every TINYTRACE_* name the library or the tool reads: any other is a typo, refused. */
+static const char *const known_vars[] = {
+    "MODE", "FILE", "CALLER", "BUFFER_KB", "MEMORY_MB", "BLOCK_KB", "MAX_EVENT_MB",
+    "MAX_THREADS", "ORDERED", "ORDER_TIMEOUT_MS", "DIVERGENCE", "ALLOC", "CHECK_OUTPUT",
+    "KEEP_GOING", "PID", "PRELOAD", "PROGRESS_MS", "REPORT",
+};
+
+static int check_names(tt_error_info *err)
+{
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "TINYTRACE_", 10) != 0)
+            continue;
+        const char *name = *e + 10, *eq = strchr(name, '=');
+        size_t n = eq ? (size_t)(eq - name) : strlen(name);
+        bool ok = false;
+        for (size_t i = 0; i < sizeof known_vars / sizeof known_vars[0] && !ok; i++)
+            ok = strlen(known_vars[i]) == n && memcmp(known_vars[i], name, n) == 0;
+        if (!ok)
+            return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX,
+                           "TINYTRACE_%.*s: unknown setting (a typo?)", (int)n, name);
+    }
+    return TT_OK;
+}
+
 int tt_config_from_env(tt_config *cfg, tt_error_info *err)
 {
     tt_config tmp;
     int rc;
+    if ((rc = check_names(err)) != TT_OK)
+        return rc;
     /* build into a copy, so a refused variable leaves @cfg as it was */
     memcpy(&tmp, cfg, sizeof tmp);
     if (cfgw(&tmp)->magic != CFG_MAGIC)

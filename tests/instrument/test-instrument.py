@@ -97,6 +97,29 @@ def crash_keeps_every_event_and_dies_by_sigsegv(d):
     assert "signal 11" in rep.stderr, rep.stderr
 
 
+def other_crashes_are_finalized_too(d):
+    """A worker crashes while main returns from main; two workers crash at once; a worker
+    overflows its stack. Each run dies by SIGSEGV and leaves a trace that verifies, with one
+    crash event, in a worker; when main's exit closes the session before the worker's crash
+    reaches the handler (a race the test leaves to the scheduler), the trace has no crash event,
+    and the program still dies by SIGSEGV."""
+    for mode in ("worker", "two", "overflow"):
+        trace = os.path.join(d, "crash-%s.tt" % mode)
+        r = run([TT, "record", "-o", trace, "--", CRASH, mode])
+        assert r.returncode == 128 + signal.SIGSEGV, \
+            f"{mode}: record exit {r.returncode}: {r.stderr}"
+        v = run([TT, "verify", trace])
+        assert v.returncode == 0, f"{mode}: " + v.stdout + v.stderr
+        ev = events(trace)
+        crash = [e for e in ev if e["kind"] == "crash"]
+        if mode == "worker" and not crash:
+            continue
+        assert len(crash) == 1 and crash[0]["arg"] == signal.SIGSEGV, f"{mode}: {crash}"
+        assert crash[0]["thread"] != 0, f"{mode}: the crash is main's: {crash}"
+        work = sum(1 for e in ev if e["kind"] == "enter" and e["function"] == "work")
+        assert work >= 5000, f"{mode}: {work} calls of work recorded"
+
+
 def fork_child_leaves_the_parent_trace_intact(d):
     trace = os.path.join(d, "fork.tt")
     r = run([TT, "record", "-o", trace, "--", FORK])
@@ -202,6 +225,7 @@ check("linked program records into the session TINYTRACE_* configures",
 check("rebuilt program diverges naming both functions and the caller",
       rebuilt_program_diverges_naming_both_functions_and_the_caller)
 check("crash keeps every event and dies by SIGSEGV", crash_keeps_every_event_and_dies_by_sigsegv)
+check("other crashes are finalized too", other_crashes_are_finalized_too)
 check("fork child leaves the parent trace intact", fork_child_leaves_the_parent_trace_intact)
 check("flaky failing and passing recordings replay 20 of 20",
       flaky_failing_and_passing_recordings_replay_20_of_20)

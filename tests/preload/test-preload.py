@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -225,6 +226,21 @@ def case_longjmp():
               "longjmp: the calls after the jump are in the trace", d)
 
 
+def case_ignored_signal():
+    # a signal the parent left ignored stays ignored: the runtime's crash handler does not take
+    # it over (SIGTRAP kills by default)
+    args = [sys.executable, "-c",
+            "import os, signal; os.kill(os.getpid(), signal.SIGTRAP); print('survived')"]
+    with Case("ignored signal") as c:
+        env = base_env()
+        env.update({"LD_PRELOAD": PRELOAD, "TINYTRACE_MODE": "record", "TINYTRACE_FILE": c.trace})
+        p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                           cwd=c.work, timeout=TIMEOUT,
+                           preexec_fn=lambda: signal.signal(signal.SIGTRAP, signal.SIG_IGN))
+        r = Result(args, p.returncode, p.stdout, p.stderr)
+        check(r.rc == 0 and r.out == b"survived\n", "ignored signal: the program survives it", r)
+
+
 def case_off():
     # preloaded without TINYTRACE_MODE: the program runs untraced and nothing is written
     with Case("off") as c:
@@ -281,8 +297,8 @@ def case_alloc():
         check(b"size" in r.err, "alloc: the report says the size differs", r)
 
 
-CASES = [case_date, case_python, case_stdin, case_probe, case_longjmp, case_off,
-         case_check_output, case_alloc]
+CASES = [case_date, case_python, case_stdin, case_probe, case_longjmp, case_ignored_signal,
+         case_off, case_check_output, case_alloc]
 
 
 def main():
