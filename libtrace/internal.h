@@ -116,6 +116,8 @@ struct tt_thread {
     uint8_t *pos;
     uint8_t *end;
     _Atomic uint32_t busy;   /* inside a recording call; see session close */
+    _Atomic uint32_t steal;  /* a thread waiting for the budget took, or is taking, the buffer:
+                              * see tt_writer_refill (written under the writer's qlock) */
     uint32_t id;
     struct tt_buf *buf;
     tt_session *s;
@@ -175,6 +177,8 @@ struct tt_session {
 
     /* instrumentation: maps the hooks' function addresses to ids on the swapper */
     _Atomic(tt_fn_resolver) fn_resolver;
+    /* instrumentation: told of each thread that registered (runtime.c ends it at its exit) */
+    _Atomic(void (*)(tt_session *)) on_thread;
 };
 
 /* session.c: the thread-local cache that maps a session to the calling thread's state */
@@ -257,6 +261,9 @@ int tt_replay_fn(tt_session *s, struct tt_thread *t, uint8_t kind, uint32_t func
  * everything else (registration, a full buffer, replay) is the slow path, which starts over.
  * @now is the event's tt_ticks(). */
 int tt_event_fn_slow_(tt_session *s, uint32_t kind, uint32_t function, uint64_t now) TT_HIDDEN;
+/* The owner's side of a steal (writer.c): with busy set, waits out a thief that is looking at
+ * @t's buffer and takes its writes (t->buf, pos, end) in, then clears the flag. */
+void tt_writer_steal_ack_(tt_session *s, struct tt_thread *t) TT_HIDDEN;
 
 /* Begins a recording call on @t: TT_OK, TT_E_MODE if @t is already inside a recording call (a
  * signal handler interrupted it: the call must not touch the buffer, and busy stays set for the
@@ -277,17 +284,25 @@ static inline int tt_rec_begin_(tt_session *s, struct tt_thread *t)
     atomic_store_explicit(&t->busy, 1, memory_order_seq_cst);
     atomic_signal_fence(memory_order_seq_cst);
     uint32_t closing = atomic_load_explicit(&s->closing, memory_order_seq_cst);
+    uint32_t steal = atomic_load_explicit(&t->steal, memory_order_seq_cst);
 #else
-    /* relaxed: tt_writer_close's membarrier orders this store before its load of busy */
+    /* relaxed: tt_writer_close's (and a thief's) membarrier orders this store before its load
+     * of busy */
     atomic_store_explicit(&t->busy, 1, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
     uint32_t closing = atomic_load_explicit(&s->closing, memory_order_relaxed);
+    uint32_t steal = atomic_load_explicit(&t->steal, memory_order_relaxed);
 #endif
-    if (TT_UNLIKELY(nested | closing)) {
+    if (TT_UNLIKELY(nested | closing | steal)) {
         if (nested)
             return TT_E_MODE; /* busy belongs to the interrupted call: leave it set */
-        atomic_store_explicit(&t->busy, 0, memory_order_release);
-        return TT_E_CLOSED;
+        if (closing) {
+            atomic_store_explicit(&t->busy, 0, memory_order_release);
+            return TT_E_CLOSED;
+        }
+        /* another thread took (or looked at) the buffer while this one was idle: pos and end
+         * are read only after its writes are in */
+        tt_writer_steal_ack_(s, t);
     }
     return TT_OK;
 }
@@ -346,6 +361,8 @@ void tt_symbolize(uintptr_t addr, char *buf, size_t cap);
 /* The encoder's map from a function's address (raw records in TT_RAW_ADDR form, from the
  * hooks) to its interned id (hooks.c sets it; NULL: such events get id 0). */
 void tt_session_set_fn_resolver_(tt_session *s, tt_fn_resolver fn);
+/* Calls @fn on each thread that registers in @s from now on, once it is registered. */
+void tt_session_set_thread_hook_(tt_session *s, void (*fn)(tt_session *));
 /* The first half of tt_session_close: the file is finished (record) or the rest of the
  * recording checked (replay), but nothing is freed, so other threads that still hold @s do not
  * touch freed memory. For the crash handler, which never frees. */

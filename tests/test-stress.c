@@ -71,6 +71,12 @@ struct worker {
     int named_rc;
     size_t sizes[MAX_EVENTS];
     _Atomic uint32_t progress;  /* calls that returned TT_OK so far */
+    /* gated: after its first event the thread waits (deadline 60 s) until gate_n threads have
+     * made theirs, so every one of them holds a buffer at once */
+    _Atomic uint32_t *gate;
+    uint32_t gate_n;
+    int gate_timeout;
+    _Atomic uint32_t *done;     /* incremented when the thread returns, if set */
 };
 
 static uint64_t value_of(uint32_t n, uint32_t i)
@@ -103,6 +109,13 @@ static void *worker_main(void *p)
         if (rc == TT_OK && w->refused == 0) {
             w->sizes[w->ok++] = len;
             atomic_store_explicit(&w->progress, w->ok, memory_order_release);
+            if (w->gate && w->ok == 1) {
+                atomic_fetch_add(w->gate, 1);
+                uint64_t deadline = tt_test_now_ns() + 60ull * 1000000000;
+                while (atomic_load(w->gate) < w->gate_n && tt_test_now_ns() < deadline)
+                    sched_yield();
+                w->gate_timeout = atomic_load(w->gate) < w->gate_n;
+            }
         } else if (rc == TT_E_CLOSED) {
             /* finish began: this and every later call is refused */
             w->refused++;
@@ -119,6 +132,8 @@ static void *worker_main(void *p)
             w->other_rc = rc;
     }
     free(buf);
+    if (w->done)
+        atomic_fetch_add(w->done, 1);
     return NULL;
 }
 
@@ -374,4 +389,46 @@ Test(stress, a_tiny_budget_and_a_sink_that_sleeps_lose_nothing)
         check_worker(&tr, &W[i]);
     tt_test_reader_close(&tr);
     free(ss.data);
+}
+
+/* More threads than the budget has buffers, all recording at once: 16 threads, 4 buffers. Each
+ * makes one event, so it holds a buffer, and waits until all 16 have made theirs; a thread that
+ * cannot get a buffer while the others hold theirs idle must take one of those (the swapper
+ * gives it back) rather than wait forever. Half the threads end, half exit holding a buffer.
+ * Fails, not hangs, without that: the main thread waits for the workers with a deadline. */
+Test(stress, more_threads_than_buffers_all_holding_one_lose_nothing)
+{
+    seed_init("more_threads_than_buffers");
+    tt_memory_sink sink = { 0 };
+    tt_session *s = open_mem(&sink, 4096, 4 * 4096);
+    static _Atomic uint32_t gate, done;
+    atomic_store(&gate, 0);
+    atomic_store(&done, 0);
+    pthread_t th[MAX_THREADS];
+    for (uint32_t i = 0; i < MAX_THREADS; i++) {
+        W[i] = (struct worker){ .s = s, .n = i, .want = 100, .end_thread = i % 2, .gate = &gate,
+                                .gate_n = MAX_THREADS, .done = &done };
+        start(&th[i], &W[i]);
+    }
+    uint64_t deadline = tt_test_now_ns() + 90ull * 1000000000;
+    while (atomic_load(&done) < MAX_THREADS && tt_test_now_ns() < deadline)
+        sched_yield();
+    cr_assert_eq(atomic_load(&done), MAX_THREADS,
+                 "%u of %u threads finished within 90 s (%u made their first event): the rest "
+                 "wait for a buffer that the others hold", atomic_load(&done), MAX_THREADS,
+                 atomic_load(&gate));
+    for (uint32_t i = 0; i < MAX_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        cr_assert_eq(W[i].gate_timeout, 0, "thread s%u: the others never made their first event",
+                     i);
+    }
+    tt_error_info err;
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+    tt_test_reader tr;
+    read_back(&tr, sink.data, sink.len);
+    cr_assert_eq(tr.m.thread_count, MAX_THREADS + 1); /* and the closing thread */
+    for (uint32_t i = 0; i < MAX_THREADS; i++)
+        check_worker(&tr, &W[i]);
+    tt_test_reader_close(&tr);
+    free(sink.data);
 }

@@ -476,6 +476,31 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *th, const p
 
 #endif /* TT_RT_PRELOAD */
 
+/* ---------------------------------------------------------------- thread exit */
+
+/* A recording thread holds a buffer of the budget until it hands it over. One that exits ends
+ * its recording here (THREAD_END, its last buffer to the swapper), so the buffer serves later
+ * threads at once; without this a program that runs more threads than the budget has buffers
+ * leaves the later ones to take the buffers of idle threads, one at a time (tt_writer_refill). */
+static pthread_key_t exit_key;
+static bool exit_key_ok;
+
+static void thread_exit(void *p)
+{
+    tt_session *s = cur();
+    if (!s || s != p || !tt_rt_guard_enter())
+        return;
+    tt_session_thread_end(s); /* TT_E_CLOSED once close began: nothing left to hand over */
+    tt_rt_guard_leave();
+}
+
+/* A thread registered in the session (the guard is held): end it when it exits. */
+static void on_thread(tt_session *s)
+{
+    if (exit_key_ok)
+        pthread_setspecific(exit_key, s);
+}
+
 /* ---------------------------------------------------------------- life */
 
 static void fork_child(void)
@@ -612,6 +637,10 @@ static void rt_init(void)
     install_crash_handlers();
     pthread_atfork(NULL, NULL, fork_child);
     tt_hooks_attach(s);
+    if (g_mode == TT_MODE_RECORD && pthread_key_create(&exit_key, thread_exit) == 0) {
+        exit_key_ok = true;
+        tt_session_set_thread_hook_(s, on_thread);
+    }
     atomic_store_explicit(&tt_rt_live, s, memory_order_release);
     name_thread("main");
     guard = 0;

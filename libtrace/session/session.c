@@ -224,6 +224,11 @@ struct tt_thread *tt_thread_lookup_slow(tt_session *s, int *rc)
         atomic_store_explicit(&t->busy, 0, memory_order_release);
         if (*rc != TT_OK)
             return NULL;
+        tls_insert(s, t);
+        void (*hook)(tt_session *) = atomic_load_explicit(&s->on_thread, memory_order_acquire);
+        if (hook)
+            hook(s);
+        return t;
     }
     tls_insert(s, t);
     return t;
@@ -341,6 +346,11 @@ void tt_session_stats_get(tt_session *s, tt_session_stats *st)
 void tt_session_set_fn_resolver_(tt_session *s, tt_fn_resolver fn)
 {
     atomic_store_explicit(&s->fn_resolver, fn, memory_order_release);
+}
+
+void tt_session_set_thread_hook_(tt_session *s, void (*fn)(tt_session *))
+{
+    atomic_store_explicit(&s->on_thread, fn, memory_order_release);
 }
 
 int tt_session_finish_(tt_session *s, tt_error_info *err)

@@ -4,7 +4,10 @@
  * full it is queued for the swapper and the thread takes a free one; buffers are recycled LIFO,
  * so a hot thread keeps writing into pages that are already faulted in. The budget
  * (TT_PARAM_MEMORY_BYTES) caps how many buffers exist; when all are in flight the thread waits,
- * and the wait is counted. Nothing is dropped.
+ * and the wait is counted. Nothing is dropped. When none is in flight either, every buffer is
+ * held by a recording thread (more threads than the budget has buffers, idle ones among them),
+ * and waiting would never end: the waiting thread takes the buffer of a thread that is not
+ * inside a recording call and hands it to the swapper (steal_one), which gives it back.
  *
  * The swapper turns one raw buffer into exactly one event chunk (the encoding never grows a
  * buffer by more than 1/16, see tt_chunk_body_max), checksums it and appends it to a block
@@ -48,6 +51,8 @@ struct tt_writer {
     struct tt_buf *qhead, *qtail;
     struct tt_buf *free_list, *free_tail;  /* FIFO: see tt_writer_refill */
     uint64_t nbufs, nbufs_max;
+    uint64_t inflight;         /* buffers queued for or being encoded by the swapper */
+    uint32_t steal_next;       /* where the next steal looks first (steal_one) */
     uint64_t buffer_bytes;
     uint8_t *storage;          /* caller storage, or NULL */
     uint64_t storage_used, storage_len;
@@ -85,6 +90,7 @@ struct tt_writer {
     struct tt_buf *held;
     bool stopped;
     uint64_t refused;
+    uint64_t steals;           /* buffers taken from idle threads (steal_one) */
     _Atomic uint64_t stalls;
     _Atomic uint64_t stall_ns;
     /* copies of the swapper's counts, published under qlock for tt_session_stats_get */
@@ -583,6 +589,7 @@ static void *swapper_main(void *arg)
         w->pub_chunks = w->m.chunk_count;
         w->pub_bytes = w->bytes_written;
         w->pub_errno = w->write_errno;
+        w->inflight--;
         if (w->write_errno) {
             /* nothing more reaches the file: keep the buffer (the budget bounds them all) and
              * wake every waiter, who will be refused once no free buffer is left */
@@ -598,7 +605,12 @@ static void *swapper_main(void *arg)
         else
             w->free_list = b;
         w->free_tail = b;
-        pthread_cond_signal(&w->fcond);
+        /* the last buffer in flight: a waiter that does not get this one must look for a
+         * buffer to take (steal_one) instead of waiting for one more from here */
+        if (w->inflight)
+            pthread_cond_signal(&w->fcond);
+        else
+            pthread_cond_broadcast(&w->fcond);
     }
     pthread_mutex_unlock(&w->qlock);
     return NULL;
@@ -626,24 +638,79 @@ static struct tt_buf *buf_new(struct tt_writer *w)
     return b;
 }
 
+/* Queues @t's buffer for the swapper, if it has one. Under qlock. */
+static void hand_over_locked(struct tt_writer *w, struct tt_thread *t, bool last)
+{
+    struct tt_buf *b = t->buf;
+    if (!b)
+        return;
+    b->used = (uint32_t)(t->pos - b->data);
+    b->last = last;
+    b->next = NULL;
+    if (w->qtail)
+        w->qtail->next = b;
+    else
+        w->qhead = b;
+    w->qtail = b;
+    w->inflight++;
+    t->buf = NULL;
+    t->pos = t->end = NULL;
+    pthread_cond_signal(&w->qcond);
+}
+
+/* Every buffer is held by a recording thread, none is free or in flight: takes the buffer of
+ * one thread (not @self) that is outside a recording call and queues it, so the swapper gives
+ * it back to the waiters. Its owner finds pos == end == NULL on its next call and refills, the
+ * way it does after a full buffer; the thread's chunks stay in order, since the stolen one is
+ * queued before the owner can queue another. Under qlock; false if every holder is inside a
+ * call (it hands its buffer over or leaves the call soon).
+ *
+ * The owner stores busy (relaxed) and then loads steal; we store steal and run a process-wide
+ * barrier, then load busy: as in tt_writer_close, either we see the owner busy or its next call
+ * sees steal and waits on qlock (tt_writer_steal_ack_) before it touches pos. */
+static bool steal_one(tt_session *s, struct tt_writer *w, struct tt_thread *self)
+{
+    pthread_mutex_lock(&s->lock);
+    uint32_t n = s->nthreads;
+    pthread_mutex_unlock(&s->lock);
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = (w->steal_next + k) % n;
+        struct tt_thread *v = s->threads[i];
+        if (v == self || !v->buf)
+            continue;
+        atomic_store_explicit(&v->steal, 1, memory_order_seq_cst);
+#if !defined(__SANITIZE_THREAD__) /* TSan: the seq_cst store and load order it (tt_rec_begin_) */
+        if (!w->membarrier_ok ||
+            syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+            atomic_thread_fence(memory_order_seq_cst);
+#endif
+        if (atomic_load_explicit(&v->busy, memory_order_seq_cst)) {
+            atomic_store_explicit(&v->steal, 0, memory_order_relaxed);
+            continue;
+        }
+        /* steal stays set: the owner clears it under qlock, which orders these writes before
+         * its next look at pos and end */
+        hand_over_locked(w, v, false);
+        w->steals++;
+        w->steal_next = i + 1;
+        return true;
+    }
+    return false;
+}
+
+void tt_writer_steal_ack_(tt_session *s, struct tt_thread *t)
+{
+    struct tt_writer *w = s->w;
+    pthread_mutex_lock(&w->qlock);
+    atomic_store_explicit(&t->steal, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&w->qlock);
+}
+
 int tt_writer_refill(tt_session *s, struct tt_thread *t, bool last)
 {
     struct tt_writer *w = s->w;
     pthread_mutex_lock(&w->qlock);
-    if (t->buf) {
-        struct tt_buf *b = t->buf;
-        b->used = (uint32_t)(t->pos - b->data);
-        b->last = last;
-        b->next = NULL;
-        if (w->qtail)
-            w->qtail->next = b;
-        else
-            w->qhead = b;
-        w->qtail = b;
-        t->buf = NULL;
-        t->pos = t->end = NULL;
-        pthread_cond_signal(&w->qcond);
-    }
+    hand_over_locked(w, t, last);
     if (last) {
         pthread_mutex_unlock(&w->qlock);
         return TT_OK;
@@ -665,8 +732,21 @@ int tt_writer_refill(tt_session *s, struct tt_thread *t, bool last)
     } else if (!b && !w->stopped) {
         uint64_t t0 = tt_mono_ns();
         atomic_fetch_add_explicit(&w->stalls, 1, memory_order_relaxed);
-        while (!w->free_list && !w->stopped)
-            pthread_cond_wait(&w->fcond, &w->qlock);
+        while (!w->free_list && !w->stopped) {
+            if (w->inflight || steal_one(s, w, t)) {
+                pthread_cond_wait(&w->fcond, &w->qlock);
+            } else {
+                /* every holder is inside a call: look again shortly */
+                struct timespec dl;
+                clock_gettime(CLOCK_REALTIME, &dl);
+                dl.tv_nsec += 1000000;
+                if (dl.tv_nsec >= 1000000000) {
+                    dl.tv_sec++;
+                    dl.tv_nsec -= 1000000000;
+                }
+                pthread_cond_timedwait(&w->fcond, &w->qlock, &dl);
+            }
+        }
         atomic_fetch_add_explicit(&w->stall_ns, tt_mono_ns() - t0, memory_order_relaxed);
         b = w->free_list;
     }
@@ -678,13 +758,14 @@ int tt_writer_refill(tt_session *s, struct tt_thread *t, bool last)
     }
     if (b == w->free_list)
         w->free_list = b->next;
-    pthread_mutex_unlock(&w->qlock);
     b->thread = t->id;
     b->used = 0;
     b->last = 0;
+    /* under qlock: a thief reads t->buf (steal_one) */
     t->buf = b;
     t->pos = b->data;
     t->end = b->data + w->buffer_bytes;
+    pthread_mutex_unlock(&w->qlock);
     return TT_OK;
 }
 
@@ -769,9 +850,11 @@ int tt_session_flush_thread(tt_session *s)
     struct tt_thread *t = tt_thread_lookup_slow(s, &rc);
     if (!t)
         return rc;
-    if (t->ended)
-        return TT_E_CLOSED;
-    return tt_writer_refill(s, t, false);
+    if ((rc = tt_rec_begin_(s, t)) != TT_OK)
+        return rc;
+    rc = t->ended ? TT_E_CLOSED : tt_writer_refill(s, t, false);
+    tt_rec_end_(t);
+    return rc;
 }
 
 int tt_session_thread_end(tt_session *s)
@@ -788,10 +871,14 @@ int tt_session_thread_end(tt_session *s)
     }
     if (t->ended)
         return TT_OK;
+    /* busy, like any recording call: a thread waiting for the budget may be taking the buffer */
+    if ((rc = tt_rec_begin_(s, t)) != TT_OK)
+        return rc;
     rc = append_structural(s, t, TT_EV_THREAD_END, t->os_tid);
     if (rc == TT_OK)
         rc = tt_writer_refill(s, t, true);
     t->ended = 1;
+    tt_rec_end_(t);
     return rc;
 }
 
@@ -1070,7 +1157,10 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
     /* the closing thread's last event */
     struct tt_thread *self = tt_thread_lookup_slow(s, &lrc);
     if (self && !self->ended) {
-        atomic_store_explicit(&self->busy, 1, memory_order_relaxed);
+        atomic_store_explicit(&self->busy, 1, memory_order_seq_cst);
+        atomic_signal_fence(memory_order_seq_cst);
+        if (atomic_load_explicit(&self->steal, memory_order_seq_cst))
+            tt_writer_steal_ack_(s, self);
         append_structural(s, self, TT_EV_SESSION_END, 0);
         atomic_store_explicit(&self->busy, 0, memory_order_release);
     }
@@ -1089,10 +1179,13 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
         struct tt_thread *t = s->threads[i];
         while (atomic_load_explicit(&t->busy, memory_order_acquire))
             sched_yield();
+        /* under qlock: a thread waiting for the budget may be taking the buffer (steal_one) */
+        pthread_mutex_lock(&w->qlock);
         if (!t->ended && t->buf) {
             t->ended = 1;
-            tt_writer_refill(s, t, true);
+            hand_over_locked(w, t, true);
         }
+        pthread_mutex_unlock(&w->qlock);
     }
 
     swapper_stop(w);

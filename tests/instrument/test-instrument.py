@@ -3,7 +3,7 @@
 function hooks and a rebuilt program, a crash while recording, fork, and the flaky example.
 
 Usage: test-instrument.py TINYTRACE PRELOAD PROG_CALLS PROG_CALLS_EXTRA PROG_CRASH PROG_FORK FLAKY
-       PROG_CALLS_LINKED PROG_CALLS_LINKED_EXTRA PROG_MANY
+       PROG_CALLS_LINKED PROG_CALLS_LINKED_EXTRA PROG_MANY PROG_THREADS
 Each test runs in its own temporary directory, removed afterwards.
 """
 import json
@@ -14,8 +14,8 @@ import subprocess
 import sys
 import tempfile
 
-TT, PRELOAD, CALLS, CALLS_EXTRA, CRASH, FORK, FLAKY, LINKED, LINKED_EXTRA, MANY = map(
-    os.path.abspath, sys.argv[1:11])
+TT, PRELOAD, CALLS, CALLS_EXTRA, CRASH, FORK, FLAKY, LINKED, LINKED_EXTRA, MANY, THREADS = map(
+    os.path.abspath, sys.argv[1:12])
 ENV = dict(os.environ, TINYTRACE_PRELOAD=PRELOAD)
 failures = []
 passed = 0
@@ -39,7 +39,7 @@ def check(name, fn):
         fn(d)
         passed += 1
         print(f"ok   {name}")
-    except AssertionError as e:
+    except (AssertionError, subprocess.TimeoutExpired) as e:
         failures.append(name)
         print(f"FAIL {name}: {e}")
     finally:
@@ -217,6 +217,50 @@ def past_the_function_cap_replay_replays_what_the_recording_named(d):
     assert ok.returncode == 0, f"replay: {ok.returncode} {ok.stderr[-2000:]}"
 
 
+def run_by(deadline, args):
+    """run(), but a hang is a failure with its own message once @deadline seconds have passed,
+    and the traced program (in the tool's process group) is killed with the tool."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=ENV, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=deadline)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise AssertionError(f"{' '.join(args[:2])} hung: not done within {deadline} s")
+    return subprocess.CompletedProcess(args, p.returncode, out, err)
+
+
+def per_thread(trace):
+    counts = {}
+    for e in events(trace):
+        counts[e["thread"]] = counts.get(e["thread"], 0) + 1
+    return counts
+
+
+def more_threads_than_buffers_are_all_recorded_and_replay(d):
+    """prog-threads: 64 threads at once against a budget of 32 buffers (the defaults), each
+    holding its buffer at a barrier until all have started; then 1000 short-lived threads, 8 at
+    a time, each of which must give its buffer back when it exits. Every event of every thread
+    is in the file, and the recordings replay."""
+    for name, args, nthreads, per in (("wide", ["wide", "64", "300"], 64, 605),
+                                      ("churn", ["churn", "1000", "8"], 1000, 25)):
+        trace = os.path.join(d, name + ".tt")
+        r = run_by(60, [TT, "record", "-o", trace, "--", THREADS] + args)
+        assert r.returncode == 0, f"record {name}: {r.returncode} {r.stderr[-2000:]}"
+        info = json.loads(run([TT, "info", "--json", trace]).stdout)["manifest"]
+        assert info["thread_count"] == nthreads + 1, f"{name}: {info['thread_count']} threads"
+        assert info["flags"] & 0x2 == 0, f"{name}: marked incomplete"
+        counts = per_thread(trace)
+        # each worker: start, end, enter and exit of worker and of `calls` steps, one clock io
+        short = {t: n for t, n in counts.items() if t != 0 and n != per}
+        assert not short and len(counts) == nthreads + 1, \
+            f"{name}: threads without all {per} events: {dict(list(short.items())[:5])}"
+        ok = run_by(60, [TT, "replay", trace, "--", THREADS] + args)
+        assert ok.returncode == 0, f"replay {name}: {ok.returncode} {ok.stderr[-2000:]}"
+        assert ok.stdout == r.stdout, f"replay {name} printed {ok.stdout!r}, not {r.stdout!r}"
+
+
 check("date and python replay their recorded line", date_and_python_replay_their_recorded_line)
 check("past the function cap, replay replays what the recording named",
       past_the_function_cap_replay_replays_what_the_recording_named)
@@ -227,6 +271,8 @@ check("rebuilt program diverges naming both functions and the caller",
 check("crash keeps every event and dies by SIGSEGV", crash_keeps_every_event_and_dies_by_sigsegv)
 check("other crashes are finalized too", other_crashes_are_finalized_too)
 check("fork child leaves the parent trace intact", fork_child_leaves_the_parent_trace_intact)
+check("more threads than buffers are all recorded and replay",
+      more_threads_than_buffers_are_all_recorded_and_replay)
 check("flaky failing and passing recordings replay 20 of 20",
       flaky_failing_and_passing_recordings_replay_20_of_20)
 print(f"{passed} passed, {len(failures)} failed")
