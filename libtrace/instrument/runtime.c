@@ -682,20 +682,29 @@ static void rt_close(bool flush_stdio)
     atomic_store_explicit(&tt_rt_live, NULL, memory_order_release);
     tt_error_info err;
     tt_replay_progress p = { 0 };
-    if (g_mode == TT_MODE_REPLAY)
+    tt_divergence d;
+    const tt_divergence *last = NULL;
+    if (g_mode == TT_MODE_REPLAY) {
         tt_replay_progress_get(s, &p);
-    int rc = tt_session_close(s, &err);
+        /* --keep-going: the report shows the last divergence counted */
+        if (p.divergences && tt_replay_divergence(s, &d) == TT_OK)
+            last = &d;
+    }
+    /* finish first, close (free) after the report: its events name the session's objects */
+    int rc = tt_session_finish(s, &err);
     if (g_mode == TT_MODE_REPLAY) {
         if (rc == TT_OK && p.divergences == 0)
             write_report(s, "matched", rc, "replay matched the recording", NULL, NULL, 0);
         else if (rc == TT_OK)
-            write_report(s, "diverged", TT_E_DIVERGED, "divergences were counted", NULL, NULL,
+            write_report(s, "diverged", TT_E_DIVERGED,
+                         "divergences were counted; the last one is shown", last, NULL,
                          p.divergences);
         else if (rc == TT_E_UNCONSUMED)
-            write_report(s, "unconsumed", rc, err.message, NULL, NULL, p.divergences);
+            write_report(s, "unconsumed", rc, err.message, last, NULL, p.divergences);
         else
-            write_report(s, "error", rc, err.message, NULL, NULL, p.divergences);
+            write_report(s, "error", rc, err.message, last, NULL, p.divergences);
     }
+    tt_session_close(s, NULL);
     if (rc != TT_OK)
         fprintf(stderr, "tinytrace: %s\n", err.message);
     atomic_store(&g_closed, 1);
