@@ -173,18 +173,56 @@ static inline fnptr real_fn(enum real_fn id)
     X(malloc) X(calloc) X(realloc) X(free) X(posix_memalign) X(aligned_alloc) X(memalign)      \
     X(valloc) X(pvalloc) X(reallocarray)
 
+/* clock_gettime on a clock other than CLOCK_REALTIME: the clock is part of the site, so a
+ * replay that reads another clock than the recording did diverges (dynamic CPU-time clocks,
+ * whose ids differ from run to run, share one site) */
+#define CLOCK_SITES(Y)                                                                         \
+    Y(clock_monotonic, "clock_gettime(CLOCK_MONOTONIC)")                                       \
+    Y(clock_process_cputime, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)")                       \
+    Y(clock_thread_cputime, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)")                         \
+    Y(clock_monotonic_raw, "clock_gettime(CLOCK_MONOTONIC_RAW)")                               \
+    Y(clock_realtime_coarse, "clock_gettime(CLOCK_REALTIME_COARSE)")                           \
+    Y(clock_monotonic_coarse, "clock_gettime(CLOCK_MONOTONIC_COARSE)")                         \
+    Y(clock_boottime, "clock_gettime(CLOCK_BOOTTIME)")                                         \
+    Y(clock_realtime_alarm, "clock_gettime(CLOCK_REALTIME_ALARM)")                             \
+    Y(clock_boottime_alarm, "clock_gettime(CLOCK_BOOTTIME_ALARM)")                             \
+    Y(clock_tai, "clock_gettime(CLOCK_TAI)")                                                   \
+    Y(clock_other, "clock_gettime(another clock)")
+
 enum site {
 #define X(n) S_##n,
-    SITES(X)
+#define Y(n, name) S_##n,
+    SITES(X) CLOCK_SITES(Y)
 #undef X
+#undef Y
     S_COUNT_
 };
 
 static const char *const site_names[S_COUNT_] = {
 #define X(n) #n,
-    SITES(X)
+#define Y(n, name) name,
+    SITES(X) CLOCK_SITES(Y)
 #undef X
+#undef Y
 };
+
+static enum site clock_site(clockid_t clk)
+{
+    switch (clk) {
+    case CLOCK_REALTIME: return S_clock_gettime;
+    case CLOCK_MONOTONIC: return S_clock_monotonic;
+    case CLOCK_PROCESS_CPUTIME_ID: return S_clock_process_cputime;
+    case CLOCK_THREAD_CPUTIME_ID: return S_clock_thread_cputime;
+    case CLOCK_MONOTONIC_RAW: return S_clock_monotonic_raw;
+    case CLOCK_REALTIME_COARSE: return S_clock_realtime_coarse;
+    case CLOCK_MONOTONIC_COARSE: return S_clock_monotonic_coarse;
+    case CLOCK_BOOTTIME: return S_clock_boottime;
+    case CLOCK_REALTIME_ALARM: return S_clock_realtime_alarm;
+    case CLOCK_BOOTTIME_ALARM: return S_clock_boottime_alarm;
+    case CLOCK_TAI: return S_clock_tai;
+    default: return S_clock_other;
+    }
+}
 
 /* Interned once per site and session (there is one session per process); relaxed: every
  * thread that interns computes the same id. */
@@ -424,7 +462,7 @@ TT_EXPORT int clock_gettime(clockid_t clk, struct timespec *ts)
         h.err = h.ret < 0 ? errno : 0;
         h.len = h.ret == 0 ? v.iov_len : 0;
     }
-    if (!in_simple(s, TT_CH_CLOCK, S_clock_gettime, &h, &v, 1)) {
+    if (!in_simple(s, TT_CH_CLOCK, clock_site(clk), &h, &v, 1)) {
         h.ret = f(clk, ts);
         h.err = errno;
     }

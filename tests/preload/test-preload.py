@@ -226,6 +226,21 @@ def case_longjmp():
               "longjmp: the calls after the jump are in the trace", d)
 
 
+def case_other_clock():
+    # the clock is part of what is compared: reading CLOCK_MONOTONIC where the recording read
+    # CLOCK_REALTIME is a divergence that names both, not the recorded value of another clock
+    prog = [sys.executable, "-c",
+            "import sys, time; print(time.clock_gettime(int(sys.argv[1])))"]
+    with Case("other clock") as c:
+        rec = c.record(prog + ["0"])
+        c.replay_matches(rec, prog + ["0"], what="of the same clock prints the recorded time")
+        r = c.replay(prog + ["1"])
+        err = r.err.decode(errors="replace")
+        check(r.rc != 0 and c.report_status() == "diverged" and
+              "clock_gettime(CLOCK_MONOTONIC)" in err and "site=clock_gettime(#" in err,
+              "other clock: a replay that reads CLOCK_MONOTONIC diverges, naming both", r)
+
+
 def case_ignored_signal():
     # a signal the parent left ignored stays ignored: the runtime's crash handler does not take
     # it over (SIGTRAP kills by default)
@@ -297,8 +312,8 @@ def case_alloc():
         check(b"size" in r.err, "alloc: the report says the size differs", r)
 
 
-CASES = [case_date, case_python, case_stdin, case_probe, case_longjmp, case_ignored_signal,
-         case_off, case_check_output, case_alloc]
+CASES = [case_date, case_python, case_stdin, case_probe, case_longjmp, case_other_clock,
+         case_ignored_signal, case_off, case_check_output, case_alloc]
 
 
 def main():
