@@ -153,6 +153,8 @@ struct tt_session {
     uint32_t nthreads;
     _Atomic uint32_t closing;
     _Atomic uint64_t divergences;
+    /* threads refused past max_threads (each counted once): their events are not recorded */
+    _Atomic uint32_t threads_refused;
 
     struct tt_intern_table names;
 

@@ -81,6 +81,8 @@ static void print_text(const tool_trace *t)
     printf("time origin:      %s\n", origin);
     printf("events checksum:  %016" PRIx64 "\n", m->events_checksum);
     printf("stalls:           %" PRIu64 " (%" PRIu64 " ns)\n", m->stall_count, m->stall_ns);
+    printf("threads refused:  %" PRIu32 "%s\n", m->threads_refused,
+           m->threads_refused ? " (past max_threads: their events are not recorded)" : "");
     if (m->write_errno != 0)
         printf("write errno:      %" PRId32 " (%s)\n", m->write_errno, strerror(m->write_errno));
     else
@@ -159,6 +161,7 @@ static void print_manifest_json(tool_json *j, const tool_trace *t)
     tj_str(j, "events_checksum", buf);
     tj_u64(j, "stall_count", m->stall_count);
     tj_u64(j, "stall_ns", m->stall_ns);
+    tj_u64(j, "threads_refused", m->threads_refused);
     tj_i64(j, "write_errno", m->write_errno);
     tj_u64(j, "pid", m->pid);
     tj_object_end(j);

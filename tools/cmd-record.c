@@ -164,6 +164,10 @@ static int summarize(const char *shown, const char *abs, const struct file_id *b
             shown, t.m.event_count, t.m.file_size, t.m.thread_count,
             t.m.thread_count == 1 ? "" : "s",
             (t.m.flags & TT_MF_CRASHED) ? ", ends with its crash" : "", how);
+    if (t.m.threads_refused)
+        tool_error("warning: %" PRIu32 " more thread%s than the limit of recording threads "
+                   "(TINYTRACE_MAX_THREADS) ran unrecorded", t.m.threads_refused,
+                   t.m.threads_refused == 1 ? "" : "s");
     if (t.m.build_id_len == 0)
         tool_error("note: the program has no GNU build-id; replay cannot check that it runs "
                    "the same build");

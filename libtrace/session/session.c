@@ -25,6 +25,8 @@ static _Atomic uint64_t next_serial = 1;
 __thread struct tls_way tt_tls_cache[TLS_WAYS];
 __thread int tt_in_tracer;
 static __thread uint64_t tls_serial;
+/* the uid of the session that refused this thread (past max_threads): refused again at once */
+static __thread uint64_t tls_refused_uid;
 
 /* ---------------------------------------------------------------- intern table */
 
@@ -179,6 +181,10 @@ struct tt_thread *tt_thread_lookup_slow(tt_session *s, int *rc)
             return t;
         }
     }
+    if (tls_refused_uid == s->uid) {
+        *rc = TT_E_THREADS;
+        return NULL;
+    }
     if (!tls_serial)
         tls_serial = atomic_fetch_add_explicit(&next_serial, 1, memory_order_relaxed);
     pthread_mutex_lock(&s->lock);
@@ -195,6 +201,8 @@ struct tt_thread *tt_thread_lookup_slow(tt_session *s, int *rc)
             *rc = TT_E_CLOSED;
         } else if (s->nthreads >= s->cfg.max_threads) {
             *rc = TT_E_THREADS;
+            tls_refused_uid = s->uid;
+            atomic_fetch_add_explicit(&s->threads_refused, 1, memory_order_relaxed);
         } else if (!(t = s->head.mode == TT_MODE_RECORD ? tt_writer_thread_alloc(s)
                                                          : tt_thread_new())) {
             *rc = TT_E_NOMEM;

@@ -127,7 +127,7 @@ enum {
     TT_M_TPS = 312, TT_M_TORIGIN = 320, TT_M_RTORIGIN = 328, TT_M_EVSUM = 336,
     TT_M_STALLS = 344, TT_M_STALLNS = 352, TT_M_ERRNO = 360, TT_M_PID = 364,
     TT_M_INDEX_OFF = 368, TT_M_INDEX_LEN = 376, /* version 2 */
-    TT_M_RESERVED = 384, TT_M_CHECKSUM = 504,
+    TT_M_REFUSED = 384, TT_M_RESERVED = 388, TT_M_CHECKSUM = 504,
 };
 
 /* Raw records in a thread buffer: native byte order, 8-byte aligned, never on disk. */

@@ -98,6 +98,7 @@ void tt_manifest_encode(uint8_t out[TT_MANIFEST_SIZE], const tt_manifest *m)
     tt_put32(out + TT_M_ERRNO, (uint32_t)m->write_errno);
     tt_put32(out + TT_M_PID, m->pid);
     tt_put64(out + TT_M_INDEX_OFF, m->index_offset);
+    tt_put32(out + TT_M_REFUSED, m->threads_refused);
     tt_put64(out + TT_M_INDEX_LEN, m->index_length);
     tt_put64(out + TT_M_CHECKSUM, tt_hash64(out, TT_M_CHECKSUM, 0));
 }
@@ -155,6 +156,7 @@ int tt_manifest_decode(const uint8_t in[TT_MANIFEST_SIZE], uint64_t size, tt_man
     if (version >= 2) {
         m->index_offset = tt_get64(in + TT_M_INDEX_OFF);
         m->index_length = tt_get64(in + TT_M_INDEX_LEN);
+        m->threads_refused = tt_get32(in + TT_M_REFUSED);
     }
 
     /* a checksum only says the writer meant these values; check they describe a file */

@@ -78,6 +78,7 @@ typedef struct tt_manifest {
     int64_t realtime_origin_ns;    /* CLOCK_REALTIME at session open */
     uint64_t events_checksum;      /* XXH3-64 over the checksums of all event chunks, in order */
     uint64_t stall_count;          /* times a recording thread waited for memory */
+    uint32_t threads_refused;      /* threads past max_threads: none of their events is here */
     uint64_t stall_ns;
     int32_t write_errno;           /* errno of the write error when TT_MF_INCOMPLETE */
     uint32_t pid;
