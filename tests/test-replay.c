@@ -222,6 +222,36 @@ static void retry_and_finish(int c)
     close_clean();
 }
 
+/* A function name with control bytes (a terminal escape, a newline) reaches the text report
+ * escaped, never raw. */
+Test(replay, names_in_the_text_report_are_escaped)
+{
+    static const char evil[] = "evil\x1b[2J\nname\\";
+    tt_memory_sink sink;
+    tt_error_info err = {0};
+    uint32_t a = 0, b = 0;
+    memset(&sink, 0, sizeof sink);
+    cr_assert_eq(tt_test_open_record_mem(&sink, &s, &err), TT_OK, "%s", err.message);
+    cr_assert_eq(tt_intern(s, TT_OBJ_FUNCTION, evil, &a), TT_OK);
+    cr_assert_eq(tt_enter(s, a), TT_OK);
+    cr_assert_eq(tt_exit(s, a), TT_OK);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+    tt_source src;
+    cr_assert_eq(tt_test_open_replay_mem(&src, sink.data, sink.len, &s, &err), TT_OK, "%s",
+                 err.message);
+    cr_assert_eq(tt_intern(s, TT_OBJ_FUNCTION, "other", &b), TT_OK);
+    cr_assert_eq(tt_enter(s, b), TT_E_DIVERGED);
+    tt_divergence d = get_divergence();
+    char text[2048];
+    tt_divergence_format(s, &d, text, sizeof text);
+    cr_assert_null(strchr(text, '\x1b'), "a raw escape in: %s", text);
+    cr_assert_not_null(strstr(text, "function=evil\\x1b[2J\\x0aname\\\\(#"),
+                       "the name is not escaped as expected: %s", text);
+    tt_session_close(s, NULL);
+    s = NULL;
+    free(sink.data);
+}
+
 Test(replay, a_recorded_run_replays_clean, .init = setup, .fini = teardown)
 {
     open_replay();

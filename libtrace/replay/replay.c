@@ -576,6 +576,31 @@ const char *tt_replay_name(tt_session *s, uint32_t id)
     return nm;
 }
 
+/* Appends name @nm (@n bytes) at *@o in @buf: a name comes from the program (or a hostile
+ * file) and the text goes to a terminal, so control bytes and backslashes are escaped (\xNN,
+ * \\); UTF-8 passes as it is. */
+static void put_name(char *buf, size_t cap, size_t *o, const char *nm, uint32_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (uint32_t i = 0; i < n && *o + 5 < cap; i++) {
+        unsigned char c = (unsigned char)nm[i];
+        if (c < 0x20 || c == 0x7f || c == '\\') {
+            buf[(*o)++] = '\\';
+            if (c == '\\') {
+                buf[(*o)++] = '\\';
+                continue;
+            }
+            buf[(*o)++] = 'x';
+            buf[(*o)++] = hex[c >> 4];
+            buf[(*o)++] = hex[c & 15];
+        } else {
+            buf[(*o)++] = (char)c;
+        }
+    }
+    if (*o < cap)
+        buf[*o] = '\0';
+}
+
 static size_t fmt_event(tt_session *s, const tt_report_event *re, char *buf, size_t cap)
 {
     const tt_event *ev = &re->ev;
@@ -596,10 +621,16 @@ static size_t fmt_event(tt_session *s, const tt_report_event *re, char *buf, siz
                 o += (size_t)k_;                                                                   \
         }                                                                                          \
     } while (0)
-    if (ev->sp.function)
-        APPEND(" function=%.*s(#%u)", fn ? (int)fl : 1, fn ? fn : "?", ev->sp.function);
-    if (ev->sp.site)
-        APPEND(" site=%.*s(#%u)", site ? (int)sl : 1, site ? site : "?", ev->sp.site);
+    if (ev->sp.function) {
+        APPEND(" function=");
+        put_name(buf, cap, &o, fn ? fn : "?", fn ? fl : 1);
+        APPEND("(#%u)", ev->sp.function);
+    }
+    if (ev->sp.site) {
+        APPEND(" site=");
+        put_name(buf, cap, &o, site ? site : "?", site ? sl : 1);
+        APPEND("(#%u)", ev->sp.site);
+    }
     if (ev->kind == TT_EV_ALLOC)
         APPEND(" size=%" PRIu64, ev->arg);
     if (ev->kind == TT_EV_IO)
