@@ -889,6 +889,16 @@ static int open_file(tt_session *s, struct tt_writer *w, tt_error_info *err)
     const char *path = s->cfg.file;
     if (!path[0])
         return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX, "record mode needs a file (TT_PARAM_FILE)");
+    /* a relative path is made absolute now: the rename at close must name the same file after
+     * the program changed its working directory */
+    char abs[sizeof w->final_path];
+    if (path[0] != '/' && getcwd(abs, sizeof abs) != NULL) {
+        size_t n = strlen(abs);
+        if (n + 1 + strlen(path) < sizeof abs) {
+            snprintf(abs + n, sizeof abs - n, "/%s", path);
+            path = abs;
+        }
+    }
     snprintf(w->final_path, sizeof w->final_path, "%s", path);
     int k = snprintf(w->temp_path, sizeof w->temp_path, "%s.%ld.partial", path, (long)getpid());
     if (k < 0 || (size_t)k >= sizeof w->temp_path)

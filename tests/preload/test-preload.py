@@ -241,6 +241,19 @@ def case_other_clock():
               "other clock: a replay that reads CLOCK_MONOTONIC diverges, naming both", r)
 
 
+def case_relative_file():
+    # TINYTRACE_FILE relative to where the program started, which then changes directory: the
+    # file is still finished there
+    args = [sys.executable, "-c", "import os, time; time.time(); os.chdir('/'); time.time()"]
+    with Case("relative file") as c:
+        env = base_env()
+        env.update({"LD_PRELOAD": PRELOAD, "TINYTRACE_MODE": "record", "TINYTRACE_FILE": "rel.tt"})
+        r = run(args, b"", env, c.work)
+        left = sorted(os.listdir(c.work))
+        check(r.rc == 0 and left == ["rel.tt"],
+              "relative file: finished where the program started", "%s\nleft: %s" % (r, left))
+
+
 def case_ignored_signal():
     # a signal the parent left ignored stays ignored: the runtime's crash handler does not take
     # it over (SIGTRAP kills by default)
@@ -313,7 +326,7 @@ def case_alloc():
 
 
 CASES = [case_date, case_python, case_stdin, case_probe, case_longjmp, case_other_clock,
-         case_ignored_signal, case_off, case_check_output, case_alloc]
+         case_relative_file, case_ignored_signal, case_off, case_check_output, case_alloc]
 
 
 def main():
