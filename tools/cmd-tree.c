@@ -15,6 +15,7 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +101,24 @@ static void print_frame(struct ctx *c, const tt_frame *f, uint32_t level)
     fputc('\n', stdout);
 }
 
+/* Sets c->err to a damaged frame table: "FILE: frame @frame of thread @th " and @fmt. */
+__attribute__((format(printf, 4, 5))) static int damaged(struct ctx *c, uint32_t th,
+                                                          uint64_t frame, const char *fmt, ...)
+{
+    c->err.code = TT_E_CORRUPT;
+    c->err.sys_errno = 0;
+    c->err.offset = UINT64_MAX;
+    int n = snprintf(c->err.message, sizeof c->err.message, "%s: frame %" PRIu64 " of thread %"
+                     PRIu32 " ", c->t->path, frame, th);
+    if (n > 0 && (size_t)n < sizeof c->err.message) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->err.message + n, sizeof c->err.message - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return TT_E_CORRUPT;
+}
+
 /* The frame at depth @depth whose subtree starts at frame @x: @x itself or an ancestor. In
  * post-order the first frame of a subtree is its leftmost leaf, so climbing from the frame just
  * after a sibling (or from a subtree's first frame) reaches the next sibling (or first child). */
@@ -117,15 +136,9 @@ static int climb(struct ctx *c, uint32_t th, uint64_t x, uint32_t depth, tt_fram
         if (x == TT_FRAME_NONE)
             break;
     }
-    if (f->depth != depth) {
-        c->err.code = TT_E_CORRUPT;
-        c->err.sys_errno = 0;
-        c->err.offset = UINT64_MAX;
-        snprintf(c->err.message, sizeof c->err.message, "%s: frame %" PRIu64 " of thread %"
-                 PRIu32 " has no ancestor at depth %" PRIu32 ": the frame table is damaged",
-                 c->t->path, from, th, depth);
-        return TT_E_CORRUPT;
-    }
+    if (f->depth != depth)
+        return damaged(c, th, from, "has no ancestor at depth %" PRIu32 ": the frame table is "
+                       "damaged", depth);
     return TT_OK;
 }
 
@@ -153,14 +166,9 @@ static int print_subtree(struct ctx *c, uint32_t th, uint64_t root)
         uint32_t level = it->level;
         if ((rc = climb(c, th, it->next, it->depth + 1, &f)) != TT_OK)
             return rc;
-        if (f.index >= it->frame) {
-            rc = c->err.code = TT_E_CORRUPT;
-            c->err.offset = UINT64_MAX;
-            snprintf(c->err.message, sizeof c->err.message, "%s: frame %" PRIu64 " of thread %"
-                     PRIu32 " is not inside its parent's subtree: the frame table is damaged",
-                     c->t->path, f.index, th);
-            return rc;
-        }
+        if (f.index >= it->frame)
+            return damaged(c, th, f.index, "is not inside its parent's subtree: the frame table "
+                           "is damaged");
         it->next = f.index + 1;
         if (f.duration < c->o.min_ticks)
             continue;
@@ -209,13 +217,8 @@ struct anc {
 
 static int corrupt_path(struct ctx *c, uint32_t th, uint64_t i)
 {
-    c->err.code = TT_E_CORRUPT;
-    c->err.sys_errno = 0;
-    c->err.offset = UINT64_MAX;
-    snprintf(c->err.message, sizeof c->err.message, "%s: frame %" PRIu64 " of thread %" PRIu32
-             " lies inside a frame that is not among its ancestors: the frame table is damaged",
-             c->t->path, i, th);
-    return TT_E_CORRUPT;
+    return damaged(c, th, i, "lies inside a frame that is not among its ancestors: the frame "
+                   "table is damaged");
 }
 
 /* Fills @path (*@np entries on entry: the previous match's ancestors from the top, or 0) with
@@ -380,11 +383,7 @@ static int folded_thread(struct ctx *c, uint32_t th)
             break;
         tool_progress_update(++done);
         if (f.depth >= levels || (f.depth && at[f.depth - 1] == UINT32_MAX)) {
-            rc = c->err.code = TT_E_CORRUPT;
-            c->err.sys_errno = 0;
-            c->err.offset = UINT64_MAX;
-            snprintf(c->err.message, sizeof c->err.message, "%s: frame %" PRIu64 " of thread %"
-                     PRIu32 " has depth %" PRIu32 " but no parent", c->t->path, i, th, f.depth);
+            rc = damaged(c, th, i, "has depth %" PRIu32 " but no parent", f.depth);
             break;
         }
         uint32_t parent = f.depth ? at[f.depth - 1] + 1 : 0;

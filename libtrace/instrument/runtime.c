@@ -655,9 +655,6 @@ __attribute__((destructor(101))) static void rt_fini(void)
 
 static void rt_close(bool flush_stdio)
 {
-    if (atomic_load(&g_closing) == 2 && atomic_load(&g_crash_tid) != syscall(SYS_gettid) &&
-        g_pid == (pid_t)syscall(SYS_getpid))
-        wait_forever(); /* another thread's crash is being finalized; it ends the process */
     tt_session *s = cur();
     if (!s)
         return;

@@ -232,13 +232,11 @@ struct tt_thread *tt_thread_lookup_slow(tt_session *s, int *rc)
         atomic_store_explicit(&t->busy, 0, memory_order_release);
         if (*rc != TT_OK)
             return NULL;
-        tls_insert(s, t);
-        void (*hook)(tt_session *) = atomic_load_explicit(&s->on_thread, memory_order_acquire);
-        if (hook)
-            hook(s);
-        return t;
     }
     tls_insert(s, t);
+    void (*hook)(tt_session *) = atomic_load_explicit(&s->on_thread, memory_order_acquire);
+    if (fresh && hook)
+        hook(s);
     return t;
 }
 
