@@ -158,10 +158,7 @@ static void write_report(tt_session *s, const char *status, int code, const char
     fputs("\"message\": ", f);
     json_str(f, message, strlen(message));
     if (d) {
-        static const char *const reason[] = {
-            "none", "kind", "function", "site", "arg", "size", "length", "payload", "direction",
-            "end", "thread", "order",
-        };
+        static const char *const reason[] = TT_REPORT_REASONS;
         fprintf(f, ", \"thread\": %u, \"seq\": %" PRIu64 ", \"reason\": \"%s\", \"first_diff\": %" PRIu64,
                 d->tp.thread, d->tp.seq,
                 (unsigned)d->reason < sizeof reason / sizeof reason[0] ? reason[d->reason] : "?",
@@ -216,7 +213,7 @@ void tt_rt_failed(int rc, const char *what)
                 (int)n, text, bt);
         tt_replay_progress p;
         tt_replay_progress_get(s, &p);
-        write_report(s, "diverged", rc, d.message, &d, bt, p.divergences);
+        write_report(s, TT_REPORT_STATUS_DIVERGED, rc, d.message, &d, bt, p.divergences);
         if (opt_keep_going)
             return;
         fflush(stderr);
@@ -228,7 +225,7 @@ void tt_rt_failed(int rc, const char *what)
         fprintf(stderr, "tinytrace: %s failed: %s (%s); the event is not in the recording\n",
                 what, tt_strerror(rc), tt_error_name(rc));
         if (g_mode == TT_MODE_REPLAY) {
-            write_report(s, "error", rc, tt_strerror(rc), NULL, NULL, 0);
+            write_report(s, TT_REPORT_STATUS_ERROR, rc, tt_strerror(rc), NULL, NULL, 0);
             fflush(stderr);
             exit_now(TT_RT_EXIT_DIVERGED);
         }
@@ -332,14 +329,14 @@ static void crash_handler(int sig, siginfo_t *info, void *uctx)
         char msg[160];
         if (rc == TT_OK) {
             snprintf(msg, sizeof msg, "the program died by signal %d where the recording did", sig);
-            write_report(s, "matched", TT_OK, msg, NULL, NULL, 0);
+            write_report(s, TT_REPORT_STATUS_MATCHED, TT_OK, msg, NULL, NULL, 0);
         } else if (rc == TT_E_DIVERGED) {
             tt_divergence d;
             if (tt_replay_divergence(s, &d) != TT_OK)
                 memset(&d, 0, sizeof d);
             fprintf(stderr, "tinytrace: the program died by signal %d where the recording did "
                     "not\n%s", sig, bt);
-            write_report(s, "diverged", rc, d.message, &d, bt, 1);
+            write_report(s, TT_REPORT_STATUS_DIVERGED, rc, d.message, &d, bt, 1);
         }
     } else if (s && !guard && atomic_compare_exchange_strong(&g_closing, &zero, 2)) {
         /* record; inside tinytrace (the guard is held) the locks may be ours: do not finalize */
@@ -583,7 +580,7 @@ static void rt_init(void)
      * environment, and would otherwise finish its own file under the same final name. */
     char me[32];
     snprintf(me, sizeof me, "%ld", (long)getpid());
-    const char *owner = getenv("TINYTRACE_PID");
+    const char *owner = getenv(TT_ENV_PID);
     if (owner && strcmp(owner, me) != 0)
         return;
     guard = 1;
@@ -592,7 +589,7 @@ static void rt_init(void)
     tt_session *s;
     tt_config_init(&cfg);
     int rc = tt_config_from_env(&cfg, &err);
-    if (rc == TT_OK && env_flag("TINYTRACE_KEEP_GOING"))
+    if (rc == TT_OK && env_flag(TT_ENV_KEEP_GOING))
         rc = tt_config_set(&cfg, TT_PARAM_DIVERGENCE, TT_DIVERGE_COUNT, &err);
     if (rc == TT_OK)
         rc = tt_session_open(&cfg, &s, &err);
@@ -605,11 +602,11 @@ static void rt_init(void)
         if (unlink(partial) == 0)
             rc = tt_session_open(&cfg, &s, &err);
     }
-    if (rc == TT_E_CONFIG || (rc != TT_OK && getenv("TINYTRACE_REPORT"))) {
+    if (rc == TT_E_CONFIG || (rc != TT_OK && getenv(TT_ENV_REPORT))) {
         /* a bad setting, or a replay that cannot start, is refused before the program runs */
         fprintf(stderr, "tinytrace: %s\n", err.message);
-        if (getenv("TINYTRACE_REPORT")) {
-            snprintf(report_path, sizeof report_path, "%s", getenv("TINYTRACE_REPORT"));
+        if (getenv(TT_ENV_REPORT)) {
+            snprintf(report_path, sizeof report_path, "%s", getenv(TT_ENV_REPORT));
             write_report(NULL, "error", rc, err.message, NULL, NULL, 0);
         }
         fflush(stderr);
@@ -623,15 +620,15 @@ static void rt_init(void)
     }
     g_mode = tt_session_mode(s);
     g_pid = getpid();
-    opt_alloc = env_flag("TINYTRACE_ALLOC");
-    opt_check_output = env_flag("TINYTRACE_CHECK_OUTPUT");
-    opt_keep_going = env_flag("TINYTRACE_KEEP_GOING");
-    const char *rp = getenv("TINYTRACE_REPORT");
+    opt_alloc = env_flag(TT_ENV_ALLOC);
+    opt_check_output = env_flag(TT_ENV_CHECK_OUTPUT);
+    opt_keep_going = env_flag(TT_ENV_KEEP_GOING);
+    const char *rp = getenv(TT_ENV_REPORT);
     if (rp)
         snprintf(report_path, sizeof report_path, "%s", rp);
     /* after every getenv: a program with its own environment code (bash) may not find
      * variables set before it has loaded the environment */
-    setenv("TINYTRACE_PID", me, 1);
+    setenv(TT_ENV_PID, me, 1);
     if (g_mode == TT_MODE_RECORD)
         record_meta(s);
     install_crash_handlers();
@@ -691,15 +688,15 @@ static void rt_close(bool flush_stdio)
     int rc = tt_session_finish(s, &err);
     if (g_mode == TT_MODE_REPLAY) {
         if (rc == TT_OK && p.divergences == 0)
-            write_report(s, "matched", rc, "replay matched the recording", NULL, NULL, 0);
+            write_report(s, TT_REPORT_STATUS_MATCHED, rc, "replay matched the recording", NULL, NULL, 0);
         else if (rc == TT_OK)
-            write_report(s, "diverged", TT_E_DIVERGED,
+            write_report(s, TT_REPORT_STATUS_DIVERGED, TT_E_DIVERGED,
                          "divergences were counted; the last one is shown", last, NULL,
                          p.divergences);
         else if (rc == TT_E_UNCONSUMED)
-            write_report(s, "unconsumed", rc, err.message, last, NULL, p.divergences);
+            write_report(s, TT_REPORT_STATUS_UNCONSUMED, rc, err.message, last, NULL, p.divergences);
         else
-            write_report(s, "error", rc, err.message, last, NULL, p.divergences);
+            write_report(s, TT_REPORT_STATUS_ERROR, rc, err.message, last, NULL, p.divergences);
     }
     tt_session_close(s, NULL);
     if (rc != TT_OK)

@@ -10,12 +10,7 @@
  * calls, not from its swapper thread (which holds the guard for its whole life), not from a
  * signal handler that interrupts it.
  *
- * Environment (set by `tinytrace record` / `tinytrace replay`, readable by anyone):
- *   TINYTRACE_MODE, TINYTRACE_FILE and the other session settings (session.h)
- *   TINYTRACE_REPORT   replay: path of a JSON report the runtime writes on divergence and at exit
- *   TINYTRACE_ALLOC    1: record and compare allocations
- *   TINYTRACE_CHECK_OUTPUT 1: replay compares the program's writes to stdout/stderr
- *   TINYTRACE_KEEP_GOING   1: count divergences instead of stopping at the first
+ * The environment the tool sets for it, its exit status and its report: protocol.h.
  */
 #ifndef TT_INSTRUMENT_RUNTIME_H
 #define TT_INSTRUMENT_RUNTIME_H
@@ -27,9 +22,7 @@
 
 #include <tinytrace/tinytrace.h>
 
-/* Exit status of a replayed program that the runtime stopped at a divergence. The tool learns
- * the reason from the report file, not from this number. */
-#define TT_RT_EXIT_DIVERGED 86
+#include "protocol.h"
 
 /* io channels of the environment, fixed so that recording and replay agree. */
 enum tt_rt_channel {

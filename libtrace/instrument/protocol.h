@@ -1,0 +1,53 @@
+/* The contract between the in-process runtime (instrument/runtime.c, loaded into the traced
+ * program) and the tinytrace tool (tools/cmd-record.c, tools/cmd-replay.c), written once.
+ *
+ * What belongs here: every name, number and string that one side writes and the other reads:
+ * the environment variables the tool sets for the runtime, the exit status the runtime ends a
+ * diverged program with, the caller string `record` stores in the manifest, and the keys and
+ * values of the replay report. Nothing with code: both sides include this header, and the tool
+ * includes no other private header of the library.
+ *
+ * The report is one JSON object on one line, written by the runtime at the first divergence and
+ * at exit (docs/REPLAY.md shows one): the keys below, plus "thread", "seq", "first_diff",
+ * "expected", "actual", "history" (events as {"kind", "seq", "function", "site", "arg", "len",
+ * "dir"}) for a divergence and "backtrace" (an array of lines) where there is one.
+ */
+#ifndef TT_INSTRUMENT_PROTOCOL_H
+#define TT_INSTRUMENT_PROTOCOL_H
+
+/* ---- environment, set by the tool, read by the runtime at start ----
+ * The session settings themselves (TINYTRACE_MODE, TINYTRACE_FILE, TINYTRACE_BUFFER_KB, ...)
+ * are the library's (tt_config_from_env, session.h); these are the runtime's own. */
+#define TT_ENV_REPORT "TINYTRACE_REPORT"             /* replay: where the JSON report goes */
+#define TT_ENV_ALLOC "TINYTRACE_ALLOC"               /* 1: record and compare allocations */
+#define TT_ENV_CHECK_OUTPUT "TINYTRACE_CHECK_OUTPUT" /* 1: writes to fds 1 and 2 are events */
+#define TT_ENV_KEEP_GOING "TINYTRACE_KEEP_GOING"     /* 1: count divergences, do not stop */
+/* Set by the runtime itself to its process id: a program the traced one execs (or a child that
+ * inherits the environment) sees another pid and stays untraced. The tool clears it. */
+#define TT_ENV_PID "TINYTRACE_PID"
+
+/* ---- exit status ----
+ * A replayed program that the runtime stopped at a divergence (or at an error that ends the
+ * replay) exits with this status. The tool learns why from the report, never from the number,
+ * since the program may exit 86 on its own. */
+#define TT_RT_EXIT_DIVERGED 86
+
+/* ---- the manifest's caller string ----
+ * `tinytrace record` stores "tinytrace record" followed by the options that change what is
+ * recorded, each as " --option"; replay reads them back to set the same options. */
+#define TT_CALLER_RECORD "tinytrace record"
+#define TT_CALLER_OPT_ALLOC "--alloc"
+#define TT_CALLER_OPT_CHECK_OUTPUT "--check-output"
+
+/* ---- the report ---- */
+#define TT_REPORT_STATUS_MATCHED "matched"
+#define TT_REPORT_STATUS_DIVERGED "diverged"
+#define TT_REPORT_STATUS_UNCONSUMED "unconsumed"
+#define TT_REPORT_STATUS_ERROR "error"
+
+/* "reason" of a divergence: tt_diverge_reason's names, in its order (replay.h). */
+#define TT_REPORT_REASONS                                                                          \
+    { "none", "kind", "function", "site", "arg", "size", "length", "payload", "direction", "end", \
+      "thread", "order" }
+
+#endif
