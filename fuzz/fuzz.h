@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "cursor.h"
 
 /* Aborts (a finding) when @cond is false: a property the library promises did not hold. */
 #define FZ_ASSERT(cond, ...)                                                                       \

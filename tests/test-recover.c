@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/format.h"
+#include "format.h"
 
 TestSuite(recover, .init = tt_test_dir_setup, .fini = tt_test_dir_teardown);
 

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "checkpoint-int.h"
+#include "format.h"
 
 int tt_checkpoint_register(tt_session *s, const tt_checkpoint_provider *p)
 {
@@ -80,19 +81,17 @@ void tt_checkpoint_retain(tt_session *s, const void *data, size_t len, tt_timepo
 
 int tt_checkpoint_last(tt_session *s, const void **data, size_t *len, tt_timepoint *tp)
 {
-    if (!s || !s->has_cp)
+    if (!s || !s->head.active)
         return TT_E_INVAL;
     pthread_mutex_lock(&s->lock);
+    if (!s->has_cp) {
+        pthread_mutex_unlock(&s->lock);
+        return TT_E_INVAL;
+    }
     *data = s->last_cp;
     *len = s->last_cp_len;
     if (tp)
         *tp = s->last_cp_tp;
     pthread_mutex_unlock(&s->lock);
     return TT_OK;
-}
-
-void tt_checkpoint_free(tt_session *s)
-{
-    free(s->last_cp);
-    s->last_cp = NULL;
 }

@@ -1,9 +1,10 @@
 /* The recording calls. In record mode they append raw records to the calling thread's buffer;
  * in replay mode they hand the call to the replayer for comparison.
  *
- * The enter/exit path is the one that must be cheap: tt_record_fn_ (internal.h) is a cache hit
- * on the thread-local lookup, a relaxed busy flag around the append (see tt_writer_close for why
- * no fence is needed), one rdtsc and a 16-byte store. Everything else is out of line.
+ * The enter/exit path is the one that must be cheap: tt_record_fn_ (event-int.h, over
+ * record/record_api.h) is a cache hit on the thread-local lookup, a relaxed busy flag around
+ * the append (see tt_writer_close for why no fence is needed), one rdtsc and a 16-byte store.
+ * Everything else is out of line, through the session's backend.
  *
  * The busy flag is also the nesting guard against signal handlers: a call that finds its own
  * thread already busy was made by a handler that interrupted a recording (or replay) call, and
@@ -13,28 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "checkpoint-int.h"
+#include "event-int.h"
 
-
-static inline struct tt_thread *thread_of(tt_session *s, int *rc)
-{
-    if (TT_LIKELY(tt_tls_cache[0].s == s && tt_tls_cache[0].uid == s->uid))
-        return tt_tls_cache[0].t;
-    return tt_thread_lookup_slow(s, rc);
-}
-
-/* Replay's nesting guard: the same busy flag as recording (nobody else reads it in replay), so
- * a signal handler that interrupted a replay call on this thread is refused instead of moving
- * the cursor under the interrupted comparison. Replay is not the hot path: a plain branch. */
-static inline int replay_begin(struct tt_thread *t)
-{
-    /* relaxed: only this thread, and a handler running on it, touch busy in replay */
-    if (atomic_load_explicit(&t->busy, memory_order_relaxed))
-        return TT_E_MODE;
-    atomic_store_explicit(&t->busy, 1, memory_order_relaxed);
-    atomic_signal_fence(memory_order_seq_cst); /* the cursor is touched only below the store */
-    return TT_OK;
-}
 
 int tt_event_fn_(tt_session *s, uint32_t kind, uint32_t function)
 {
@@ -44,33 +26,10 @@ int tt_event_fn_(tt_session *s, uint32_t kind, uint32_t function)
 int tt_event_fn_slow_(tt_session *s, uint32_t kind, uint32_t function, uint64_t now)
 {
     int rc = TT_OK;
-    struct tt_thread *t = thread_of(s, &rc);
+    struct tt_thread *t = tt_thread_of(s, &rc);
     if (!t)
         return rc;
-    if (s->head.mode != TT_MODE_RECORD) {
-        if ((rc = replay_begin(t)) != TT_OK)
-            return rc;
-        rc = tt_replay_fn(s, t, (uint8_t)kind, function);
-        tt_rec_end_(t);
-        return rc;
-    }
-    if ((rc = tt_rec_begin_(s, t)) != TT_OK)
-        return rc;
-    if ((size_t)(t->end - t->pos) < sizeof(struct tt_raw_short)) {
-        if (t->ended) {
-            tt_rec_end_(t);
-            return TT_E_CLOSED;
-        }
-        if ((rc = tt_writer_refill(s, t, false)) != TT_OK) {
-            tt_rec_end_(t);
-            return rc;
-        }
-    }
-    struct tt_raw_short r = { kind, function, now };
-    memcpy(t->pos, &r, sizeof r);
-    t->pos += sizeof r;
-    tt_rec_end_(t);
-    return TT_OK;
+    return s->be->fn_event(s, t, kind, function, now);
 }
 
 int tt_event_full_(tt_session *s, const tt_event *ev, void *in_buf, size_t in_cap, size_t *in_len)
@@ -86,31 +45,10 @@ int tt_event_full_(tt_session *s, const tt_event *ev, void *in_buf, size_t in_ca
         return TT_E_LIMIT;
     if (ev->payload_len && !ev->payload)
         return TT_E_INVAL;
-    struct tt_thread *t = thread_of(s, &rc);
+    struct tt_thread *t = tt_thread_of(s, &rc);
     if (!t)
         return rc;
-    if (s->head.mode == TT_MODE_RECORD) {
-        if ((rc = tt_rec_begin_(s, t)) != TT_OK)
-            return rc;
-        if (t->ended) {
-            tt_rec_end_(t);
-            return TT_E_CLOSED;
-        }
-        struct tt_raw_long r = { .kind = ev->kind | ((uint32_t)ev->dir << 8),
-                                 .function = ev->sp.function, .time = tt_ticks(),
-                                 .site = ev->sp.site, .arg = ev->arg, .addr = ev->addr,
-                                 .len = ev->payload_len };
-        rc = tt_writer_append_long(s, t, &r, ev->payload);
-        tt_rec_end_(t);
-        if (rc == TT_OK && in_len)
-            *in_len = ev->payload_len;
-        return rc;
-    }
-    if ((rc = replay_begin(t)) != TT_OK)
-        return rc;
-    rc = tt_replay_event(s, t, ev, in_buf, in_cap, in_len);
-    tt_rec_end_(t);
-    return rc;
+    return s->be->event(s, t, ev, in_buf, in_cap, in_len);
 }
 
 int tt_safepoint(tt_session *s, uint32_t function, uint32_t site)
@@ -158,13 +96,8 @@ int tt_checkpoint(tt_session *s, uint32_t site)
         return rc;
     tt_event ev = { .kind = TT_EV_CHECKPOINT, .sp = { 0, site }, .payload_len = len,
                     .payload = data };
+    /* the backend retains it with its timepoint: recorded, or matched */
     rc = tt_event_full_(s, &ev, NULL, 0, NULL);
-    if (rc == TT_OK && s->head.mode == TT_MODE_RECORD) {
-        int lrc;
-        struct tt_thread *t = tt_thread_lookup_slow(s, &lrc);
-        tt_timepoint tp = { t ? t->id : 0, 0, 0 };
-        tt_checkpoint_retain(s, data, len, tp);
-    }
     free(data);
     return rc;
 }

@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
-#include "instrument/runtime.h"
+#include "event-int.h"
+#include "runtime.h"
 
 #define FN_BITS 16
 #define FN_CAP (1u << FN_BITS)

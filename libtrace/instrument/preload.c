@@ -78,7 +78,7 @@
 #include <unistd.h>
 #include <wchar.h>
 
-#include "instrument/runtime.h"
+#include "runtime.h"
 
 #define TT_EXPORT __attribute__((visibility("default")))
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)

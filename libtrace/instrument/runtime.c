@@ -26,8 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "instrument/runtime.h"
+#include "event-int.h"
+#include "runtime.h"
 
 tt_session *_Atomic tt_rt_live;
 static tt_mode g_mode;
@@ -127,8 +127,12 @@ static void json_str(FILE *f, const char *s, size_t n)
 static void json_event(FILE *f, tt_session *s, const tt_report_event *re)
 {
     const tt_event *ev = &re->ev;
-    const char *fn = ev->sp.function ? tt_replay_name(s, ev->sp.function) : NULL;
-    const char *site = ev->sp.site ? tt_replay_name(s, ev->sp.site) : NULL;
+    /* copies, under the session lock: another thread may be interning (and moving) names */
+    char fnb[1024], siteb[1024];
+    const char *fn = ev->sp.function && tt_names_copy(s, ev->sp.function, fnb, sizeof fnb) >= 0
+                         ? fnb : NULL;
+    const char *site = ev->sp.site && tt_names_copy(s, ev->sp.site, siteb, sizeof siteb) >= 0
+                           ? siteb : NULL;
     fprintf(f, "{\"kind\": \"%s\", \"seq\": %" PRIu64 ", \"function\": ",
             tt_event_kind_name(ev->kind), ev->tp.seq);
     if (fn)

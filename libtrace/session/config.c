@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "session-int.h"
 
 #define CFG_MAGIC 0x74746366u
 
@@ -317,6 +317,8 @@ int tt_config_from_env(tt_config *cfg, tt_error_info *err)
     if (c->mode != TT_MODE_OFF && !c->file[0])
         return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX,
                        "TINYTRACE_FILE: must be set when TINYTRACE_MODE is record or replay");
+    /* the process's session from the environment may be shared (tt_session_create_) */
+    cfgw(&tmp)->from_env = 1;
     memcpy(cfg, &tmp, sizeof tmp);
     return TT_OK;
 }

@@ -26,201 +26,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "cursor.h"
 
 /* ---------------------------------------------------------------- sources */
-
-static int pread_all(int fd, uint64_t off, void *dst, size_t len, size_t *got)
-{
-    size_t n = 0;
-    while (n < len) {
-        ssize_t k = pread(fd, (uint8_t *)dst + n, len - n, (off_t)(off + n));
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            *got = n;
-            return TT_E_IO;
-        }
-        if (k == 0)
-            break;
-        n += (size_t)k;
-    }
-    *got = n;
-    return TT_OK;
-}
-
-/* A file source reads through one window of READ_AHEAD bytes: a pass over a file is mostly
- * 48-byte headers and small chunks (frame blocks of a few hundred bytes, 32 KiB event chunks),
- * and a system call for each was most of what verify cost. A read that is not inside the window
- * refills it from its own offset; reads of a window or more go straight to the file. The lock
- * keeps the source thread-safe, as its contract says. */
-#define READ_AHEAD (256u * 1024u)
-
-struct file_ctx {
-    int fd;
-    pthread_mutex_t lock;
-    uint64_t win_off;
-    size_t win_len;
-    uint8_t win[READ_AHEAD];
-};
-
-static int fd_read(void *ctx, uint64_t off, void *dst, size_t len, size_t *got)
-{
-    struct file_ctx *fc = ctx;
-    if (len >= READ_AHEAD / 2)
-        return pread_all(fc->fd, off, dst, len, got);
-    pthread_mutex_lock(&fc->lock);
-    if (off < fc->win_off || off - fc->win_off > fc->win_len ||
-        len > fc->win_len - (off - fc->win_off)) {
-        size_t n = 0;
-        int rc = pread_all(fc->fd, off, fc->win, READ_AHEAD, &n);
-        fc->win_off = off;
-        fc->win_len = rc == TT_OK ? n : 0;
-        if (rc != TT_OK) {
-            pthread_mutex_unlock(&fc->lock);
-            return pread_all(fc->fd, off, dst, len, got); /* say what a plain read says */
-        }
-    }
-    size_t at = (size_t)(off - fc->win_off), n = fc->win_len - at < len ? fc->win_len - at : len;
-    if (n)
-        memcpy(dst, fc->win + at, n);
-    pthread_mutex_unlock(&fc->lock);
-    *got = n;
-    return TT_OK;
-}
-
-static int mem_read(void *ctx, uint64_t off, void *dst, size_t len, size_t *got)
-{
-    tt_source *src = ctx;
-    if (off >= src->size) {
-        *got = 0;
-        return TT_OK;
-    }
-    size_t n = src->size - off < len ? (size_t)(src->size - off) : len;
-    if (n) /* a read of nothing may pass a NULL buffer (recover, for an empty chunk body) */
-        memcpy(dst, (const uint8_t *)src->mem + off, n);
-    *got = n;
-    return TT_OK;
-}
-
-int tt_source_file(tt_source *src, const char *path, tt_error_info *err)
-{
-    memset(src, 0, sizeof *src);
-    src->fd = -1;
-    snprintf(src->name, sizeof src->name, "%s", path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        return tt_fail(err, TT_E_IO, e, UINT64_MAX, "%s: %s", path, strerror(e));
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        int e = errno;
-        close(fd);
-        return tt_fail(err, TT_E_IO, e, UINT64_MAX, "%s: not a regular file", path);
-    }
-    struct file_ctx *fc = malloc(sizeof *fc);
-    if (!fc) {
-        close(fd);
-        return tt_fail(err, TT_E_NOMEM, ENOMEM, UINT64_MAX, "%s: out of memory", path);
-    }
-    fc->fd = fd;
-    pthread_mutex_init(&fc->lock, NULL);
-    fc->win_off = 0;
-    fc->win_len = 0;
-    src->fd = fd;
-    src->read = fd_read;
-    src->ctx = fc;
-    src->size = (uint64_t)st.st_size;
-    return TT_OK;
-}
-
-void tt_source_memory(tt_source *src, const void *data, size_t len)
-{
-    memset(src, 0, sizeof *src);
-    src->fd = -1;
-    src->mem = data;
-    src->size = len;
-    src->read = mem_read;
-    src->ctx = src;
-    snprintf(src->name, sizeof src->name, "<memory>");
-}
-
-void tt_source_callback(tt_source *src, tt_read_fn read, void *ctx, uint64_t size)
-{
-    memset(src, 0, sizeof *src);
-    src->fd = -1;
-    src->read = read;
-    src->ctx = ctx;
-    src->size = size;
-    snprintf(src->name, sizeof src->name, "<callback>");
-}
-
-void tt_source_close(tt_source *src)
-{
-    if (src && src->fd >= 0) {
-        if (src->read == fd_read && src->ctx) {
-            struct file_ctx *fc = src->ctx;
-            pthread_mutex_destroy(&fc->lock);
-            free(fc);
-            src->ctx = NULL;
-        }
-        close(src->fd);
-        src->fd = -1;
-    }
-}
-
-/* ---------------------------------------------------------------- state */
-
-struct thread_state {
-    uint64_t seq;
-    uint64_t pending;      /* continuation bytes the thread's next chunk must start with */
-    uint64_t chunks;
-    uint64_t last_time;
-};
-
-struct tt_cursor {
-    uint8_t *chunk;
-    uint8_t *split;
-    uint32_t thread;       /* TT_NO_THREAD: sequential */
-    uint64_t next_off;     /* next chunk header to look at */
-    uint64_t chunk_off;
-    struct tt_chunk_header h;
-    uint64_t chunk_index;  /* sequential cursor: index of the current event chunk */
-    const uint8_t *p, *end;
-    uint32_t left;
-    uint64_t prev_time;
-    uint32_t prev_fn;
-    uint64_t seq;          /* per-thread cursor: next sequence number */
-    uint64_t pending;      /* per-thread cursor: continuation bytes still to skip */
-    bool loaded;
-    bool done;
-    /* peek cache */
-    bool peeked;
-    tt_event pev;
-    const uint8_t *pp;
-    uint32_t pleft;
-    uint64_t ptime;
-    uint32_t pfn;
-    uint64_t pavail;       /* bytes of a split payload that were in the current chunk */
-};
-
-struct tt_reader {
-    tt_source src;
-    tt_manifest m;
-    tt_reader_limits lim;
-    tt_cursor_mode mode;
-    uint32_t ncursors;
-    uint64_t chunk_cap, split_cap;
-    tt_thread_entry *threads;
-    struct thread_state *ts;
-    struct tt_cursor *cursors;
-    uint8_t *objects;       /* object table body */
-    uint32_t *obj_off;
-    uint64_t index_chunks;  /* frame blocks and seek batches passed by the sequential cursor */
-    /* sequential totals */
-    uint64_t events, payload, chunks, largest_chunk, largest_event, largest_split, evsum;
-};
 
 void tt_reader_limits_default(tt_reader_limits *lim)
 {
@@ -235,24 +43,6 @@ void tt_reader_limits_default(tt_reader_limits *lim)
 static inline uint64_t al16(uint64_t v)
 {
     return (v + 15) & ~(uint64_t)15;
-}
-
-static int src_read(const tt_source *src, uint64_t off, void *dst, size_t len, tt_error_info *err,
-                    const char *what)
-{
-    size_t got = 0;
-    if (off > src->size || len > src->size - off)
-        return tt_fail(err, TT_E_TRUNCATED, 0, off > src->size ? src->size : off,
-                       "%s: %s at offset %" PRIu64 " (%zu bytes) runs past the end of the file "
-                       "(%" PRIu64 " bytes)", src->name, what, off, len, src->size);
-    int rc = src->read(src->ctx, off, dst, len, &got);
-    if (rc != TT_OK)
-        return tt_fail(err, TT_E_IO, errno, off, "%s: cannot read %s at offset %" PRIu64,
-                       src->name, what, off);
-    if (got < len)
-        return tt_fail(err, TT_E_TRUNCATED, 0, off + got, "%s: %s at offset %" PRIu64
-                       " is truncated", src->name, what, off);
-    return TT_OK;
 }
 
 /* ---------------------------------------------------------------- probe and open */
@@ -321,7 +111,7 @@ int tt_reader_probe(const tt_source *src, const tt_reader_limits *lim, tt_cursor
                        "%s: %" PRIu64 " bytes is shorter than the %u-byte manifest", src->name,
                        src->size, TT_MANIFEST_SIZE);
     }
-    int rc = src_read(src, 0, buf, sizeof buf, err, "the manifest");
+    int rc = tt_src_read(src, 0, buf, sizeof buf, "the manifest", err);
     if (rc != TT_OK)
         return rc;
     rc = tt_manifest_decode(buf, src->size, &m, err);
@@ -362,40 +152,25 @@ int tt_reader_probe(const tt_source *src, const tt_reader_limits *lim, tt_cursor
     return TT_OK;
 }
 
+/* The format's read-and-check primitive, plus what only a reader knows: which types belong in the
+ * data area of this file's version, and for an event chunk its thread, its capacity and its
+ * count. @want_type 0: the data area. */
 static int chunk_read_header(tt_reader *r, uint64_t off, uint64_t limit_end, uint16_t want_type,
                              struct tt_chunk_header *h, uint8_t raw[TT_CHUNK_HEADER],
                              tt_error_info *err)
 {
     const char *nm = r->src.name;
-    if (off + TT_CHUNK_HEADER > limit_end)
-        return tt_fail(err, TT_E_CORRUPT, 0, off,
-                       "%s: chunk header at offset %" PRIu64 " runs past the end of its area "
-                       "(%" PRIu64 ")", nm, off, limit_end);
-    int rc = src_read(&r->src, off, raw, TT_CHUNK_HEADER, err, "a chunk header");
+    int rc = tt_chunk_read_header(&r->src, off, limit_end, want_type, "chunk", h, raw, err);
     if (rc != TT_OK)
         return rc;
-    const char *why = tt_chunk_header_decode(raw, h);
-    if (why)
-        return tt_fail(err, TT_E_CORRUPT, 0, off, "%s: chunk at offset %" PRIu64 ": %s", nm, off,
-                       why);
-    /* want_type 0: the data area, where version 2 puts frame blocks and seek batches between
-     * the event chunks */
-    bool data_ok = want_type == 0 &&
-                   (h->type == TT_CHUNK_EVENTS ||
-                    (r->m.version >= 2 && (h->type == TT_CHUNK_FRAMES || h->type == TT_CHUNK_SEEK ||
-                                            h->type == TT_CHUNK_BLOCKS)));
+    /* version 2 puts frame blocks and seek batches between the event chunks */
+    bool data_ok = h->type == TT_CHUNK_EVENTS ||
+                   (r->m.version >= 2 && (h->type == TT_CHUNK_FRAMES || h->type == TT_CHUNK_SEEK ||
+                                          h->type == TT_CHUNK_BLOCKS));
     if (want_type == 0 && !data_ok)
         return tt_fail(err, TT_E_CORRUPT, 0, off + 4,
                        "%s: chunk at offset %" PRIu64 " has type %u, which does not belong in "
                        "the data area of a version %u file", nm, off, h->type, r->m.version);
-    if (want_type != 0 && h->type != want_type)
-        return tt_fail(err, TT_E_CORRUPT, 0, off + 4,
-                       "%s: chunk at offset %" PRIu64 " has type %u where type %u belongs", nm, off,
-                       h->type, want_type);
-    if ((uint64_t)h->body_len > limit_end - off - TT_CHUNK_HEADER)
-        return tt_fail(err, TT_E_CORRUPT, 0, off + 8,
-                       "%s: chunk at offset %" PRIu64 " claims %u bytes, past the end of its area",
-                       nm, off, h->body_len);
     if (h->type == TT_CHUNK_EVENTS) {
         if (h->thread >= r->m.thread_count)
             return tt_fail(err, TT_E_CORRUPT, 0, off + 12,
@@ -417,15 +192,7 @@ static int chunk_read_header(tt_reader *r, uint64_t off, uint64_t limit_end, uin
 static int chunk_read_body(tt_reader *r, uint64_t off, const struct tt_chunk_header *h,
                            const uint8_t raw[TT_CHUNK_HEADER], uint8_t *dst, tt_error_info *err)
 {
-    int rc = src_read(&r->src, off + TT_CHUNK_HEADER, dst, h->body_len, err, "a chunk body");
-    if (rc != TT_OK)
-        return rc;
-    uint64_t sum = tt_chunk_checksum(raw, dst, h->body_len);
-    if (sum != h->checksum)
-        return tt_fail(err, TT_E_CHECKSUM, 0, off,
-                       "%s: chunk at offset %" PRIu64 " fails its checksum (stored %016" PRIx64
-                       ", computed %016" PRIx64 ")", r->src.name, off, h->checksum, sum);
-    return TT_OK;
+    return tt_chunk_read_body(&r->src, off, h, raw, dst, "chunk", err);
 }
 
 static int load_tables(tt_reader *r, tt_error_info *err)
@@ -533,7 +300,7 @@ int tt_reader_open(const tt_source *src, const tt_reader_limits *lim, tt_cursor_
     memset(r, 0, sizeof *r);
     p += al16(sizeof *r);
     r->src = *src;
-    if (src->mem && src->read == mem_read)
+    if (src->mem && src->read == tt_source_mem_read_)
         r->src.ctx = &r->src;
     r->m = m;
     r->lim = *lim;
@@ -796,8 +563,8 @@ static int assemble_split(tt_reader *r, struct tt_cursor *c, uint64_t have, uint
             return tt_fail(err, TT_E_CORRUPT, 0, off + 28,
                            "%s: chunk at offset %" PRIu64 " continues %u bytes, expected %" PRIu64,
                            r->src.name, off, h.cont_len, want);
-        rc = src_read(&r->src, off + TT_CHUNK_HEADER, c->split + have, h.cont_len, err,
-                      "a payload continuation");
+        rc = tt_src_read(&r->src, off + TT_CHUNK_HEADER, c->split + have, h.cont_len,
+                         "a payload continuation", err);
         if (rc != TT_OK)
             return rc;
         have += h.cont_len;
@@ -1034,366 +801,18 @@ int tt_reader_seek(tt_reader *r, uint32_t cursor, const tt_timepoint_entry *e, t
     return TT_OK;
 }
 
-/* Replay's fast path for enter and exit: matches the next event of a per-thread cursor against
- * (@kind, @function) straight from the encoded bytes and consumes it. Returns false, with the
- * cursor untouched, whenever the general path has to decide (a chunk boundary, a peeked event, a
- * mismatch); the general path then reports what differs. */
-bool tt_reader_match_fn_(tt_reader *r, uint32_t cursor, uint8_t kind, uint32_t function,
-                         uint64_t *seq, uint64_t *time)
+/* The steps above for the decoders outside this file (cursor.h). */
+int tt_cursor_load_(tt_reader *r, struct tt_cursor *c, tt_error_info *err)
 {
-    struct tt_cursor *c = &r->cursors[cursor];
-    /* two bytes left at least: a valid chunk has them (this event and one after it), and a
-     * hostile one whose count claims more events than its bytes hold goes to decode(), which
-     * says so; both paths below read p[1] */
-    if (TT_UNLIKELY(c->peeked || c->left <= 1 || !c->loaded || c->end - c->p < 2))
-        return false;
-    const uint8_t *p = c->p;
-    uint8_t tag = p[0];
-    uint64_t dt;
-    uint32_t fn = c->prev_fn;
-    /* A loop's events: a short tag or a two-byte event of the same function. Which of the two
-     * comes next is random where the steps straddle 63 ticks, so the choice is made without a
-     * branch. */
-    {
-        uint8_t b1 = p[1];
-        uint8_t want_short = (uint8_t)(TT_TAG_SHORT | (kind == TT_EV_EXIT ? TT_TAG_SHORT_EXIT : 0));
-        uint64_t is_short = (tag & (TT_TAG_SHORT | TT_TAG_SHORT_EXIT)) == want_short;
-        uint64_t is_two = (tag == (kind | TT_TAG_FSAME)) & (b1 < 0x80);
-        if (TT_LIKELY((is_short | is_two) && fn == function)) {
-            dt = b1 ^ ((b1 ^ (uint64_t)(tag & TT_TAG_SHORT_STEP)) & (0 - is_short));
-            if (TT_UNLIKELY(dt > UINT64_MAX - c->prev_time))
-                return false;
-            *seq = c->seq;
-            *time = c->prev_time + dt;
-            c->p = p + 2 - is_short;
-            c->left--;
-            c->prev_time += dt;
-            c->seq++;
-            return true;
-        }
-    }
-    if (tag & TT_TAG_SHORT) {
-        tag = tt_tag_full(tag, &dt);
-        if (tag != (kind | TT_TAG_FSAME))
-            return false;
-        p++;
-    } else if ((tag & (TT_TAG_KIND | TT_TAG_OUT)) != kind) {
-        return false;
-    } else if (TT_LIKELY(p[1] < 0x80)) {
-        dt = p[1];
-        p += 2;
-    } else {
-        p++;
-        if (tt_get_varint(&p, c->end, &dt) != 0)
-            return false;
-    }
-    if (!(tag & TT_TAG_FSAME)) {
-        uint64_t v;
-        if (tt_get_varint(&p, c->end, &v) != 0 || v > UINT32_MAX)
-            return false;
-        fn = (uint32_t)v;
-    }
-    if (fn != function || p > c->end || dt > UINT64_MAX - c->prev_time)
-        return false;
-    *seq = c->seq;
-    *time = c->prev_time + dt;
-    c->p = p;
-    c->left--;
-    c->prev_time += dt;
-    c->prev_fn = fn;
-    c->seq++;
-    return true;
+    return load_next(r, c, err);
 }
 
-/* Counting replay's re-alignment: the index (0 = the next event) of the first of the next @max
- * events of @cursor, within its current chunk, for which @match says yes; -1 if none. Nothing
- * moves. Payloads split over chunks end the search (following them would move buffers). */
-int tt_reader_find_ahead_(tt_reader *r, uint32_t cursor, int max,
-                          bool (*match)(const tt_event *ev, void *ctx), void *ctx)
+int tt_cursor_decode_(tt_reader *r, struct tt_cursor *c, tt_event *ev, tt_error_info *err)
 {
-    struct tt_cursor c = r->cursors[cursor];
-    tt_error_info err;
-    if (c.peeked) {
-        /* start from the peeked event itself */
-        c.peeked = false;
-    }
-    if (!c.loaded || c.left == 0)
-        return -1;
-    for (int i = 0; i < max && c.left > 0; i++) {
-        if (c.left == 1 && (c.h.flags & TT_CF_CONT_OUT))
-            return -1;
-        tt_event ev;
-        if (decode(r, &c, &ev, &err) != TT_OK)
-            return -1;
-        if (match(&ev, ctx))
-            return i;
-        c.p = c.pp;
-        c.left = c.pleft;
-        c.prev_time = c.ptime;
-        c.prev_fn = c.pfn;
-    }
-    return -1;
+    return decode(r, c, ev, err);
 }
 
-/* ---- verify's window decoder ----
- * A loop's enters and exits are one-byte short tags (step 0-63) and two-byte events (tag
- * ENTER|FSAME 0x25 or EXIT|FSAME 0x26, step 0-127). Where the steps straddle 63 the two forms
- * alternate at random, and a decoder that branches per event on which one it has mispredicts
- * every other event (verify ran at 400-500 MB/s on such a file). So skim_chunk takes eight
- * bytes at a time: bit 7 of each byte (set: a short tag) indexes a table that says how the
- * window parses, given whether its first byte is the step of a two-byte event whose tag ended
- * the window before. The windows follow each other 8 bytes apart, so only that one bit of
- * state links them. */
-struct skim_window {
-    uint64_t tagb;    /* 0xFF on each two-byte event's tag byte (checked to be 0x25 or 0x26) */
-    uint64_t sumb;    /* 0x3F on short tags, 0x7F on steps: the bytes whose sum is the time */
-    int8_t resume;    /* offset of the first event not completed: 8, 7 (dangling), or where the
-                       * window stops parsing (-1 when its first byte should be a step and is
-                       * not: the event began at the window before's last byte); every byte
-                       * parsed when resume + dangling is 8 */
-    uint8_t events;   /* events completed in the window (the one whose step is byte 0 included) */
-    uint8_t dangling; /* byte 7 is a tag; its step is the next window's byte 0 */
-};
-
-static struct skim_window skim_table[2][256]; /* [first byte is a step][bit 7 of each byte] */
-static pthread_once_t skim_once = PTHREAD_ONCE_INIT;
-
-static void skim_table_init(void)
+void tt_cursor_consume_(tt_reader *r, struct tt_cursor *c, const tt_event *ev)
 {
-    for (int st = 0; st < 2; st++) {
-        for (int m = 0; m < 256; m++) {
-            struct skim_window w = {0};
-            int i = 0;
-            if (st) {
-                if (m & 1) { /* the step has bit 7 set: no two-byte event after all */
-                    w.resume = -1;
-                    skim_table[st][m] = w;
-                    continue;
-                }
-                w.sumb |= 0x7Full;
-                w.events++;
-                i = 1;
-            }
-            while (i < 8) {
-                if (m & (1 << i)) {
-                    w.sumb |= 0x3Full << (8 * i);
-                    w.events++;
-                    i++;
-                } else if (i == 7) {
-                    w.tagb |= 0xFFull << 56;
-                    w.dangling = 1;
-                    break;
-                } else if (m & (1 << (i + 1))) {
-                    break; /* a tag whose next byte is no one-byte step */
-                } else {
-                    w.tagb |= 0xFFull << (8 * i);
-                    w.sumb |= 0x7Full << (8 * (i + 1));
-                    w.events++;
-                    i += 2;
-                }
-            }
-            w.resume = (int8_t)(i > 8 ? 8 : i);
-            skim_table[st][m] = w;
-        }
-    }
-}
-
-/* Bit 7 of each of the 8 bytes of @w (byte k to bit k). */
-static inline unsigned high_bits(uint64_t w)
-{
-    return (unsigned)((((w >> 7) & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56);
-}
-
-/* Skims whole windows from *@pp while more than 9 events are left, with the counts, and
- * stops before the first event a window cannot take (the caller's general path decides it).
- * Returns the events taken. */
-static uint32_t skim_windows(const uint8_t **pp, const uint8_t *end, uint32_t left,
-                             uint64_t *time)
-{
-    const uint64_t ones = 0x0101010101010101ull;
-    const uint8_t *p = *pp;
-    uint64_t t = *time;
-    uint32_t n = 0, st = 0;
-    while (left - n > 9 && end - p >= 8 && t <= UINT64_MAX - 8 * 0x7F) {
-        uint64_t w = tt_get64(p);
-        const struct skim_window *e = &skim_table[st][high_bits(w)];
-        /* every two-byte tag is 0x25 or 0x26: bits 2-7 are 0x24, and bits 0 and 1 differ */
-        if ((w & e->tagb & (0xFC * ones)) != (e->tagb & (0x24 * ones)) ||
-            ((w ^ (w >> 1)) & e->tagb & ones) != (e->tagb & ones)) {
-            p -= st; /* back to the dangling tag, if any: its event is not taken */
-            st = 0;
-            break;
-        }
-        uint64_t v = w & e->sumb;
-        v = (v & (0xFF * 0x0001000100010001ull)) + ((v >> 8) & (0xFF * 0x0001000100010001ull));
-        t += (v * 0x0001000100010001ull) >> 48;
-        n += e->events;
-        if (e->resume + e->dangling != 8) { /* parsing stopped inside the window */
-            p += e->resume; /* -1: back to the previous window's last byte */
-            st = 0;
-            break;
-        }
-        p += 8;
-        st = e->dangling;
-    }
-    *pp = p - st; /* a dangling tag starts the next event */
-    *time = t;
-    return n;
-}
-
-/* The events of the current chunk that lie wholly inside it, checked as decode() checks them
- * (its "malformed event" cases), with the per-thread counts kept once per chunk. Stops before
- * a last event whose payload continues in the next chunk. */
-_Static_assert((TT_EV_ENTER | TT_TAG_FSAME) == 0x25 && (TT_EV_EXIT | TT_TAG_FSAME) == 0x26,
-               "skim_chunk's four-event test assumes these tags");
-
-static int skim_chunk(tt_reader *r, struct tt_cursor *c, uint64_t *events, tt_error_info *err)
-{
-    pthread_once(&skim_once, skim_table_init);
-    const uint8_t *p = c->p, *end = c->end;
-    uint32_t left = c->left, fn = c->prev_fn;
-    uint64_t time = c->prev_time, payload = 0, largest = r->largest_event, n = 0;
-    const uint64_t max_event = r->m.largest_event;
-    const bool cont_out = (c->h.flags & TT_CF_CONT_OUT) != 0;
-    unsigned cooldown = 0, backoff = 1;
-    while (left > 1 || (left == 1 && !cont_out)) {
-        /* a loop's enters and exits, eight bytes at a time (see "verify's window decoder").
-         * Where a window cannot start, the events after it wait before the next try, 1, 2, 4
-         * ... up to 64 events: a rare longer event in a loop costs one event on the slower
-         * paths, a tree of calls to changing functions (no runs at all) few tries. */
-        if (left > 9 && !cooldown) {
-            uint32_t k = skim_windows(&p, end, left, &time);
-            left -= k;
-            n += k;
-            if (k) {
-                backoff = 1;
-                continue;
-            }
-            cooldown = backoff;
-            backoff = backoff < 64 ? 2 * backoff : 64;
-        } else if (cooldown) {
-            cooldown--;
-        }
-        if (left > 1 && p < end && (*p & TT_TAG_SHORT) && time <= UINT64_MAX - 0x3F) {
-            time += *p & TT_TAG_SHORT_STEP;
-            p++;
-            left--;
-            n++;
-            continue;
-        }
-        /* the common case, two bytes: enter or exit of the same function, a short time step
-         * (not the last event, whose end decode() checks) */
-        if (left > 1 && end - p >= 2 && p[1] < 0x80 &&
-            (p[0] == (TT_EV_ENTER | TT_TAG_FSAME) || p[0] == (TT_EV_EXIT | TT_TAG_FSAME)) &&
-            time + p[1] >= time) {
-            time += p[1];
-            p += 2;
-            left--;
-            n++;
-            continue;
-        }
-        /* one event from @q; it is committed to p, fn, time only when it is whole */
-        const uint8_t *q = p;
-        uint64_t dt, v, len = 0;
-        uint32_t efn = fn;
-        if (q >= end)
-            goto bad;
-        uint8_t tag = *q++;
-        bool short_tag = (tag & TT_TAG_SHORT) != 0;
-        tag = tt_tag_full(tag, &dt);
-        uint8_t kind = tag & TT_TAG_KIND;
-        if (kind == 0 || kind > TT_EV_KIND_MAX)
-            goto bad;
-        if (short_tag)
-            ; /* the step came with the tag */
-        else if (TT_LIKELY(q < end && *q < 0x80))
-            dt = *q++;
-        else if (tt_get_varint(&q, end, &dt) != 0)
-            goto bad;
-        if (dt > UINT64_MAX - time)
-            goto bad;
-        if (!(tag & TT_TAG_FSAME)) {
-            if (tt_get_varint(&q, end, &v) != 0 || v > UINT32_MAX)
-                goto bad;
-            efn = (uint32_t)v;
-        }
-        if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
-            if (tag & TT_TAG_OUT)
-                goto bad;
-        } else {
-            uint64_t site, arg, addr;
-            if (tt_get_varint(&q, end, &site) != 0 || site > UINT32_MAX ||
-                tt_get_varint(&q, end, &arg) != 0 || tt_get_varint(&q, end, &addr) != 0 ||
-                tt_get_varint(&q, end, &len) != 0)
-                goto bad;
-            if ((tag & TT_TAG_OUT) && kind != TT_EV_IO)
-                goto bad;
-            if (len > max_event || len > (uint64_t)(end - q))
-                break; /* decode() reports it in its own words */
-            q += len;
-        }
-        if (left == 1 && q != end)
-            break; /* bytes after the last event: decode() reports it */
-        p = q;
-        fn = efn;
-        time += dt;
-        payload += len;
-        if (len > largest)
-            largest = len;
-        left--;
-        n++;
-        continue;
-    bad:
-        return tt_fail(err, TT_E_CORRUPT, 0, c->chunk_off + TT_CHUNK_HEADER + (uint64_t)(p - c->chunk),
-                       "%s: malformed event at offset %" PRIu64, r->src.name,
-                       c->chunk_off + TT_CHUNK_HEADER + (uint64_t)(p - c->chunk));
-    }
-    c->p = p;
-    c->left = left;
-    c->prev_time = time;
-    c->prev_fn = fn;
-    if (n) {
-        struct thread_state *t = &r->ts[c->h.thread];
-        t->seq += n;
-        t->last_time = time;
-        r->events += n;
-        r->payload += payload;
-        r->largest_event = largest;
-        *events += n;
-    }
-    return TT_OK;
-}
-
-/* Verify's pass: every remaining event of the sequential cursor, decoded and checked exactly as
- * tt_reader_next does, without the peek cache and the copies it makes for callers. Returns
- * TT_E_END, with the end-of-stream checks made, or the first error. */
-int tt_reader_skim_(tt_reader *r, uint64_t *events, tt_error_info *err)
-{
-    struct tt_cursor *c = &r->cursors[0];
-    tt_event ev;
-    if (c->peeked) {
-        c->peeked = false;
-        consume(r, c, &c->pev);
-        (*events)++;
-    }
-    for (;;) {
-        if (TT_UNLIKELY(!c->loaded || c->left == 0)) {
-            if (c->done)
-                return TT_E_END;
-            int rc = load_next(r, c, err);
-            if (rc != TT_OK)
-                return rc;
-        }
-        int rc = skim_chunk(r, c, events, err);
-        if (TT_UNLIKELY(rc != TT_OK))
-            return rc;
-        if (c->left == 0)
-            continue;
-        /* the last event continues in the next chunk: the general path assembles it */
-        rc = decode(r, c, &ev, err);
-        if (TT_UNLIKELY(rc != TT_OK))
-            return rc;
-        consume(r, c, &ev);
-        (*events)++;
-    }
+    consume(r, c, ev);
 }

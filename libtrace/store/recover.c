@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "format.h"
 
 #define MAX_THREADS 65536u
 #define MAX_BODY (1u << 30)
@@ -129,210 +129,179 @@ static int out_write(int fd, uint64_t off, const void *data, size_t len)
     return 0;
 }
 
-int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *res,
-               tt_error_info *err)
+/* What pass 1 found: the chunks to keep, and each thread's state after the last of them. */
+struct scan {
+    struct kept *kept;
+    size_t nkept, capk;
+    struct rthread *th;
+    uint32_t nthreads;
+    uint8_t *body;         /* one chunk's body, or the whole chunk in pass 2 */
+    size_t body_cap;
+    tt_error_info why;     /* where and why pass 1 stopped */
+};
+
+static bool body_room(struct scan *sc, size_t n)
 {
-    tt_recover_result dummy;
-    if (!res)
-        res = &dummy;
-    memset(res, 0, sizeof *res);
-    uint8_t mbuf[TT_MANIFEST_SIZE];
-    size_t got = 0;
-    tt_manifest m;
-    if (src->size < TT_MANIFEST_SIZE || src->read(src->ctx, 0, mbuf, sizeof mbuf, &got) != TT_OK ||
-        got != sizeof mbuf)
-        return tt_fail(err, TT_E_TRUNCATED, 0, 0, "%s: shorter than a manifest: nothing to recover",
-                       src->name);
-    int rc = tt_manifest_decode(mbuf, src->size, &m, err);
-    if (rc != TT_OK)
-        return rc;
-    if ((m.flags & TT_MF_FINALIZED) && !(m.flags & TT_MF_INCOMPLETE))
-        return tt_fail(err, TT_E_INVAL, 0, TT_M_FLAGS,
-                       "%s: the recording was closed; it needs no recovery (tinytrace verify)",
-                       src->name);
-    if (m.block_size < 4096 || (m.block_size & (m.block_size - 1)))
-        m.block_size = 32768;
-    if (m.ticks_per_sec == 0) /* the writer stores it at open: the manifest is damaged */
-        return tt_fail(err, TT_E_CORRUPT, 0, TT_M_TPS,
-                       "%s: ticks per second is zero: no time in the file can be read", src->name);
+    if (n <= sc->body_cap && sc->body)
+        return true;
+    /* never NULL, even for an empty body: walk() does pointer arithmetic on it */
+    uint8_t *nb = realloc(sc->body, n ? n : 1);
+    if (!nb)
+        return false;
+    sc->body = nb;
+    sc->body_cap = n;
+    return true;
+}
 
-    struct kept *kept = NULL;
-    size_t nkept = 0, capk = 0;
-    struct rthread *th = calloc(MAX_THREADS, sizeof *th);
-    uint8_t *body = NULL;
-    size_t body_cap = 0;
-    uint32_t nthreads = 0;
-    if (!th)
-        return tt_fail(err, TT_E_NOMEM, ENOMEM, UINT64_MAX, "out of memory");
-    for (uint32_t i = 0; i < MAX_THREADS; i++)
-        th[i].split_chunk = -1;
+static void scan_free(struct scan *sc)
+{
+    free(sc->body);
+    free(sc->kept);
+    free(sc->th);
+}
 
-    /* pass 1: every whole chunk, in order, until the first that is not */
+/* Stops the scan at @off: @msg says why (a static string, or the primitive's message). */
+static void stop(struct scan *sc, uint64_t off, const char *msg)
+{
+    if (msg != sc->why.message)
+        snprintf(sc->why.message, sizeof sc->why.message, "%s", msg);
+    sc->why.offset = off;
+}
+
+/* Pass 1: every whole chunk, in order, until the first that is not. Returns the offset where the
+ * damage begins (or the file ends); TT_E_NOMEM when a body does not fit in memory. */
+static int scan_chunks(const tt_source *src, struct scan *sc, uint64_t *end_off)
+{
     uint64_t off = TT_MANIFEST_SIZE;
-    const char *why = NULL;
-    while (!why) {
+    for (;;) {
         uint8_t hb[TT_CHUNK_HEADER];
         struct tt_chunk_header h;
         if (off == src->size) {
-            why = "the file ends cleanly after a chunk";
+            stop(sc, off, "the file ends cleanly after a chunk");
             break;
         }
-        if (src->size - off < TT_CHUNK_HEADER ||
-            src->read(src->ctx, off, hb, sizeof hb, &got) != TT_OK || got != sizeof hb) {
-            why = "a chunk header is cut";
+        if (tt_chunk_read_header(src, off, src->size, 0, "chunk", &h, hb, &sc->why) != TT_OK) {
+            stop(sc, off, sc->why.message);
             break;
         }
-        if ((why = tt_chunk_header_decode(hb, &h)) != NULL)
-            break;
-        if ((h.type == TT_CHUNK_FRAMES || h.type == TT_CHUNK_SEEK || h.type == TT_CHUNK_BLOCKS) &&
-            h.body_len <= src->size - off - TT_CHUNK_HEADER) {
+        if (h.type == TT_CHUNK_FRAMES || h.type == TT_CHUNK_SEEK || h.type == TT_CHUNK_BLOCKS) {
             /* index chunks between the event chunks: the recovered file has no index tables
              * (docs/FORMAT.md §14.7), so they are passed over, not copied */
             off += TT_CHUNK_HEADER + h.body_len;
             continue;
         }
         if (h.type != TT_CHUNK_EVENTS) {
-            why = "a table chunk: the recording was being closed";
+            stop(sc, off, "a table chunk: the recording was being closed");
             break;
         }
         if (h.thread >= MAX_THREADS || h.body_len > MAX_BODY || h.count > h.body_len) {
-            why = "the chunk header is not sane";
+            stop(sc, off, "the chunk header is not sane");
             break;
         }
-        if (h.body_len > src->size - off - TT_CHUNK_HEADER) {
-            why = "the chunk body is cut";
+        if (!body_room(sc, h.body_len)) {
+            *end_off = off;
+            return TT_E_NOMEM;
+        }
+        if (tt_chunk_read_body(src, off, &h, hb, sc->body, "chunk", &sc->why) != TT_OK) {
+            stop(sc, off, sc->why.message);
             break;
         }
-        if (h.body_len > body_cap || !body) {
-            /* never NULL, even for an empty body: walk() does pointer arithmetic on it */
-            uint8_t *nb = realloc(body, h.body_len ? h.body_len : 1);
-            if (!nb) {
-                free(body);
-                free(kept);
-                free(th);
-                return tt_fail(err, TT_E_NOMEM, ENOMEM, off, "out of memory");
-            }
-            body = nb;
-            body_cap = h.body_len;
-        }
-        if (src->read(src->ctx, off + TT_CHUNK_HEADER, body, h.body_len, &got) != TT_OK ||
-            got != h.body_len) {
-            why = "the chunk body cannot be read";
-            break;
-        }
-        if (tt_chunk_checksum(hb, body, h.body_len) != h.checksum) {
-            why = "the chunk fails its checksum";
-            break;
-        }
-        struct rthread *t = &th[h.thread];
+        struct rthread *t = &sc->th[h.thread];
         if (h.first_seq != t->seq) {
-            why = "the chunk does not continue its thread's sequence";
+            stop(sc, off, "the chunk does not continue its thread's sequence");
             break;
         }
         if (h.count && h.base_time < t->last_time) {
-            why = "the chunk goes back in time";
+            stop(sc, off, "the chunk goes back in time");
             break;
         }
         struct kept k = { .off = off, .body_len = h.body_len, .thread = h.thread,
                           .count = h.count, .checksum = h.checksum };
         uint64_t pending = t->pending;
-        if ((why = walk(body, &h, &k, &pending)) != NULL)
+        const char *why = walk(sc->body, &h, &k, &pending);
+        if (why) {
+            stop(sc, off, why);
             break;
-        if (nkept == capk) {
-            size_t nc = capk ? capk * 2 : 256;
-            struct kept *nk = realloc(kept, nc * sizeof *nk);
+        }
+        if (sc->nkept == sc->capk) {
+            size_t nc = sc->capk ? sc->capk * 2 : 256;
+            struct kept *nk = realloc(sc->kept, nc * sizeof *nk);
             if (!nk) {
-                why = "out of memory";
+                stop(sc, off, "out of memory");
                 break;
             }
-            kept = nk;
-            capk = nc;
+            sc->kept = nk;
+            sc->capk = nc;
         }
         /* A chain of chunks linked by split payloads is kept or dropped as a whole: a chunk
          * that finishes the previous chunk's payload and starts another split one cannot be
          * dropped alone, so the chain keeps the index where it began. */
         if (k.split_out && (t->pending == 0 || t->split_chunk < 0))
-            t->split_chunk = (int64_t)nkept;
+            t->split_chunk = (int64_t)sc->nkept;
         else if (!pending)
             t->split_chunk = -1;
-        kept[nkept++] = k;
+        sc->kept[sc->nkept++] = k;
         if (h.count)
             t->last_time = k.last_time;
         t->seq += h.count;
         t->pending = pending;
-        if (h.thread + 1 > nthreads)
-            nthreads = h.thread + 1;
+        if (h.thread + 1 > sc->nthreads)
+            sc->nthreads = h.thread + 1;
         off += TT_CHUNK_HEADER + h.body_len;
     }
-    res->damage_offset = off;
-    snprintf(res->message, sizeof res->message, "%s", why);
+    *end_off = off;
+    return TT_OK;
+}
 
-    /* a payload still owed: drop the chunk where it began and its continuations */
-    for (uint32_t i = 0; i < nthreads; i++) {
-        if (!th[i].pending || th[i].split_chunk < 0)
+/* A payload still owed: drops the chunk where it began and its continuations. */
+static uint64_t drop_unfinished(struct scan *sc)
+{
+    uint64_t dropped = 0;
+    for (uint32_t i = 0; i < sc->nthreads; i++) {
+        if (!sc->th[i].pending || sc->th[i].split_chunk < 0)
             continue;
-        for (size_t j = (size_t)th[i].split_chunk; j < nkept; j++) {
-            if (kept[j].thread == i) {
-                res->dropped_events += kept[j].count;
-                kept[j].count = UINT32_MAX; /* dropped */
+        for (size_t j = (size_t)sc->th[i].split_chunk; j < sc->nkept; j++) {
+            if (sc->kept[j].thread == i) {
+                dropped += sc->kept[j].count;
+                sc->kept[j].count = UINT32_MAX; /* dropped */
             }
         }
     }
+    return dropped;
+}
 
-    /* pass 2: the new file */
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.%ld.partial", out_path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        int e = errno;
-        free(body);
-        free(kept);
-        free(th);
-        return tt_fail(err, TT_E_IO, e, UINT64_MAX, "cannot create %s: %s", tmp, strerror(e));
-    }
-    tt_manifest o = m;
-    o.version = TT_FORMAT_VERSION;
-    o.index_offset = o.index_length = 0; /* no index tables: §14.7 */
-    o.flags = (m.flags & TT_MF_TSC) | TT_MF_FINALIZED | TT_MF_RECOVERED;
-    o.write_errno = 0;
-    o.event_count = o.payload_bytes = o.chunk_count = 0;
-    o.largest_chunk = o.largest_event = o.largest_split = o.events_checksum = 0;
-    tt_thread_entry *rows = calloc(nthreads ? nthreads : 1, sizeof *rows);
-    int e = rows ? 0 : ENOMEM;
-    uint64_t w = TT_MANIFEST_SIZE;
-    for (size_t j = 0; j < nkept && !e; j++) {
-        struct kept *k = &kept[j];
+/* Pass 2, the data area: the kept chunks copied unchanged from @src to @fd after the manifest,
+ * with the counts of @o and the thread rows @rows made from them. Returns 0 or an errno; *@w is
+ * the offset after the last chunk. */
+static int copy_chunks(const tt_source *src, struct scan *sc, int fd, tt_manifest *o,
+                       tt_thread_entry *rows, uint64_t *w)
+{
+    size_t got = 0;
+    for (size_t j = 0; j < sc->nkept; j++) {
+        struct kept *k = &sc->kept[j];
         if (k->count == UINT32_MAX)
             continue;
         size_t n = TT_CHUNK_HEADER + k->body_len;
-        if (n > body_cap) {
-            uint8_t *nb = realloc(body, n);
-            if (!nb) {
-                e = ENOMEM;
-                break;
-            }
-            body = nb;
-            body_cap = n;
-        }
-        if (src->read(src->ctx, k->off, body, n, &got) != TT_OK || got != n) {
-            e = EIO;
-            break;
-        }
-        if ((e = out_write(fd, w, body, n)) != 0)
-            break;
-        w += n;
+        if (!body_room(sc, n))
+            return ENOMEM;
+        if (src->read(src->ctx, k->off, sc->body, n, &got) != TT_OK || got != n)
+            return EIO;
+        int e = out_write(fd, *w, sc->body, n);
+        if (e)
+            return e;
+        *w += n;
         uint8_t le[8];
         tt_put64(le, k->checksum);
-        o.events_checksum = tt_hash64(le, 8, o.events_checksum);
-        o.chunk_count++;
-        o.event_count += k->count;
-        o.payload_bytes += k->payload;
-        if (k->body_len > o.largest_chunk)
-            o.largest_chunk = k->body_len;
-        if (k->largest > o.largest_event)
-            o.largest_event = k->largest;
-        if (k->largest_split > o.largest_split)
-            o.largest_split = k->largest_split;
+        o->events_checksum = tt_hash64(le, 8, o->events_checksum);
+        o->chunk_count++;
+        o->event_count += k->count;
+        o->payload_bytes += k->payload;
+        if (k->body_len > o->largest_chunk)
+            o->largest_chunk = k->body_len;
+        if (k->largest > o->largest_event)
+            o->largest_event = k->largest;
+        if (k->largest_split > o->largest_split)
+            o->largest_split = k->largest_split;
         tt_thread_entry *r = &rows[k->thread];
         if (k->count) {
             if (!r->event_count)
@@ -342,49 +311,127 @@ int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *re
         r->event_count += k->count;
         r->chunk_count++;
     }
-    if (!e) {
-        /* the tables: threads rebuilt from the chunks, no names */
-        o.data_end = w;
-        o.threads_offset = w;
-        uint64_t tl = (uint64_t)nthreads * TT_THREAD_ROW;
-        uint8_t *tb = calloc(1, TT_CHUNK_HEADER + tl);
-        if (!tb)
-            e = ENOMEM;
-        for (uint32_t i = 0; !e && i < nthreads; i++) {
-            rows[i].id = i;
-            tt_thread_row_encode(tb + TT_CHUNK_HEADER + (uint64_t)i * TT_THREAD_ROW, &rows[i]);
-        }
-        if (!e) {
-            struct tt_chunk_header h = { .type = TT_CHUNK_THREADS, .thread = TT_NO_THREAD,
-                                         .count = nthreads, .body_len = (uint32_t)tl };
-            tt_chunk_header_encode(tb, &h, tb + TT_CHUNK_HEADER);
-            e = out_write(fd, w, tb, TT_CHUNK_HEADER + tl);
-            w += TT_CHUNK_HEADER + tl;
-            o.threads_length = TT_CHUNK_HEADER + tl;
-            o.thread_count = nthreads;
-            if (tl > o.largest_chunk)
-                o.largest_chunk = tl;
-        }
-        free(tb);
-        uint8_t ob[TT_CHUNK_HEADER];
-        struct tt_chunk_header oh = { .type = TT_CHUNK_OBJECTS, .thread = TT_NO_THREAD };
-        tt_chunk_header_encode(ob, &oh, ob);
-        o.objects_offset = w;
-        o.objects_length = TT_CHUNK_HEADER;
-        o.object_count = 0;
-        if (!e)
-            e = out_write(fd, w, ob, sizeof ob);
-        w += TT_CHUNK_HEADER;
-        o.file_size = w;
-        o.data_offset = TT_MANIFEST_SIZE;
-        o.block_count = (o.file_size - o.data_offset + o.block_size - 1) / o.block_size;
-        uint8_t mb[TT_MANIFEST_SIZE];
-        tt_manifest_encode(mb, &o);
-        if (!e)
-            e = out_write(fd, 0, mb, sizeof mb);
-        if (!e && fdatasync(fd) != 0)
-            e = errno;
+    return 0;
+}
+
+/* Pass 2, the end: the thread table rebuilt from the chunks, an empty object table (no names),
+ * and the final manifest. Returns 0 or an errno. */
+static int write_tail(int fd, tt_manifest *o, const tt_thread_entry *rows, uint32_t nthreads,
+                      uint64_t *w)
+{
+    o->data_end = *w;
+    o->threads_offset = *w;
+    uint64_t tl = (uint64_t)nthreads * TT_THREAD_ROW;
+    uint8_t *tb = calloc(1, TT_CHUNK_HEADER + tl);
+    if (!tb)
+        return ENOMEM;
+    for (uint32_t i = 0; i < nthreads; i++) {
+        tt_thread_entry r = rows[i];
+        r.id = i;
+        tt_thread_row_encode(tb + TT_CHUNK_HEADER + (uint64_t)i * TT_THREAD_ROW, &r);
     }
+    struct tt_chunk_header h = { .type = TT_CHUNK_THREADS, .thread = TT_NO_THREAD,
+                                 .count = nthreads, .body_len = (uint32_t)tl };
+    tt_chunk_header_encode(tb, &h, tb + TT_CHUNK_HEADER);
+    int e = out_write(fd, *w, tb, TT_CHUNK_HEADER + tl);
+    free(tb);
+    *w += TT_CHUNK_HEADER + tl;
+    o->threads_length = TT_CHUNK_HEADER + tl;
+    o->thread_count = nthreads;
+    if (tl > o->largest_chunk)
+        o->largest_chunk = tl;
+    uint8_t ob[TT_CHUNK_HEADER];
+    struct tt_chunk_header oh = { .type = TT_CHUNK_OBJECTS, .thread = TT_NO_THREAD };
+    tt_chunk_header_encode(ob, &oh, ob);
+    o->objects_offset = *w;
+    o->objects_length = TT_CHUNK_HEADER;
+    o->object_count = 0;
+    if (!e)
+        e = out_write(fd, *w, ob, sizeof ob);
+    *w += TT_CHUNK_HEADER;
+    o->file_size = *w;
+    o->data_offset = TT_MANIFEST_SIZE;
+    o->block_count = (o->file_size - o->data_offset + o->block_size - 1) / o->block_size;
+    uint8_t mb[TT_MANIFEST_SIZE];
+    tt_manifest_encode(mb, o);
+    if (!e)
+        e = out_write(fd, 0, mb, sizeof mb);
+    if (!e && fdatasync(fd) != 0)
+        e = errno;
+    return e;
+}
+
+/* Reads and checks the source's manifest: it must be one of a recording that was not closed. */
+static int read_manifest(const tt_source *src, tt_manifest *m, tt_error_info *err)
+{
+    uint8_t mbuf[TT_MANIFEST_SIZE];
+    size_t got = 0;
+    if (src->size < TT_MANIFEST_SIZE || src->read(src->ctx, 0, mbuf, sizeof mbuf, &got) != TT_OK ||
+        got != sizeof mbuf)
+        return tt_fail(err, TT_E_TRUNCATED, 0, 0, "%s: shorter than a manifest: nothing to recover",
+                       src->name);
+    int rc = tt_manifest_decode(mbuf, src->size, m, err);
+    if (rc != TT_OK)
+        return rc;
+    if ((m->flags & TT_MF_FINALIZED) && !(m->flags & TT_MF_INCOMPLETE))
+        return tt_fail(err, TT_E_INVAL, 0, TT_M_FLAGS,
+                       "%s: the recording was closed; it needs no recovery (tinytrace verify)",
+                       src->name);
+    if (m->block_size < 4096 || (m->block_size & (m->block_size - 1)))
+        m->block_size = 32768;
+    if (m->ticks_per_sec == 0) /* the writer stores it at open: the manifest is damaged */
+        return tt_fail(err, TT_E_CORRUPT, 0, TT_M_TPS,
+                       "%s: ticks per second is zero: no time in the file can be read", src->name);
+    return TT_OK;
+}
+
+int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *res,
+               tt_error_info *err)
+{
+    tt_recover_result dummy;
+    if (!res)
+        res = &dummy;
+    memset(res, 0, sizeof *res);
+    tt_manifest m;
+    int rc = read_manifest(src, &m, err);
+    if (rc != TT_OK)
+        return rc;
+    char tmp[4200];
+    if (tt_partial_name(out_path, (long)getpid(), tmp, sizeof tmp) != TT_OK)
+        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "%s: the output path is too long", out_path);
+
+    struct scan sc = { .th = calloc(MAX_THREADS, sizeof *sc.th) };
+    if (!sc.th)
+        return tt_fail(err, TT_E_NOMEM, ENOMEM, UINT64_MAX, "out of memory");
+    for (uint32_t i = 0; i < MAX_THREADS; i++)
+        sc.th[i].split_chunk = -1;
+    uint64_t off;
+    if (scan_chunks(src, &sc, &off) != TT_OK) {
+        scan_free(&sc);
+        return tt_fail(err, TT_E_NOMEM, ENOMEM, off, "out of memory");
+    }
+    res->damage_offset = off;
+    snprintf(res->message, sizeof res->message, "%.*s", (int)sizeof res->message - 1, sc.why.message);
+    res->dropped_events = drop_unfinished(&sc);
+
+    int fd = tt_partial_create(tmp);
+    if (fd < 0) {
+        int e = errno;
+        scan_free(&sc);
+        return tt_fail(err, TT_E_IO, e, UINT64_MAX, "cannot create %s: %s", tmp, strerror(e));
+    }
+    tt_manifest o = m;
+    o.version = TT_FORMAT_VERSION;
+    o.index_offset = o.index_length = 0; /* no index tables: §14.7 */
+    o.flags = (m.flags & TT_MF_TSC) | TT_MF_FINALIZED | TT_MF_RECOVERED;
+    o.write_errno = 0;
+    o.event_count = o.payload_bytes = o.chunk_count = 0;
+    o.largest_chunk = o.largest_event = o.largest_split = o.events_checksum = 0;
+    tt_thread_entry *rows = calloc(sc.nthreads ? sc.nthreads : 1, sizeof *rows);
+    uint64_t w = TT_MANIFEST_SIZE;
+    int e = rows ? copy_chunks(src, &sc, fd, &o, rows, &w) : ENOMEM;
+    if (!e)
+        e = write_tail(fd, &o, rows, sc.nthreads, &w);
     if (close(fd) != 0 && !e)
         e = errno;
     if (!e && rename(tmp, out_path) != 0)
@@ -393,12 +440,10 @@ int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *re
         unlink(tmp);
     res->events = o.event_count;
     res->chunks = o.chunk_count;
-    res->threads = nthreads;
+    res->threads = sc.nthreads;
     res->bytes_out = w;
     free(rows);
-    free(body);
-    free(kept);
-    free(th);
+    scan_free(&sc);
     if (e)
         return tt_fail(err, TT_E_IO, e, UINT64_MAX, "writing %s: %s", out_path, strerror(e));
     return TT_OK;

@@ -262,6 +262,31 @@ typedef struct tt_recover_result {
 TT_API int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *res,
                       tt_error_info *err);
 
+/* ---- temporary files ----
+ * A recording (and tt_recover) writes its trace as "<file>.<pid>.partial" and renames it to
+ * <file> when it is finished; a run that died leaves the partial file (docs/FORMAT.md §2). */
+
+/* Writes "<final_path>.<pid>.partial" into @out. TT_E_LIMIT when it does not fit @cap.
+ * Thread-safe, async-signal-safe. */
+TT_API int tt_partial_name(const char *final_path, long pid, char *out, size_t cap);
+
+/* For a @name that ends in ".<pid>.partial" (1 to 9 digits, after at least one byte of final
+ * name): the length of the final name, and the pid in *@pid. 0 for any other name. Thread-safe,
+ * async-signal-safe. */
+TT_API size_t tt_partial_parse(const char *name, long *pid);
+
+/* What a file in a directory is to the partial-file protocol. */
+typedef enum tt_partial_state {
+    TT_PARTIAL_NONE = 0,  /* not a partial trace: another name, not a regular file (symlinks are
+                           * not followed), or not starting with the tinytrace magic */
+    TT_PARTIAL_LIVE = 1,  /* the recording that writes it is still running: never touch it */
+    TT_PARTIAL_DEAD = 2,  /* its recording is gone: recover it or remove it */
+} tt_partial_state;
+
+/* Looks at @name in directory @dirfd (AT_FDCWD: the current one); *@pid (may be NULL) gets the
+ * pid of its name. Thread-safe. */
+TT_API tt_partial_state tt_partial_probe(int dirfd, const char *name, long *pid);
+
 /* ---- writer limits, capacity and storage ---- */
 
 /* TraceWriterLimits: what a recording session may use. */

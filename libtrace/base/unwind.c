@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base.h"
 
 #ifdef TT_HAVE_UNWIND
 #define UNW_LOCAL_ONLY

@@ -44,16 +44,24 @@
  * payload length, then the payload bytes. A short tag (bit 7 set) is a whole enter or exit of
  * the same function with a time delta of 0-63 in one byte.
  *
- * The recording thread never encodes: it stores fixed raw records (below) and the swapper turns
- * them into this form, so a tight enter/exit loop costs one or two bytes per event on disk.
+ * The recording thread never encodes: it stores fixed raw records (record/record.h) and the
+ * swapper turns them into this form, so a tight enter/exit loop costs one or two bytes per event
+ * on disk.
+ *
+ * What belongs in this header (the format layer, libtrace/format/): the byte layout and its
+ * codecs, the one chunk read-and-check primitive (chunk.c), the manifest (manifest.c) and the
+ * temporary-file protocol (partial.c). It knows of sources (store.h's tt_source, a public type)
+ * but of no reader, writer or session.
  */
-#ifndef TT_STORE_FORMAT_H
-#define TT_STORE_FORMAT_H
+#ifndef TT_FORMAT_H
+#define TT_FORMAT_H
 
 #include <stdint.h>
 #include <string.h>
 
 #include <tinytrace/store.h>
+
+#include "base.h"
 
 #define TT_MAGIC "TINYTRCE"
 #define TT_CHUNK_MAGIC 0x4B435454u /* "TTCK" little-endian */
@@ -130,30 +138,6 @@ enum {
     TT_M_REFUSED = 384, TT_M_RESERVED = 388, TT_M_CHECKSUM = 504,
 };
 
-/* Raw records in a thread buffer: native byte order, 8-byte aligned, never on disk. */
-struct tt_raw_short {
-    uint32_t kind;      /* kind | dir << 8, or an address form (below) */
-    uint32_t function;
-    uint64_t time;      /* absolute ticks */
-};
-/* The -finstrument-functions hooks record an enter or exit with the function's address instead
- * of its id, which the encoder looks up (the session's fn_resolver): kind | TT_RAW_ADDR |
- * address bits 32..47 << 16, and function = address bits 0..31. Addresses from
- * TT_RAW_ADDR_END up take the id path on the recording thread. */
-#define TT_RAW_ADDR 0x200u
-#define TT_RAW_ADDR_END (UINT64_C(1) << 48)
-
-struct tt_raw_long {
-    uint32_t kind;
-    uint32_t function;
-    uint64_t time;
-    uint32_t site;
-    uint32_t pad_;
-    uint64_t arg;
-    uint64_t addr;
-    uint64_t len;       /* payload bytes that follow, then padding to 8 */
-};
-
 static inline void tt_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static inline void tt_put32(uint8_t *p, uint32_t v)
 {
@@ -220,11 +204,43 @@ struct tt_chunk_header {
     uint64_t checksum;
 };
 
+/* ---- chunks (chunk.c) ---- */
+
+/* The encoded header of a chunk with @body (h->body_len bytes), its checksum included: the one
+ * emit primitive, used by the writer, the table builder and recovery. */
 void tt_chunk_header_encode(uint8_t out[TT_CHUNK_HEADER], const struct tt_chunk_header *h,
                             const void *body);
 /* Decodes and checks the magic and the fields that need no context. Returns 0 or a message. */
 const char *tt_chunk_header_decode(const uint8_t in[TT_CHUNK_HEADER], struct tt_chunk_header *h);
 uint64_t tt_chunk_checksum(const uint8_t header[TT_CHUNK_HEADER], const void *body, size_t len);
+
+/* Reads @len bytes of @src at @off. TT_E_TRUNCATED when they are not all in the file, TT_E_IO
+ * when the read fails; the message names the source, @what and the offset. */
+int tt_src_read(const tt_source *src, uint64_t off, void *dst, size_t len, const char *what,
+                tt_error_info *err);
+
+/* The read-and-check primitive. A chunk (@what in messages: "a chunk", "a frame block", ...)
+ * sits at @off, and the whole of it, header and body, must lie before @area_end.
+ *  - tt_chunk_read_header reads the header into @raw and checks it (tt_chunk_header_check).
+ *  - tt_chunk_header_check checks header bytes the caller read itself: decoded without error,
+ *    of type @type (0: any; the caller decides), and a body that ends inside the area.
+ *  - tt_chunk_read_body reads the body into @dst (h->body_len bytes of room) and checks the
+ *    checksum (tt_chunk_body_check, for a body the caller read itself).
+ * TT_E_CORRUPT, TT_E_CHECKSUM, TT_E_TRUNCATED or TT_E_IO, with the offset of the field at fault. */
+int tt_chunk_read_header(const tt_source *src, uint64_t off, uint64_t area_end, uint16_t type,
+                         const char *what, struct tt_chunk_header *h,
+                         uint8_t raw[TT_CHUNK_HEADER], tt_error_info *err);
+int tt_chunk_header_check(const tt_source *src, const uint8_t raw[TT_CHUNK_HEADER], uint64_t off,
+                          uint64_t area_end, uint16_t type, const char *what,
+                          struct tt_chunk_header *h, tt_error_info *err);
+int tt_chunk_read_body(const tt_source *src, uint64_t off, const struct tt_chunk_header *h,
+                       const uint8_t raw[TT_CHUNK_HEADER], void *dst, const char *what,
+                       tt_error_info *err);
+int tt_chunk_body_check(const tt_source *src, const uint8_t raw[TT_CHUNK_HEADER], uint64_t off,
+                        const struct tt_chunk_header *h, const void *body, const char *what,
+                        tt_error_info *err);
+
+/* ---- the manifest and the thread table (manifest.c) ---- */
 
 void tt_manifest_encode(uint8_t out[TT_MANIFEST_SIZE], const tt_manifest *m);
 /* Decodes and checks magic, version, size, checksum and internal consistency. */
@@ -234,5 +250,15 @@ int tt_manifest_decode(const uint8_t in[TT_MANIFEST_SIZE], uint64_t source_size,
 /* Thread table rows. */
 void tt_thread_row_encode(uint8_t out[TT_THREAD_ROW], const tt_thread_entry *e);
 void tt_thread_row_decode(const uint8_t in[TT_THREAD_ROW], tt_thread_entry *e);
+
+/* ---- the temporary file (partial.c) ----
+ * A trace is written as "<file>.<pid>.partial" and renamed to <file> when it is finished, so a
+ * reader never sees half a file under the final name, and the file of a run that died keeps a
+ * name that says whose it was. The public half (tt_partial_*: naming, parsing, liveness) is in
+ * store.h; this half creates one. */
+
+/* Creates @temp exclusively (O_EXCL | O_NOFOLLOW: never an existing file or a symlink), mode
+ * 0600, for writing. Returns the fd, or -1 with errno set. */
+int tt_partial_create(const char *temp);
 
 #endif

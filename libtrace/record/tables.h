@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "record.h"
 
 struct open_frame {
     uint32_t fn;

@@ -1,8 +1,9 @@
 /* Error codes, messages and the error-info helper. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
 
 const char *tt_strerror(int code)
 {

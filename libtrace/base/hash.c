@@ -1,7 +1,7 @@
 /* The only file that includes xxhash: XXH3-64 for chunk and manifest checksums. */
 #include <xxhash.h>
 
-#include "internal.h"
+#include "base.h"
 
 uint64_t tt_hash64(const void *data, size_t len, uint64_t seed)
 {

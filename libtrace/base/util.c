@@ -1,10 +1,12 @@
-/* Clocks and the build identity of the running executable. */
+/* Clocks, the build identity of the running executable, and the tracer's per-thread flag. */
 #include <elf.h>
 #include <link.h>
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "base.h"
+
+__thread int tt_in_tracer;
 
 uint64_t tt_mono_ns(void)
 {

@@ -1,64 +1,9 @@
-/* Encoding and checking of the manifest, chunk headers and thread-table rows (format.h). */
+/* Encoding and checking of the manifest and of thread-table rows (format.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
-
-uint64_t tt_chunk_checksum(const uint8_t header[TT_CHUNK_HEADER], const void *body, size_t len)
-{
-    return tt_hash64(body, len, tt_hash64(header, 40, 0));
-}
-
-void tt_chunk_header_encode(uint8_t out[TT_CHUNK_HEADER], const struct tt_chunk_header *h,
-                            const void *body)
-{
-    tt_put32(out, TT_CHUNK_MAGIC);
-    tt_put16(out + 4, h->type);
-    tt_put16(out + 6, h->flags);
-    tt_put32(out + 8, h->body_len);
-    tt_put32(out + 12, h->thread);
-    tt_put64(out + 16, h->first_seq);
-    tt_put32(out + 24, h->count);
-    tt_put32(out + 28, h->cont_len);
-    tt_put64(out + 32, h->base_time);
-    tt_put64(out + 40, tt_chunk_checksum(out, body, h->body_len));
-}
-
-const char *tt_chunk_header_decode(const uint8_t in[TT_CHUNK_HEADER], struct tt_chunk_header *h)
-{
-    if (tt_get32(in) != TT_CHUNK_MAGIC)
-        return "bad chunk magic";
-    h->type = tt_get16(in + 4);
-    h->flags = tt_get16(in + 6);
-    h->body_len = tt_get32(in + 8);
-    h->thread = tt_get32(in + 12);
-    h->first_seq = tt_get64(in + 16);
-    h->count = tt_get32(in + 24);
-    h->cont_len = tt_get32(in + 28);
-    h->base_time = tt_get64(in + 32);
-    h->checksum = tt_get64(in + 40);
-    if (h->type < TT_CHUNK_EVENTS || h->type > TT_CHUNK_TYPE_MAX)
-        return "unknown chunk type";
-    if (h->flags & ~TT_CF_MASK)
-        return "unknown chunk flags";
-    if (h->cont_len > h->body_len)
-        return "continuation longer than the chunk body";
-    if (!!(h->flags & TT_CF_CONT_IN) != (h->cont_len != 0))
-        return "continuation flag and length disagree";
-    if (h->type == TT_CHUNK_FRAMES || h->type == TT_CHUNK_BLOCKS) {
-        /* thread, first_seq (first frame) and base_time (first row's end) are used; a block
-         * list has no time, so its base_time is 0 like a table's (FORMAT §14.9) */
-        if (h->flags || h->cont_len)
-            return "frame block with event flags set";
-        if (h->type == TT_CHUNK_BLOCKS && h->base_time)
-            return "block list with a base time";
-    } else if (h->type != TT_CHUNK_EVENTS &&
-               (h->flags || h->thread != TT_NO_THREAD || h->cont_len || h->base_time ||
-                (h->first_seq && h->type != TT_CHUNK_SEEK)))
-        return "table chunk with event fields set";
-    return NULL;
-}
+#include "format.h"
 
 void tt_manifest_encode(uint8_t out[TT_MANIFEST_SIZE], const tt_manifest *m)
 {

@@ -43,7 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "record.h"
 #include "tables.h"
 
 /* ---------------------------------------------------------------- small helpers */

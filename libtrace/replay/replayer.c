@@ -14,30 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "replay-int.h"
 
-struct tt_replay_thread {
-    uint32_t rec;                        /* recorded thread id, or UINT32_MAX before binding */
-    _Atomic uint64_t matched;            /* written by its thread only; read by progress */
-    uint32_t hist_len, hist_pos;
-    tt_report_event hist[TT_REPORT_HISTORY];
-};
-
-struct tt_replayer {
-    /* ordered replay: per recorded thread, the time of its next non-structural event
-     * (UINT64_MAX when it has none); written by that thread only */
-    _Atomic uint64_t *next_time;
-    uint32_t nthreads;
-    bool ordered;
-    tt_source own_src;
-    const tt_source *src;
-    void *storage;
-    tt_reader *r;
-    uint8_t *bound;                      /* per recorded thread */
-    pthread_mutex_t lock;                /* bound, last */
-    tt_divergence last;
-    bool has_last;
-};
+static void rp_destroy(tt_session *s);
+static int replay_event(tt_session *s, struct tt_rp_thread *t, const tt_event *act,
+                        void *in_buf, size_t in_cap, size_t *in_len);
 
 static bool structural(uint8_t kind)
 {
@@ -87,7 +68,7 @@ static bool wait_turn(tt_session *s, uint32_t rec, uint64_t t)
     }
 }
 
-int tt_replayer_open(tt_session *s, tt_error_info *err)
+static int rp_open(tt_session *s, tt_error_info *err)
 {
     struct tt_replayer *rp = calloc(1, sizeof *rp);
     if (!rp)
@@ -153,19 +134,15 @@ int tt_replayer_open(tt_session *s, tt_error_info *err)
     }
     return TT_OK;
 fail:
-    tt_replayer_free(s);
+    rp_destroy(s);
     return rc;
 }
 
-void tt_replayer_free(tt_session *s)
+static void rp_destroy(tt_session *s)
 {
     struct tt_replayer *rp = s->rp;
     if (!rp)
         return;
-    for (uint32_t i = 0; i < s->nthreads; i++) {
-        free(s->threads[i]->rp);
-        s->threads[i]->rp = NULL;
-    }
     tt_source_close(&rp->own_src);
     free(rp->storage);
     free(rp->bound);
@@ -175,26 +152,27 @@ void tt_replayer_free(tt_session *s)
     s->rp = NULL;
 }
 
-int tt_replay_thread_init(tt_session *s, struct tt_thread *t)
+static struct tt_thread *rp_thread_new(tt_session *s)
 {
     (void)s;
-    t->rp = calloc(1, sizeof *t->rp);
-    if (!t->rp)
-        return TT_E_NOMEM;
-    t->rp->rec = UINT32_MAX;
-    /* release: tt_replay_progress_get, from another thread, sees it whole */
-    atomic_store_explicit(&t->rp_pub, t->rp, memory_order_release);
+    struct tt_rp_thread *t = tt_thread_alloc_aligned(sizeof *t);
+    if (t)
+        t->rec = UINT32_MAX;
+    return t ? &t->base : NULL;
+}
+
+static int rp_thread_start(tt_session *s, struct tt_thread *t)
+{
+    (void)s;
+    (void)t;
     return TT_OK;
 }
 
-int tt_replay_bind_name(tt_session *s, uint32_t name_id)
+static int rp_thread_name(tt_session *s, struct tt_thread *bt, uint32_t name_id)
 {
-    int rc;
-    struct tt_thread *t = tt_thread_lookup_slow(s, &rc);
-    if (!t)
-        return rc;
-    t->name_id = name_id;
-    if (t->rp->rec != UINT32_MAX)
+    struct tt_rp_thread *t = tt_rp_of(bt);
+    t->base.name_id = name_id;
+    if (t->rec != UINT32_MAX)
         return TT_OK;
     struct tt_replayer *rp = s->rp;
     const tt_manifest *m = tt_reader_manifest(rp->r);
@@ -202,7 +180,7 @@ int tt_replay_bind_name(tt_session *s, uint32_t name_id)
     for (uint32_t i = 0; i < m->thread_count; i++) {
         if (!rp->bound[i] && tt_reader_thread(rp->r, i)->name == name_id) {
             rp->bound[i] = 1;
-            t->rp->rec = i;
+            t->rec = i;
             break;
         }
     }
@@ -211,31 +189,19 @@ int tt_replay_bind_name(tt_session *s, uint32_t name_id)
 }
 
 /* Binds @t to the first recorded thread nobody has, in recording order. */
-static bool bind_by_order(struct tt_replayer *rp, struct tt_thread *t)
+static bool bind_by_order(struct tt_replayer *rp, struct tt_rp_thread *t)
 {
     const tt_manifest *m = tt_reader_manifest(rp->r);
     pthread_mutex_lock(&rp->lock);
     for (uint32_t i = 0; i < m->thread_count; i++) {
         if (!rp->bound[i]) {
             rp->bound[i] = 1;
-            t->rp->rec = i;
+            t->rec = i;
             break;
         }
     }
     pthread_mutex_unlock(&rp->lock);
-    return t->rp->rec != UINT32_MAX;
-}
-
-static void report_event(tt_report_event *re, const tt_event *ev)
-{
-    re->ev = *ev;
-    re->ev.payload = NULL;
-    re->preview_len = ev->payload_len < TT_REPORT_PREVIEW ? (uint32_t)ev->payload_len
-                                                          : TT_REPORT_PREVIEW;
-    if (ev->payload && re->preview_len)
-        memcpy(re->preview, ev->payload, re->preview_len);
-    else
-        re->preview_len = 0;
+    return t->rec != UINT32_MAX;
 }
 
 /* For a checkpoint, turns a payload offset into (provider id, offset in its state). */
@@ -283,10 +249,10 @@ static bool same_call(const tt_event *ev, void *ctx)
 /* Counting policy: after a divergence, find where the replay goes on. If the actual call is
  * among the next events of the recording, the ones before it were missed: they are consumed and
  * so is the call's own event. If it is not, the call was an extra one: nothing is consumed. */
-static void realign(tt_session *s, struct tt_thread *t, const tt_event *act)
+static void realign(tt_session *s, struct tt_rp_thread *t, const tt_event *act)
 {
     struct tt_replayer *rp = s->rp;
-    uint32_t rec = t->rp->rec;
+    uint32_t rec = t->rec;
     int k = tt_reader_find_ahead_(rp->r, rec, 64, same_call, (void *)(uintptr_t)act);
     tt_error_info e2;
     tt_event ev;
@@ -299,7 +265,7 @@ static void realign(tt_session *s, struct tt_thread *t, const tt_event *act)
         publish_next(rp, rec, &e2);
 }
 
-static int diverge(tt_session *s, struct tt_thread *t, tt_diverge_reason why, const tt_event *exp,
+static int diverge(tt_session *s, struct tt_rp_thread *t, tt_diverge_reason why, const tt_event *exp,
                    const tt_event *act, uint64_t first_diff)
 {
     struct tt_replayer *rp = s->rp;
@@ -310,22 +276,22 @@ static int diverge(tt_session *s, struct tt_thread *t, tt_diverge_reason why, co
     if (exp) {
         d.has_expected = 1;
         d.tp = exp->tp;
-        report_event(&d.expected, exp);
+        tt_report_event_set(&d.expected, exp);
     } else {
         /* no recorded event: place the call just after the last one this thread matched */
-        const struct tt_replay_thread *r0 = t->rp;
+        const struct tt_rp_thread *r0 = t;
         d.tp.thread = r0->rec;
         if (r0->hist_len)
             d.tp.seq = r0->hist[(r0->hist_pos + TT_REPORT_HISTORY - 1) % TT_REPORT_HISTORY]
                            .ev.tp.seq + 1;
     }
-    report_event(&d.actual, act);
+    tt_report_event_set(&d.actual, act);
     /* the actual call of an input is replayed into its buffer: before that, the buffer holds
      * whatever the program left there (valgrind: uninitialised), not data worth showing */
     if (act->kind == TT_EV_IO && act->dir == TT_IO_IN)
         d.actual.preview_len = 0;
     d.actual.ev.tp = d.tp;
-    struct tt_replay_thread *rt = t->rp;
+    struct tt_rp_thread *rt = t;
     for (uint32_t i = 0; i < rt->hist_len; i++)
         d.history[i] = rt->hist[(rt->hist_pos + TT_REPORT_HISTORY - rt->hist_len + i) %
                                 TT_REPORT_HISTORY];
@@ -374,11 +340,11 @@ static uint64_t first_difference(const uint8_t *a, const uint8_t *b, uint64_t n)
 
 /* Enter and exit: matched straight from the encoded bytes when they agree (the common case), so
  * the call builds no event and copies nothing; anything else takes the general path. */
-int tt_replay_fn(tt_session *s, struct tt_thread *t, uint8_t k, uint32_t function)
+static int replay_fn(tt_session *s, struct tt_rp_thread *t, uint8_t k, uint32_t function)
 {
-    struct tt_replay_thread *rt = t->rp;
+    struct tt_rp_thread *rt = t;
     uint64_t seq, time;
-    if (TT_LIKELY(rt->rec != UINT32_MAX && !t->ended && !s->rp->ordered) &&
+    if (TT_LIKELY(rt->rec != UINT32_MAX && !t->base.ended && !s->rp->ordered) &&
         tt_reader_match_fn_(s->rp->r, rt->rec, k, function, &seq, &time)) {
         /* only the fields a history line shows; the slot's payload preview is cleared */
         tt_report_event *h = &rt->hist[rt->hist_pos];
@@ -398,18 +364,18 @@ int tt_replay_fn(tt_session *s, struct tt_thread *t, uint8_t k, uint32_t functio
         return TT_OK;
     }
     tt_event ev = { .kind = k, .sp = { function, 0 } };
-    return tt_replay_event(s, t, &ev, NULL, 0, NULL);
+    return replay_event(s, t, &ev, NULL, 0, NULL);
 }
 
-int tt_replay_event(tt_session *s, struct tt_thread *t, const tt_event *act, void *in_buf,
-                    size_t in_cap, size_t *in_len)
+static int replay_event(tt_session *s, struct tt_rp_thread *t, const tt_event *act,
+                        void *in_buf, size_t in_cap, size_t *in_len)
 {
     struct tt_replayer *rp = s->rp;
-    struct tt_replay_thread *rt = t->rp;
+    struct tt_rp_thread *rt = t;
     tt_error_info err;
     tt_event ev;
     int rc;
-    if (t->ended)
+    if (t->base.ended)
         return TT_E_CLOSED;
     if (rt->rec == UINT32_MAX && !bind_by_order(rp, t))
         return diverge(s, t, TT_DIV_THREAD, NULL, act, 0);
@@ -466,10 +432,7 @@ int tt_replay_event(tt_session *s, struct tt_thread *t, const tt_event *act, voi
     }
     if (k == TT_EV_CHECKPOINT)
         tt_checkpoint_retain(s, ev.payload, ev.payload_len, ev.tp);
-    report_event(&rt->hist[rt->hist_pos], &ev);
-    rt->hist_pos = (rt->hist_pos + 1) % TT_REPORT_HISTORY;
-    if (rt->hist_len < TT_REPORT_HISTORY)
-        rt->hist_len++;
+    tt_report_history_push(rt, &ev);
     tt_reader_advance(rp->r, rt->rec);
     atomic_store_explicit(&rt->matched, rt->matched + 1, memory_order_relaxed);
     if (rp->ordered) {
@@ -481,7 +444,7 @@ int tt_replay_event(tt_session *s, struct tt_thread *t, const tt_event *act, voi
     return TT_OK;
 }
 
-int tt_replayer_close(tt_session *s, tt_error_info *err)
+static int rp_finish(tt_session *s, tt_error_info *err)
 {
     struct tt_replayer *rp = s->rp;
     const tt_manifest *m = tt_reader_manifest(rp->r);
@@ -519,7 +482,7 @@ int tt_replayer_close(tt_session *s, tt_error_info *err)
 
 int tt_replay_divergence(tt_session *s, tt_divergence *out)
 {
-    if (!s || !s->rp)
+    if (!s || s->be != &tt_replay_backend || !s->rp)
         return TT_E_INVAL;
     pthread_mutex_lock(&s->rp->lock);
     bool has = s->rp->has_last;
@@ -532,7 +495,7 @@ int tt_replay_divergence(tt_session *s, tt_divergence *out)
 int tt_replay_progress_get(tt_session *s, tt_replay_progress *out)
 {
     memset(out, 0, sizeof *out);
-    if (!s || !s->rp)
+    if (!s || s->be != &tt_replay_backend || !s->rp)
         return TT_E_MODE;
     struct tt_replayer *rp = s->rp;
     out->total = tt_reader_manifest(rp->r)->event_count;
@@ -543,135 +506,109 @@ int tt_replay_progress_get(tt_session *s, tt_replay_progress *out)
      * (or after joining them) for an exact figure */
     for (uint32_t i = 0; i < s->nthreads; i++) {
         /* a thread still registering has no replay state yet (it is set up outside the lock) */
-        struct tt_replay_thread *rt = atomic_load_explicit(&s->threads[i]->rp_pub, memory_order_acquire);
-        if (rt)
-            out->matched += atomic_load_explicit(&rt->matched, memory_order_relaxed);
+        struct tt_rp_thread *rt = tt_rp_of(s->threads[i]);
+        out->matched += atomic_load_explicit(&rt->matched, memory_order_relaxed);
     }
     pthread_mutex_unlock(&s->lock);
     int rc;
-    struct tt_thread *t = tt_thread_lookup_slow(s, &rc);
-    if (t && (t->rp->rec != UINT32_MAX || bind_by_order(rp, t))) {
+    struct tt_rp_thread *t = tt_rp_of(tt_thread_lookup_slow(s, &rc));
+    if (t && (t->rec != UINT32_MAX || bind_by_order(rp, t))) {
         tt_error_info e;
         tt_event ev;
-        while (tt_reader_peek(rp->r, t->rp->rec, &ev, &e) == TT_OK) {
+        while (tt_reader_peek(rp->r, t->rec, &ev, &e) == TT_OK) {
             if (!structural(ev.kind)) {
                 out->has_next = 1;
                 out->next = ev;
                 out->next.payload = NULL;
                 break;
             }
-            tt_reader_advance(rp->r, t->rp->rec);
+            tt_reader_advance(rp->r, t->rec);
         }
     }
     return TT_OK;
 }
 
-const char *tt_replay_name(tt_session *s, uint32_t id)
+
+/* Replay's nesting guard: the same busy flag as recording (nobody else reads it in replay), so
+ * a signal handler that interrupted a replay call on this thread is refused instead of moving
+ * the cursor under the interrupted comparison. Replay is not the hot path: a plain branch. */
+static inline int replay_begin(struct tt_rp_thread *t)
 {
-    uint8_t kind;
-    const char *nm;
-    uint32_t len;
-    if (tt_names_get(&s->names, id, &kind, &nm, &len) != TT_OK)
-        return NULL;
-    return nm;
+    /* relaxed: only this thread, and a handler running on it, touch busy in replay */
+    if (atomic_load_explicit(&t->base.busy, memory_order_relaxed))
+        return TT_E_MODE;
+    atomic_store_explicit(&t->base.busy, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst); /* the cursor is touched only below the store */
+    return TT_OK;
 }
 
-/* Appends name @nm (@n bytes) at *@o in @buf: a name comes from the program (or a hostile
- * file) and the text goes to a terminal, so control bytes and backslashes are escaped (\xNN,
- * \\); UTF-8 passes as it is. */
-static void put_name(char *buf, size_t cap, size_t *o, const char *nm, uint32_t n)
+static inline void replay_end(struct tt_rp_thread *t)
 {
-    static const char hex[] = "0123456789abcdef";
-    for (uint32_t i = 0; i < n && *o + 5 < cap; i++) {
-        unsigned char c = (unsigned char)nm[i];
-        if (c < 0x20 || c == 0x7f || c == '\\') {
-            buf[(*o)++] = '\\';
-            if (c == '\\') {
-                buf[(*o)++] = '\\';
-                continue;
-            }
-            buf[(*o)++] = 'x';
-            buf[(*o)++] = hex[c >> 4];
-            buf[(*o)++] = hex[c & 15];
-        } else {
-            buf[(*o)++] = (char)c;
-        }
-    }
-    if (*o < cap)
-        buf[*o] = '\0';
+    atomic_store_explicit(&t->base.busy, 0, memory_order_release);
 }
 
-static size_t fmt_event(tt_session *s, const tt_report_event *re, char *buf, size_t cap)
+static int rp_fn_event(tt_session *s, struct tt_thread *bt, uint32_t kind, uint32_t function,
+                       uint64_t now)
 {
-    const tt_event *ev = &re->ev;
-    uint8_t kind;
-    const char *fn = NULL, *site = NULL;
-    uint32_t fl = 0, sl = 0;
-    if (ev->sp.function && tt_names_get(&s->names, ev->sp.function, &kind, &fn, &fl) != TT_OK)
-        fn = NULL;
-    if (ev->sp.site && tt_names_get(&s->names, ev->sp.site, &kind, &site, &sl) != TT_OK)
-        site = NULL;
-    int n = snprintf(buf, cap, "%s", tt_event_kind_name(ev->kind));
-    size_t o = n > 0 ? (size_t)n : 0;
-#define APPEND(...)                                                                                \
-    do {                                                                                           \
-        if (o < cap) {                                                                             \
-            int k_ = snprintf(buf + o, cap - o, __VA_ARGS__);                                      \
-            if (k_ > 0)                                                                            \
-                o += (size_t)k_;                                                                   \
-        }                                                                                          \
-    } while (0)
-    if (ev->sp.function) {
-        APPEND(" function=");
-        put_name(buf, cap, &o, fn ? fn : "?", fn ? fl : 1);
-        APPEND("(#%u)", ev->sp.function);
-    }
-    if (ev->sp.site) {
-        APPEND(" site=");
-        put_name(buf, cap, &o, site ? site : "?", site ? sl : 1);
-        APPEND("(#%u)", ev->sp.site);
-    }
-    if (ev->kind == TT_EV_ALLOC)
-        APPEND(" size=%" PRIu64, ev->arg);
-    if (ev->kind == TT_EV_IO)
-        APPEND(" %s channel=%" PRIu64, ev->dir == TT_IO_OUT ? "out" : "in", ev->arg);
-    if (ev->kind == TT_EV_USER)
-        APPEND(" tag=%" PRIu64, ev->arg);
-    if (ev->payload_len || re->preview_len) {
-        APPEND(" len=%" PRIu64 " bytes=", ev->payload_len);
-        for (uint32_t i = 0; i < re->preview_len; i++)
-            APPEND("%02x", re->preview[i]);
-    }
-#undef APPEND
-    return o < cap ? o : cap ? cap - 1 : 0;
+    (void)now;
+    struct tt_rp_thread *t = tt_rp_of(bt);
+    int rc;
+    if ((rc = replay_begin(t)) != TT_OK)
+        return rc;
+    rc = replay_fn(s, t, (uint8_t)kind, function);
+    replay_end(t);
+    return rc;
 }
 
-size_t tt_divergence_format(tt_session *s, const tt_divergence *d, char *buf, size_t cap)
+static int rp_event(tt_session *s, struct tt_thread *bt, const tt_event *ev, void *in_buf,
+                    size_t in_cap, size_t *in_len)
 {
-    char e[512], a[512];
-    size_t o = 0;
-    if (!cap)
-        return 0;
-    buf[0] = '\0';
-    fmt_event(s, &d->actual, a, sizeof a);
-    if (d->has_expected)
-        fmt_event(s, &d->expected, e, sizeof e);
-    else
-        snprintf(e, sizeof e, "(end of the recording)");
-    int n = snprintf(buf, cap,
-                     "replay diverged: %s\n  thread %u, sequence %" PRIu64 "\n  expected: %s\n"
-                     "  actual:   %s\n",
-                     d->message, d->tp.thread, d->tp.seq, e, a);
-    o = n > 0 ? ((size_t)n < cap ? (size_t)n : cap - 1) : 0;
-    if (d->history_len && o < cap) {
-        n = snprintf(buf + o, cap - o, "  last %u matched events of this thread:\n", d->history_len);
-        o += n > 0 ? (size_t)n : 0;
-        for (uint32_t i = 0; i < d->history_len && o < cap; i++) {
-            char h[512];
-            fmt_event(s, &d->history[i], h, sizeof h);
-            n = snprintf(buf + o, cap - o, "    seq %" PRIu64 ": %s\n", d->history[i].ev.tp.seq, h);
-            o += n > 0 ? (size_t)n : 0;
-        }
-    }
-    return o < cap ? o : cap - 1;
+    struct tt_rp_thread *t = tt_rp_of(bt);
+    int rc;
+    if ((rc = replay_begin(t)) != TT_OK)
+        return rc;
+    rc = replay_event(s, t, ev, in_buf, in_cap, in_len);
+    replay_end(t);
+    return rc;
 }
+
+static int rp_thread_end(tt_session *s, struct tt_thread *t)
+{
+    (void)s;
+    t->ended = 1;
+    return TT_OK;
+}
+
+static int rp_thread_flush(tt_session *s, struct tt_thread *t)
+{
+    (void)s;
+    (void)t;
+    return TT_OK;
+}
+
+static void rp_stats(tt_session *s, tt_session_stats *st)
+{
+    (void)s;
+    (void)st;
+}
+
+static void rp_mark_crashed(tt_session *s)
+{
+    (void)s;
+}
+
+const struct tt_backend tt_replay_backend = {
+    .name = "replay",
+    .open = rp_open,
+    .finish = rp_finish,
+    .destroy = rp_destroy,
+    .thread_new = rp_thread_new,
+    .thread_start = rp_thread_start,
+    .thread_end = rp_thread_end,
+    .thread_flush = rp_thread_flush,
+    .thread_name = rp_thread_name,
+    .fn_event = rp_fn_event,
+    .event = rp_event,
+    .stats = rp_stats,
+    .mark_crashed = rp_mark_crashed,
+};

@@ -1,0 +1,74 @@
+/* The temporary-file protocol: a trace is written under "<file>.<pid>.partial" and renamed to
+ * <file> when it is finished (docs/FORMAT.md §2).
+ *
+ * The writer creates the partial file exclusively and never through a symlink, so it cannot be
+ * made to write over another file. A partial file belongs to a live recording as long as the
+ * process its name carries exists; tools (gc, recover) leave such a file alone. Naming, parsing
+ * and the liveness test are here, in one place, for the writer, recovery and the tool.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "format.h"
+
+static const char suffix[] = ".partial";
+
+int tt_partial_name(const char *final_path, long pid, char *out, size_t cap)
+{
+    int k = snprintf(out, cap, "%s.%ld%s", final_path, pid, suffix);
+    return k < 0 || (size_t)k >= cap ? TT_E_LIMIT : TT_OK;
+}
+
+size_t tt_partial_parse(const char *name, long *pid)
+{
+    size_t n = strlen(name), sl = sizeof suffix - 1;
+    if (n <= sl || strcmp(name + n - sl, suffix) != 0)
+        return 0;
+    size_t end = n - sl, start = end;
+    while (start > 0 && name[start - 1] >= '0' && name[start - 1] <= '9')
+        start--;
+    if (start == end || start < 2 || name[start - 1] != '.' || end - start > 9)
+        return 0;
+    long v = 0;
+    for (size_t i = start; i < end; i++)
+        v = v * 10 + (name[i] - '0');
+    if (v <= 0)
+        return 0;
+    if (pid)
+        *pid = v;
+    return start - 1;
+}
+
+int tt_partial_create(const char *temp)
+{
+    /* O_EXCL refuses an existing file or symlink; O_NOFOLLOW refuses a symlink in the last
+     * component even where O_EXCL would not be honoured */
+    return open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+tt_partial_state tt_partial_probe(int dirfd, const char *name, long *pid)
+{
+    long p = 0;
+    if (!tt_partial_parse(name, &p))
+        return TT_PARTIAL_NONE;
+    if (pid)
+        *pid = p;
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return TT_PARTIAL_NONE;
+    struct stat st;
+    char magic[8];
+    bool trace = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                 pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
+                 memcmp(magic, TT_MAGIC, sizeof magic) == 0;
+    close(fd);
+    if (!trace)
+        return TT_PARTIAL_NONE;
+    /* EPERM: the process exists but is someone else's, alive all the same */
+    return kill((pid_t)p, 0) == 0 || errno == EPERM ? TT_PARTIAL_LIVE : TT_PARTIAL_DEAD;
+}

@@ -1,0 +1,133 @@
+/* The record backend of a session: what each session call does when it records.
+ *
+ * The session layer calls these through struct tt_backend (session-int.h); the enter/exit fast
+ * path (record_api.h) never comes here, only its slow path does. Every call that appends takes
+ * the nesting guard (tt_rec_begin_), so a signal handler that interrupts it is refused instead
+ * of writing into a half-written record.
+ */
+#include <string.h>
+
+#include "checkpoint-int.h"
+#include "record_api.h"
+
+static int rec_thread_start(tt_session *s, struct tt_thread *t)
+{
+    return tt_writer_thread_init(s, tt_rec_of(t));
+}
+
+static int rec_thread_flush(tt_session *s, struct tt_thread *bt)
+{
+    struct tt_rec_thread *t = tt_rec_of(bt);
+    int rc;
+    if ((rc = tt_rec_begin_(s, t)) != TT_OK)
+        return rc;
+    rc = t->base.ended ? TT_E_CLOSED : tt_writer_refill(s, t, false);
+    tt_rec_end_(t);
+    return rc;
+}
+
+static int rec_thread_end(tt_session *s, struct tt_thread *bt)
+{
+    struct tt_rec_thread *t = tt_rec_of(bt);
+    if (t->base.ended)
+        return TT_OK;
+    /* busy, like any recording call: a thread waiting for the budget may be taking the buffer */
+    int rc;
+    if ((rc = tt_rec_begin_(s, t)) != TT_OK)
+        return rc;
+    rc = tt_writer_append_structural(s, t, TT_EV_THREAD_END, t->base.os_tid);
+    if (rc == TT_OK)
+        rc = tt_writer_refill(s, t, true);
+    t->base.ended = 1;
+    tt_rec_end_(t);
+    return rc;
+}
+
+static int rec_thread_name(tt_session *s, struct tt_thread *t, uint32_t name_id)
+{
+    (void)s;
+    t->name_id = name_id;
+    return TT_OK;
+}
+
+/* An enter or exit the fast path did not take: a full buffer, or a thread not in the first way
+ * of the cache (the event layer found it). */
+static int rec_fn_event(tt_session *s, struct tt_thread *bt, uint32_t kind, uint32_t function,
+                        uint64_t now)
+{
+    struct tt_rec_thread *t = tt_rec_of(bt);
+    int rc;
+    if ((rc = tt_rec_begin_(s, t)) != TT_OK)
+        return rc;
+    if ((size_t)(t->end - t->pos) < sizeof(struct tt_raw_short)) {
+        if (t->base.ended) {
+            tt_rec_end_(t);
+            return TT_E_CLOSED;
+        }
+        if ((rc = tt_writer_refill(s, t, false)) != TT_OK) {
+            tt_rec_end_(t);
+            return rc;
+        }
+    }
+    struct tt_raw_short r = { kind, function, now };
+    memcpy(t->pos, &r, sizeof r);
+    t->pos += sizeof r;
+    tt_rec_end_(t);
+    return TT_OK;
+}
+
+static int rec_event(tt_session *s, struct tt_thread *bt, const tt_event *ev, void *in_buf,
+                     size_t in_cap, size_t *in_len)
+{
+    (void)in_buf;
+    (void)in_cap;
+    struct tt_rec_thread *t = tt_rec_of(bt);
+    int rc;
+    if ((rc = tt_rec_begin_(s, t)) != TT_OK)
+        return rc;
+    if (t->base.ended) {
+        tt_rec_end_(t);
+        return TT_E_CLOSED;
+    }
+    /* A checkpoint starts a chunk of its own, once the swapper has encoded everything before
+     * it: its timepoint is then known here (the swapper numbers the events), and a replay can
+     * later seek straight to it. */
+    if (ev->kind == TT_EV_CHECKPOINT && (rc = tt_writer_sync_thread(s, t)) != TT_OK) {
+        tt_rec_end_(t);
+        return rc;
+    }
+    tt_timepoint tp = { t->base.id, 0, t->seq };
+    struct tt_raw_long r = { .kind = ev->kind | ((uint32_t)ev->dir << 8),
+                             .function = ev->sp.function, .time = tt_ticks(),
+                             .site = ev->sp.site, .arg = ev->arg, .addr = ev->addr,
+                             .len = ev->payload_len };
+    rc = tt_writer_append_long(s, t, &r, ev->payload);
+    tt_rec_end_(t);
+    if (rc == TT_OK && in_len)
+        *in_len = ev->payload_len;
+    if (rc == TT_OK && ev->kind == TT_EV_CHECKPOINT)
+        tt_checkpoint_retain(s, ev->payload, ev->payload_len, tp);
+    return rc;
+}
+
+static void rec_mark_crashed(tt_session *s)
+{
+    if (s->w)
+        s->w->m.flags |= TT_MF_CRASHED;
+}
+
+const struct tt_backend tt_record_backend = {
+    .name = "record",
+    .open = tt_writer_open,
+    .finish = tt_writer_close,
+    .destroy = tt_writer_free,
+    .thread_new = tt_writer_thread_alloc,
+    .thread_start = rec_thread_start,
+    .thread_end = rec_thread_end,
+    .thread_flush = rec_thread_flush,
+    .thread_name = rec_thread_name,
+    .fn_event = rec_fn_event,
+    .event = rec_event,
+    .stats = tt_writer_stats,
+    .mark_crashed = rec_mark_crashed,
+};

@@ -1,0 +1,286 @@
+/* The encoder: one raw buffer of one thread into one event chunk (FORMAT.md §5).
+ *
+ * It runs on the swapper. Each raw record becomes a tag byte, a time step and the fields its
+ * kind has; an enter or exit of the function before it, within 63 ticks, is one byte. Each
+ * event also feeds the index tables' step (tables.h, inline), and a loop's leaf calls go in bulk
+ * (leaf_run). The encoding never grows a buffer by more than 1/16 (tt_chunk_body_max), so a
+ * chunk always fits the swapper's chunk buffer.
+ */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "record.h"
+#include "tables.h"
+
+/* A loop's leaf calls, in bulk. Called after an exit whose frame row went into a run of
+ * repeated leaves (tables.h, leaf_again); while the next two raw records are an enter and an
+ * exit of the same function, at the same depth, each close enough to the one before for a
+ * short tag, this encodes both and adds the leaf to the run, with the state in registers
+ * instead of a push and a pop of the open-frame stack per call. It stops before the first pair
+ * that needs anything more (another function, a long step, a full run or block, a seek entry)
+ * and leaves that pair to the general path: the bytes written, event and table alike, are
+ * exactly the general path's. @fn is the function of the exit just encoded, @exit_word its raw
+ * record's first 8 bytes (kind and function as recorded), @last_time its time
+ * (the encoder's last and previous time alike). Returns the raw bytes consumed. */
+static inline size_t leaf_run(struct tt_tables *restrict tb, struct tb_thread *restrict t,
+                              const uint8_t *raw, const uint8_t *end, uint8_t **op,
+                              uint64_t origin, uint64_t *last_time, uint32_t fn,
+                              uint64_t exit_word, uint64_t *seq)
+{
+    const uint32_t depth = t->depth;
+    if (!(t->run_at && fn == t->prev_fn && depth == t->prev_depth &&
+          t->prev_chunk == tb->chunk_off && depth < t->max_depth && t->rows_cap >= 40 &&
+          !tb->failed && summary_last_is(tb, fn)))
+        return 0;
+    uint8_t *o = *op, *const rows = t->rows;
+    const uint64_t last0 = *last_time, sq = *seq;
+    if (t->prev_end != last0)
+        return 0; /* the last exit's row ends the run: its end is the encoder's last time */
+    /* how many pairs may be taken before a limit where the general path must take over: the
+     * raw records left, the run's count byte (at most TT_ROW_RUN_MAX rows), the block (a block
+     * of TT_FRAME_BLOCK_ROWS rows is flushed by the general path), the room in the rows
+     * buffer (a pair adds two bytes there: gap and duration, each under 64, one varint byte),
+     * and the next seek entry (neither event of a pair may have a seq that is a multiple of
+     * TT_SEEK_EVERY) */
+    const unsigned runb0 = t->rows[t->run_at - 1];
+    uint64_t nmax = (uint64_t)(end - raw) / (2 * sizeof(struct tt_raw_short));
+    uint64_t lim = runb0 < (TT_ROW_RUN | TT_ROW_RUN_MAX) ? (TT_ROW_RUN | TT_ROW_RUN_MAX) - runb0 : 0;
+    nmax = lim < nmax ? lim : nmax;
+    lim = t->nrows + 1 < TT_FRAME_BLOCK_ROWS ? TT_FRAME_BLOCK_ROWS - 1 - t->nrows : 0;
+    nmax = lim < nmax ? lim : nmax;
+    lim = t->rows_len + 20 <= t->rows_cap ? (t->rows_cap - 20 - t->rows_len) / 2 + 1 : 0;
+    nmax = lim < nmax ? lim : nmax;
+    const uint64_t m = sq & (TT_SEEK_EVERY - 1);
+    lim = m ? (TT_SEEK_EVERY - m) / 2 : 0;
+    nmax = lim < nmax ? lim : nmax;
+    uint8_t *rp = rows + t->rows_len;
+    uint64_t last = last0, n = 0, total = 0;
+    struct summary_row *const r = &tb->sum[tb->sum_last];
+    uint64_t longest = r->longest, longest_at = 0;
+    /* the pair's raw records as the last exit's: the same words, but for the kind byte (the
+     * function as an id or as an address, TT_RAW_ADDR, compares either way) */
+    const uint64_t enter_word = exit_word - (TT_EV_EXIT - TT_EV_ENTER);
+    for (; n < nmax; n++, raw += 2 * sizeof(struct tt_raw_short)) {
+        struct tt_raw_short e, x;
+        memcpy(&e, raw, sizeof e);
+        memcpy(&x, raw + sizeof e, sizeof x);
+        uint64_t ew, xw;
+        memcpy(&ew, &e, sizeof ew);
+        memcpy(&xw, &x, sizeof xw);
+        if (ew != enter_word || xw != exit_word)
+            break;
+        uint64_t t1 = e.time > origin ? e.time - origin : 0;
+        if (t1 < last)
+            t1 = last;
+        uint64_t t2 = x.time > origin ? x.time - origin : 0;
+        if (t2 < t1)
+            t2 = t1;
+        const uint64_t s1 = t1 - last, dur = t2 - t1;
+        if ((s1 | dur) > TT_TAG_SHORT_STEP)
+            break;
+        o[2 * n] = (uint8_t)(TT_TAG_SHORT | s1);
+        o[2 * n + 1] = (uint8_t)(TT_TAG_SHORT | TT_TAG_SHORT_EXIT | dur);
+        rp[2 * n] = (uint8_t)s1; /* the gap from the previous row's end, which is `last` */
+        rp[2 * n + 1] = (uint8_t)dur;
+        if (dur > longest) {
+            longest = dur;
+            longest_at = n + 1; /* + 1: 0 is "no longer call" */
+        }
+        total += dur;
+        last = t2;
+    }
+    if (n == 0)
+        return 0;
+    const uint64_t frame0 = t->frames;
+    o += 2 * n;
+    rp += 2 * n;
+    const uint64_t frame = frame0 + n, longest_frame = longest_at ? frame0 + longest_at : 0;
+    const uint32_t nrows = t->nrows + (uint32_t)n;
+    rows[t->run_at - 1] = (uint8_t)(runb0 + n);
+    t->rows_len = (size_t)(rp - rows);
+    t->nrows = nrows;
+    t->frames = frame;
+    t->prev_end = last; /* the last leaf's end */
+    t->last_time = last;
+    t->kinds[TT_EV_ENTER] += n;
+    t->kinds[TT_EV_EXIT] += n;
+    r->calls += n;
+    r->total += total;
+    r->self += total;
+    if (longest_frame) {
+        r->longest = longest;
+        r->longest_thread = (uint32_t)(t - tb->threads);
+        r->longest_frame = longest_frame - 1;
+    }
+    if (depth) {
+        t->stack[depth - 1].kid_time += total;
+        t->stack[depth - 1].nkids += n;
+    }
+    *op = o;
+    *last_time = last;
+    *seq = sq + 2 * n;
+    return (size_t)n * 2 * sizeof(struct tt_raw_short);
+}
+
+/* The bytes of a payload that the thread's previous buffer began: copied as they are to the
+ * front of the body (CONT_IN). Advances *@raw and *@o past them. */
+static void encode_continuation(struct tt_rec_thread *t, struct tt_buf *b, const uint8_t **raw,
+                                const uint8_t *end, uint8_t **o, struct tt_chunk_header *h)
+{
+    uint64_t n = t->pending < (uint64_t)(end - *raw) ? t->pending : (uint64_t)(end - *raw);
+    memcpy(*o, *raw, n);
+    *o += n;
+    *raw += n;
+    t->pending -= n;
+    h->flags |= TT_CF_CONT_IN;
+    h->cont_len = (uint32_t)n;
+    if (t->pending == 0)
+        *raw = b->data + tt_align8((uint64_t)(*raw - b->data));
+}
+
+/* The encoded body is whole: frames it, writes it, chains its checksum. */
+static void encode_finish(struct tt_writer *w, struct tt_rec_thread *t, struct tt_chunk_header *h)
+{
+    if (h->body_len) {
+        uint64_t sum = tt_writer_chunk_emit(w, h);
+        uint8_t le[8];
+        tt_put64(le, sum);
+        w->m.events_checksum = tt_hash64(le, 8, w->m.events_checksum);
+        w->m.chunk_count++;
+        t->chunks++;
+    }
+    if (w->tables)
+        tt_tables_chunk_end(w->tables, w); /* frame blocks and seek batches finished here */
+}
+
+/* One function for the whole loop, on purpose (it is over 120 lines): the per-event state lives
+ * in locals the compiler keeps in registers, and a call per event, or state passed through a
+ * struct, costs the swapper a load and a store per field per event (every store through @o may
+ * alias the structs). The parts that run once per buffer are the helpers above. */
+void tt_encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
+{
+    struct tt_rec_thread *t = tt_rec_of(s->threads[b->thread]);
+    uint8_t *body = w->chunk + TT_CHUNK_HEADER, *o = body;
+    const uint8_t *raw = b->data, *end = b->data + b->used;
+    struct tt_chunk_header h = { .type = TT_CHUNK_EVENTS, .thread = t->base.id, .first_seq = t->seq };
+    uint64_t origin = w->m.tick_origin;
+    struct tt_tables *tb = w->tables;
+    if (tb)
+        tt_tables_chunk_begin(tb, w);
+    if (t->pending)
+        encode_continuation(t, b, &raw, end, &o, &h);
+    uint64_t prev_time = 0;
+    uint32_t prev_fn = 0;
+    bool first = true;
+    /* per-event state in locals: every store through o may alias the structs, so fields would
+     * be reloaded and stored again for each event */
+    uint64_t seq = t->seq, last_time = t->last_time, count = 0;
+    const uint32_t tid = t->base.id; /* on the recording thread's line: read once, not per event */
+    /* NULL without tables, or when there was no memory for this thread's (the index is then
+     * marked failed) */
+    struct tb_thread *tbt = tb ? tt_tables_of(tb, tid) : NULL;
+    bool has_time = t->has_time, split = t->pending != 0;
+    uint64_t last_addr = 0; /* the last address-form function and its id */
+    uint32_t last_id = 0;
+    while (!split && raw + sizeof(struct tt_raw_short) <= end) {
+        struct tt_raw_short sr;
+        uint64_t raw_word; /* kind and function as recorded, for leaf_run */
+        memcpy(&sr, raw, sizeof sr);
+        memcpy(&raw_word, raw, sizeof raw_word);
+        if (sr.kind & TT_RAW_ADDR) {
+            /* the hooks left the function's id to us: one lookup per change of function */
+            uint64_t a = (uint64_t)(sr.kind >> 16) << 32 | sr.function;
+            if (a != last_addr) {
+                tt_fn_resolver res = atomic_load_explicit(&s->fn_resolver, memory_order_acquire);
+                last_id = res ? res(s, a) : 0;
+                last_addr = a;
+            }
+            if (TT_UNLIKELY(last_id == 0)) {
+                /* no id (more functions than the hooks name): not recorded, as replay's hooks
+                 * do not replay it */
+                raw += sizeof sr;
+                continue;
+            }
+            sr.function = last_id;
+        }
+        uint32_t kind = sr.kind & 0xFF, dir = (sr.kind >> 8) & 1;
+        uint64_t rel = sr.time > origin ? sr.time - origin : 0;
+        if (has_time && rel < last_time)
+            rel = last_time; /* keep each thread's time non-decreasing across cores */
+        if (TT_UNLIKELY(!has_time)) {
+            t->first_time = rel;
+            has_time = true;
+        }
+        last_time = rel;
+        if (first) {
+            h.base_time = rel;
+            prev_time = rel;
+            first = false;
+        }
+        uint8_t tag = (uint8_t)kind | (dir ? TT_TAG_OUT : 0);
+        bool same = sr.function == prev_fn;
+        uint64_t step = rel - prev_time;
+        prev_time = rel;
+        if (same && step <= TT_TAG_SHORT_STEP && (kind == TT_EV_ENTER || kind == TT_EV_EXIT)) {
+            /* a loop's enter or exit: one byte */
+            *o++ = (uint8_t)(TT_TAG_SHORT | (kind == TT_EV_EXIT ? TT_TAG_SHORT_EXIT : 0) | step);
+        } else {
+            if (same)
+                tag |= TT_TAG_FSAME;
+            *o++ = tag;
+            o = tt_put_varint(o, step);
+            if (!same)
+                o = tt_put_varint(o, sr.function);
+        }
+        prev_fn = sr.function;
+        if (tbt)
+            tt_tables_event(tb, w, tbt, tid, kind, sr.function, rel, seq, (uint32_t)count);
+        seq++;
+        count++;
+        if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
+            raw += sizeof sr;
+            if (kind == TT_EV_EXIT && tbt && tbt->run_at) {
+                uint64_t s0 = seq;
+                raw += leaf_run(tb, tbt, raw, end, &o, origin, &last_time, sr.function, raw_word,
+                                &seq);
+                count += seq - s0;
+                prev_time = last_time;
+            }
+            continue;
+        }
+        struct tt_raw_long lr;
+        memcpy(&lr, raw, sizeof lr);
+        raw += sizeof lr;
+        o = tt_put_varint(o, lr.site);
+        o = tt_put_varint(o, lr.arg);
+        o = tt_put_varint(o, lr.addr);
+        o = tt_put_varint(o, lr.len);
+        uint64_t have = (uint64_t)(end - raw);
+        uint64_t n = lr.len < have ? lr.len : have;
+        memcpy(o, raw, n);
+        o += n;
+        raw += n;
+        w->m.payload_bytes += lr.len;
+        if (lr.len > w->m.largest_event)
+            w->m.largest_event = lr.len;
+        if (n < lr.len) {
+            t->pending = lr.len - n;
+            split = true;
+            h.flags |= TT_CF_CONT_OUT;
+            if (lr.len > w->m.largest_split)
+                w->m.largest_split = lr.len;
+        } else {
+            raw = b->data + tt_align8((uint64_t)(raw - b->data));
+        }
+    }
+    t->seq = seq;
+    t->last_time = last_time;
+    t->has_time = has_time;
+    h.count = (uint32_t)count;
+    w->m.event_count += count;
+    if (t->pending)
+        h.flags |= TT_CF_CONT_OUT;
+    h.body_len = (uint32_t)(o - body);
+    encode_finish(w, t, &h);
+}
+

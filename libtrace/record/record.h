@@ -1,0 +1,218 @@
+/* The record layer: thread buffers and the memory budget (pool.c), the swapper thread
+ * (swapper.c), the encoder (encoder.c), the index tables' builder (tables.c), the file and
+ * sinks (writer.c), and the record backend of a session (backend.c).
+ *
+ * What belongs here: what two or more of those files share: struct tt_writer, the recorder's
+ * part of a thread, the raw records in a thread buffer, and the calls between the files. The
+ * inline fast path is record_api.h. Never installed; see docs/ARCHITECTURE.md.
+ */
+#ifndef TT_RECORD_H
+#define TT_RECORD_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "format.h"
+#include "session-int.h"
+
+/* Raw records in a thread buffer: native byte order, 8-byte aligned, never on disk. */
+struct tt_raw_short {
+    uint32_t kind;      /* kind | dir << 8, or an address form (below) */
+    uint32_t function;
+    uint64_t time;      /* absolute ticks */
+};
+/* The -finstrument-functions hooks record an enter or exit with the function's address instead
+ * of its id, which the encoder looks up (the session's fn_resolver): kind | TT_RAW_ADDR |
+ * address bits 32..47 << 16, and function = address bits 0..31. Addresses from
+ * TT_RAW_ADDR_END up take the id path on the recording thread. */
+#define TT_RAW_ADDR 0x200u
+#define TT_RAW_ADDR_END (UINT64_C(1) << 48)
+
+struct tt_raw_long {
+    uint32_t kind;
+    uint32_t function;
+    uint64_t time;
+    uint32_t site;
+    uint32_t pad_;
+    uint64_t arg;
+    uint64_t addr;
+    uint64_t len;       /* payload bytes that follow, then padding to 8 */
+};
+
+
+/* One thread buffer: @data holds raw records, handed to the swapper when full. */
+struct tt_buf {
+    struct tt_buf *next;
+    uint8_t *data;
+    uint32_t used;
+    uint32_t thread;
+    uint32_t last;           /* the thread's final buffer */
+};
+
+/* A recording thread: the session's part, then the recorder's, then the swapper's. */
+struct tt_rec_thread {
+    struct tt_thread base;   /* busy first: the hot path reads it with pos, end and steal */
+    /* hot: written by the owning thread only (a thief and close write them under qlock, when
+     * the owner is outside a call: see steal_one) */
+    uint8_t *pos;
+    uint8_t *end;
+    _Atomic uint32_t steal;  /* a thread waiting for the budget took, or is taking, the buffer:
+                              * see tt_writer_refill (written under the writer's qlock) */
+    struct tt_buf *buf;
+    /* swapper side: touched only by the swapper thread, on a cache line of its own: the
+     * swapper updates these per event, and sharing a line with pos and busy cost the recording
+     * thread a cache miss per event */
+    _Alignas(64) uint64_t seq;
+    uint64_t pending;        /* raw payload bytes of an event that goes on in the next buffer */
+    uint64_t chunks;
+    uint64_t first_time;
+    uint64_t last_time;
+    bool has_time;
+};
+
+static inline struct tt_rec_thread *tt_rec_of(struct tt_thread *t)
+{
+    return (struct tt_rec_thread *)(void *)t;
+}
+
+struct tt_writer {
+    /* sink */
+    int fd;
+    char final_path[4096];
+    char temp_path[4096 + 32];
+    tt_memory_sink *msink;
+    tt_sink_write_fn cb;
+    void *cb_ctx;
+
+    /* buffers */
+    pthread_mutex_t qlock;
+    pthread_cond_t qcond;      /* swapper waits for work */
+    pthread_cond_t fcond;      /* recording threads wait for a free buffer */
+    struct tt_buf *qhead, *qtail;
+    struct tt_buf *free_list, *free_tail;  /* FIFO: see tt_writer_refill (pool.c) */
+    uint64_t nbufs, nbufs_max;
+    uint64_t inflight;         /* buffers queued for or being encoded by the swapper */
+    uint32_t steal_next;       /* where the next steal looks first (steal_one) */
+    uint64_t buffer_bytes;
+    uint8_t *storage;          /* caller storage, or NULL */
+    uint64_t storage_used, storage_len;
+    uint8_t *pool;             /* without caller storage: the buffers' data, mapped at open */
+    uint64_t pool_used, pool_len;
+    uint64_t pool_ready;       /* swapper: the pool is faulted in up to here (pool_map) */
+    struct tt_calib calib;     /* the tick rate's first point, taken at open */
+    uint8_t *threads_area;     /* caller storage for per-thread state */
+    uint64_t threads_used, threads_len;
+    bool stop;
+    pthread_t swapper;
+    bool swapper_started;
+    bool membarrier_ok;
+
+    /* swapper state */
+    uint8_t *chunk;            /* header + body */
+    uint64_t chunk_cap;
+    uint8_t *block;
+    uint32_t block_len, block_size;
+    uint64_t file_off;
+    uint64_t wb_off;           /* file: writeback started up to here (block_flush) */
+
+    /* index tables, built by the swapper (tables.c); NULL: the file gets none */
+    struct tt_tables *tables;
+
+    /* results, written by the swapper; read by others under qlock */
+    tt_manifest m;
+    uint64_t bytes_written;
+    int write_errno;
+    uint64_t write_errno_off;  /* file offset of the first failed write */
+    /* after a write error: the swapper keeps the buffers it is handed (held) instead of
+     * recycling them, so recording goes on in memory up to the budget; then `stopped` makes
+     * refill refuse with TT_E_STOPPED (counted in `refused`) instead of waiting forever.
+     * Under qlock. */
+    struct tt_buf *held;
+    bool stopped;
+    uint64_t refused;
+    uint64_t steals;           /* buffers taken from idle threads (steal_one) */
+    _Atomic uint64_t stalls;
+    _Atomic uint64_t stall_ns;
+    /* copies of the swapper's counts, published under qlock for tt_session_stats_get */
+    uint64_t pub_events, pub_payload, pub_chunks, pub_bytes;
+    int pub_errno;
+    /* tt_writer_sync_thread: buffers handed to the swapper, and of those encoded, ever; a
+     * thread that waits for its buffers to be encoded waits on scond (under qlock) */
+    uint64_t handed, encoded;
+    uint32_t sync_waiters;
+    pthread_cond_t scond;
+};
+
+
+static inline uint64_t tt_align8(uint64_t v)
+{
+    return (v + 7) & ~(uint64_t)7;
+}
+
+/* ---- pool.c: buffers, the budget, and the recording thread's slow path ---- */
+/* Gives the thread a buffer that can take a raw record; may wait for the budget. @last: hand the
+ * current one over as the thread's final buffer and take none. */
+int tt_writer_refill(tt_session *s, struct tt_rec_thread *t, bool last);
+/* Appends a long record with payload (splits only payloads > buffer/4). */
+int tt_writer_append_long(tt_session *s, struct tt_rec_thread *t, const struct tt_raw_long *rec,
+                          const void *payload);
+/* A structural event (session or thread start and end) with @arg. */
+int tt_writer_append_structural(tt_session *s, struct tt_rec_thread *t, uint32_t kind,
+                                uint64_t arg);
+/* Hands @t's buffer over and waits until the swapper has encoded every buffer of it, so that
+ * t->seq (the swapper's) is the sequence number of the thread's next event. */
+int tt_writer_sync_thread(tt_session *s, struct tt_rec_thread *t);
+/* Queues @t's buffer, if it has one, for the swapper. Under qlock. */
+void tt_writer_hand_over_locked(struct tt_writer *w, struct tt_rec_thread *t, bool last);
+/* Zeroed per-thread state: from caller storage when the session has some, else aligned heap. */
+struct tt_thread *tt_writer_thread_alloc(tt_session *s);
+/* The first events of a new thread: its buffer, SESSION_START (thread 0), THREAD_START. */
+int tt_writer_thread_init(tt_session *s, struct tt_rec_thread *t);
+void tt_writer_stats(tt_session *s, tt_session_stats *st);
+/* The owner's side of a steal: with busy set, waits out a thief that is looking at @t's buffer
+ * and takes its writes (t->buf, pos, end) in, then clears the flag. */
+void tt_writer_steal_ack_(tt_session *s, struct tt_rec_thread *t) TT_HIDDEN;
+
+/* ---- swapper.c ---- */
+int tt_swapper_start(tt_session *s, struct tt_writer *w);
+/* Lets the swapper drain the queue and waits for it to end; idempotent. */
+void tt_swapper_stop(struct tt_writer *w);
+/* Faults in [off, off + len) of the pool; false when the kernel cannot (before Linux 5.14). */
+bool tt_pool_populate(struct tt_writer *w, uint64_t off, uint64_t len);
+
+/* ---- encoder.c ---- */
+/* Turns one raw buffer into one event chunk, with the index tables' step for each event. */
+void tt_encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b);
+
+/* ---- writer.c: the file and the sinks ---- */
+int tt_writer_open(tt_session *s, tt_error_info *err);
+int tt_writer_close(tt_session *s, tt_error_info *err);
+void tt_writer_free(tt_session *s);
+/* Writes the partial block now (the swapper, when nothing else waits). */
+void tt_writer_block_flush(struct tt_writer *w);
+/* Frames the body already in w->chunk + TT_CHUNK_HEADER, appends it, and returns its
+ * checksum. */
+uint64_t tt_writer_chunk_emit(struct tt_writer *w, struct tt_chunk_header *h);
+/* For tables.c: the offset the next appended byte gets; appending framed bytes or a chunk
+ * (framed here) through the block buffer; the manifest being built */
+uint64_t tt_writer_tail_(struct tt_writer *w);
+void tt_writer_put_raw_(struct tt_writer *w, const uint8_t *p, size_t len);
+void tt_writer_put_chunk_(struct tt_writer *w, struct tt_chunk_header *h, const uint8_t *body);
+tt_manifest *tt_writer_manifest_(struct tt_writer *w);
+
+/* ---- tables.c: the index tables, built on the swapper (see its essay) ---- */
+struct tt_tables;
+int tt_tables_open(tt_session *s, struct tt_tables **out);
+void tt_tables_free(struct tt_tables *tb);
+void tt_tables_chunk_begin(struct tt_tables *tb, struct tt_writer *w);
+/* tt_tables_event: inline, tables.h */
+void tt_tables_chunk_end(struct tt_tables *tb, struct tt_writer *w);
+void tt_tables_finish(struct tt_tables *tb, struct tt_writer *w);
+void tt_tables_write_tail(struct tt_tables *tb, struct tt_writer *w, uint32_t nthreads);
+
+/* ---- backend.c ---- */
+extern const struct tt_backend tt_record_backend TT_HIDDEN;
+
+#endif

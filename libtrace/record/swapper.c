@@ -1,0 +1,134 @@
+/* The swapper thread: the one thread that encodes and writes.
+ *
+ * It takes the buffers the recording threads hand over, in the order they were queued, turns
+ * each into an event chunk (encoder.c), writes block-sized units of them (writer.c), and gives
+ * the buffer back to the free list. While it has nothing to do, it faults in the next buffer of
+ * the pool, so a recording thread never takes a page fault in a fresh buffer. It holds the
+ * tracer's guard for its whole life: its own malloc and symbol lookups are never traced.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "record.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* Faults in [off, off + len) of the pool, so no recording thread takes a page fault in its
+ * buffer (a first touch costs microseconds). It changes no byte, so a recording thread may be
+ * writing into that range already. False when the kernel cannot (before Linux 5.14). */
+bool tt_pool_populate(struct tt_writer *w, uint64_t off, uint64_t len)
+{
+    return madvise(w->pool + off, len, MADV_POPULATE_WRITE) == 0;
+}
+
+
+static void *swapper_main(void *arg)
+{
+    tt_session *s = arg;
+    struct tt_writer *w = s->w;
+    tt_in_tracer = 1; /* never trace the swapper (its malloc, its symbol lookups) */
+    pthread_mutex_lock(&w->qlock);
+    for (;;) {
+        while (!w->qhead && !w->stop) {
+            if (w->pool_ready < w->pool_len) {
+                /* idle: fault in the next buffer of the pool (pool_map) */
+                pthread_mutex_unlock(&w->qlock);
+                bool ok = tt_pool_populate(w, w->pool_ready, w->buffer_bytes);
+                w->pool_ready = ok ? w->pool_ready + w->buffer_bytes : w->pool_len;
+                pthread_mutex_lock(&w->qlock);
+                continue;
+            }
+            pthread_cond_wait(&w->qcond, &w->qlock);
+        }
+        struct tt_buf *b = w->qhead;
+        if (!b)
+            break;
+        w->qhead = b->next;
+        if (!w->qhead)
+            w->qtail = NULL;
+        pthread_mutex_unlock(&w->qlock);
+
+        tt_encode_buffer(s, w, b);
+
+        /* Nothing else waiting: write the partial block now, so whatever a thread handed over
+         * is on disk (in the page cache, safe from SIGKILL) and its count is published after.
+         * Under load the queue is rarely empty and writes stay block-sized. */
+        pthread_mutex_lock(&w->qlock);
+        bool idle = w->qhead == NULL;
+        pthread_mutex_unlock(&w->qlock);
+        if (idle)
+            tt_writer_block_flush(w);
+
+        pthread_mutex_lock(&w->qlock);
+        w->pub_events = w->m.event_count;
+        w->pub_payload = w->m.payload_bytes;
+        w->pub_chunks = w->m.chunk_count;
+        w->pub_bytes = w->bytes_written;
+        w->pub_errno = w->write_errno;
+        w->inflight--;
+        w->encoded++;
+        if (w->sync_waiters)
+            pthread_cond_broadcast(&w->scond);
+        if (w->write_errno) {
+            /* nothing more reaches the file: keep the buffer (the budget bounds them all) and
+             * wake every waiter, who will be refused once no free buffer is left */
+            b->next = w->held;
+            w->held = b;
+            w->stopped = true;
+            pthread_cond_broadcast(&w->fcond);
+            continue;
+        }
+        b->next = NULL;
+        if (w->free_list)
+            w->free_tail->next = b;
+        else
+            w->free_list = b;
+        w->free_tail = b;
+        /* the last buffer in flight: a waiter that does not get this one must look for a
+         * buffer to take (steal_one) instead of waiting for one more from here */
+        if (w->inflight)
+            pthread_cond_signal(&w->fcond);
+        else
+            pthread_cond_broadcast(&w->fcond);
+    }
+    pthread_mutex_unlock(&w->qlock);
+    return NULL;
+}
+
+
+int tt_swapper_start(tt_session *s, struct tt_writer *w)
+{
+    /* The swapper runs with every asynchronous signal blocked: the program's handlers never run
+     * on it, and a write past RLIMIT_FSIZE gives it EFBIG instead of killing the process with
+     * SIGXFSZ (the signal stays pending on the swapper and dies with it). Faults stay unblocked
+     * so a crash of the swapper still reaches the crash handler. It inherits the mask. */
+    sigset_t all, old;
+    sigfillset(&all);
+    static const int faults[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT };
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+        sigdelset(&all, faults[i]);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int prc = pthread_create(&w->swapper, NULL, swapper_main, s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (prc != 0)
+        return prc;
+    w->swapper_started = true;
+    return 0;
+}
+
+void tt_swapper_stop(struct tt_writer *w)
+{
+    if (!w->swapper_started)
+        return;
+    pthread_mutex_lock(&w->qlock);
+    w->stop = true;
+    pthread_cond_signal(&w->qcond);
+    pthread_mutex_unlock(&w->qlock);
+    pthread_join(w->swapper, NULL);
+    w->swapper_started = false;
+}

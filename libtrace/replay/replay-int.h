@@ -1,0 +1,57 @@
+/* The replay layer: the replayer (replayer.c: open, the binding of live threads to recorded
+ * ones, the comparison of each call, close), its matcher (matcher.c: enter and exit straight
+ * from the encoded bytes), the divergence report (report.c), and the replay backend.
+ *
+ * What belongs here: what those files share: the replayer's state and the replaying thread's.
+ * Never installed; see docs/ARCHITECTURE.md.
+ */
+#ifndef TT_REPLAY_INT_H
+#define TT_REPLAY_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "checkpoint-int.h"
+#include "cursor.h"
+#include "session-int.h"
+
+/* A replaying thread: the session's part, then the binding and the history of its matches. */
+struct tt_rp_thread {
+    struct tt_thread base;
+    uint32_t rec;                        /* recorded thread id, or UINT32_MAX before binding */
+    _Atomic uint64_t matched;            /* written by its thread only; read by progress */
+    uint32_t hist_len, hist_pos;
+    tt_report_event hist[TT_REPORT_HISTORY];
+};
+
+static inline struct tt_rp_thread *tt_rp_of(struct tt_thread *t)
+{
+    return (struct tt_rp_thread *)(void *)t;
+}
+
+struct tt_replayer {
+    /* ordered replay: per recorded thread, the time of its next non-structural event
+     * (UINT64_MAX when it has none); written by that thread only */
+    _Atomic uint64_t *next_time;
+    uint32_t nthreads;
+    bool ordered;
+    tt_source own_src;
+    const tt_source *src;
+    void *storage;
+    tt_reader *r;
+    uint8_t *bound;                      /* per recorded thread */
+    pthread_mutex_t lock;                /* bound, last */
+    tt_divergence last;
+    bool has_last;
+};
+
+/* report.c: the event @ev as a report line's event (its payload's first bytes copied) */
+void tt_report_event_set(tt_report_event *re, const tt_event *ev);
+/* report.c: appends @ev to @t's history of matches */
+void tt_report_history_push(struct tt_rp_thread *t, const tt_event *ev);
+
+extern const struct tt_backend tt_replay_backend TT_HIDDEN;
+
+#endif

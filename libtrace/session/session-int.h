@@ -1,0 +1,236 @@
+/* The session layer: a session, its configuration, its threads and its interned names, and the
+ * backend (record or replay) it was opened with.
+ *
+ * What belongs here: what every mode shares. struct tt_session and struct tt_thread hold only
+ * the fields that the session itself, or more than one backend, touch; the recorder's part of a
+ * thread (buffer, swapper state) is record/record.h's struct tt_rec_thread and the replayer's
+ * is replay/replay-int.h's struct tt_rp_thread, each beginning with a struct tt_thread. The mode
+ * is chosen once, at open, by the backend the session is given; nothing below the event layer
+ * asks which mode it is in, except the inline fast path (record/record_api.h), which reads the
+ * head's mode because an indirect call would cost more than the event. Never installed; see
+ * docs/ARCHITECTURE.md.
+ */
+#ifndef TT_SESSION_INT_H
+#define TT_SESSION_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <tinytrace/tinytrace.h>
+
+#include "base.h"
+
+/* ---- config (config.c) ---- */
+struct tt_config_impl {
+    uint32_t magic;
+    uint32_t mode;
+    uint64_t buffer_bytes;
+    uint64_t memory_bytes;
+    uint64_t block_bytes;
+    uint64_t max_event;
+    uint64_t max_threads;
+    uint64_t object_bytes;
+    uint64_t divergence;
+    uint64_t ordered;
+    uint64_t order_timeout_ms;
+    tt_memory_sink *memory_sink;
+    tt_sink_write_fn cb_fn;
+    void *cb_ctx;
+    const tt_source *source;
+    void *storage;
+    size_t storage_len;
+    uint32_t from_env;           /* made by tt_config_from_env: see tt_session_create_ */
+    char caller[TT_CALLER_MAX];
+    char file[4096];
+};
+_Static_assert(sizeof(struct tt_config_impl) <= sizeof(tt_config), "tt_config too small");
+
+static inline const struct tt_config_impl *tt_cfg(const tt_config *c)
+{
+    return (const struct tt_config_impl *)(const void *)c;
+}
+
+/* The mode a config asks for. */
+tt_mode tt_session_mode_of_(const tt_config *cfg);
+
+/* ---- the intern table (names.c) ---- */
+struct tt_intern_table {
+    uint8_t *arena;          /* [u8 kind][u32 len][name bytes][NUL] per object, in id order */
+    uint64_t arena_len, arena_cap;
+    uint32_t *offsets;       /* id - 1 -> arena offset */
+    uint32_t count, offsets_cap;
+    uint32_t *slots;         /* open addressing: id or 0 */
+    uint32_t slots_cap;
+    uint32_t base_count;     /* replay: objects that came from the recording */
+    uint32_t base_functions; /* replay: of those, the functions (TT_OBJ_FUNCTION) */
+};
+
+/* Interns @name (@len bytes) as @kind; the arena may not grow past @limit bytes. Not
+ * thread-safe: the session's callers hold s->lock. */
+int tt_names_intern(struct tt_intern_table *t, uint8_t kind, const char *name, size_t len,
+                    uint64_t limit, uint32_t *id);
+/* Object @id: its kind, name (NUL-terminated, valid until the table grows) and length. */
+int tt_names_get(const struct tt_intern_table *t, uint32_t id, uint8_t *kind, const char **name,
+                 uint32_t *len);
+void tt_names_free(struct tt_intern_table *t);
+/* Copies object @id's name (at most @cap - 1 bytes, NUL-terminated) under @s's lock, so a caller
+ * on another thread never reads an arena that tt_intern is moving. Returns its full length, or
+ * -1 when there is no such object. */
+struct tt_session;
+int tt_names_copy(struct tt_session *s, uint32_t id, char *buf, size_t cap);
+
+/* ---- threads (threads.c) ----
+ * What every backend's thread starts with. A thread is registered at its first call in a
+ * session: it gets the next dense id under the session lock, the backend's state
+ * (thread_new, under the lock; thread_start, outside it) and a way in the thread-local cache. */
+struct tt_thread {
+    /* the nesting guard: inside a recording (or replay) call. Written by the owning thread (and
+     * a signal handler on it); read by close and, while recording, by a thread taking an idle
+     * buffer. First, on the line the recorder's hot fields share (record_api.h). */
+    _Atomic uint32_t busy;
+    uint32_t id;             /* the thread's dense id in its session */
+    struct tt_session *s;
+    uint32_t os_tid;
+    uint32_t name_id;        /* TT_OBJ_THREAD id, 0: unnamed */
+    uint32_t ended;          /* records nothing more (thread_end, close, a failed start) */
+    uint32_t carved;         /* lives in caller storage: not freed */
+    uint64_t serial;         /* unique per OS thread for the life of the process */
+};
+
+/* The thread-local cache that maps a session to the calling thread's state in it. Keyed by the
+ * session's address and unique id, since a new session may get a freed one's address. */
+#define TLS_WAYS 8
+struct tls_way {
+    struct tt_session *s;
+    uint64_t uid;
+    struct tt_thread *t;
+};
+extern __thread struct tls_way tt_tls_cache[TLS_WAYS] TT_HIDDEN;
+
+/* A zeroed block of @size bytes, 64-byte aligned (a thread's cache-line layout needs it);
+ * free() releases it. */
+void *tt_thread_alloc_aligned(size_t size);
+/* The calling thread's state in @s, registering it on first use; NULL if refused (*rc says
+ * why: TT_E_THREADS past max_threads, TT_E_CLOSED after close began, TT_E_NOMEM). */
+struct tt_thread *tt_thread_lookup_slow(struct tt_session *s, int *rc);
+
+/* Clears the calling thread's cache ways that name @s (session close). */
+void tt_threads_forget_(struct tt_session *s);
+
+/* ---- the backend ----
+ * What a mode does, chosen once at open. Every function gets a session opened with this
+ * backend; the thread functions get a thread that thread_new made. */
+struct tt_backend {
+    const char *name;
+    /* after the session's common part is built; a failure frees what it made */
+    int (*open)(struct tt_session *s, tt_error_info *err);
+    /* record: every buffer to the file, the tables, the manifest, the rename; replay: the rest
+     * of the recording checked. Frees nothing. */
+    int (*finish)(struct tt_session *s, tt_error_info *err);
+    /* frees the backend's state (after finish, or after a failed open) */
+    void (*destroy)(struct tt_session *s);
+    /* a zeroed thread, aligned, with the backend's part set up; under s->lock */
+    struct tt_thread *(*thread_new)(struct tt_session *s);
+    /* the first events of a thread (record) or nothing (replay); outside s->lock */
+    int (*thread_start)(struct tt_session *s, struct tt_thread *t);
+    /* tt_session_thread_end and tt_session_flush_thread */
+    int (*thread_end)(struct tt_session *s, struct tt_thread *t);
+    int (*thread_flush)(struct tt_session *s, struct tt_thread *t);
+    /* tt_thread_name, after the name was interned as @name_id */
+    int (*thread_name)(struct tt_session *s, struct tt_thread *t, uint32_t name_id);
+    /* an enter or exit (@now: its tt_ticks(), record only), and every other event */
+    int (*fn_event)(struct tt_session *s, struct tt_thread *t, uint32_t kind, uint32_t function,
+                    uint64_t now);
+    int (*event)(struct tt_session *s, struct tt_thread *t, const tt_event *ev, void *in_buf,
+                 size_t in_cap, size_t *in_len);
+    void (*stats)(struct tt_session *s, tt_session_stats *st);
+    /* the crash handler finalizes this session (record: flag the manifest) */
+    void (*mark_crashed)(struct tt_session *s);
+};
+
+/* Maps a hook's function address (TT_RAW_ADDR records) to its id, on the swapper
+ * (instrument/hooks.c). */
+typedef uint32_t (*tt_fn_resolver)(struct tt_session *s, uint64_t address);
+
+/* ---- the session (session.c) ---- */
+struct tt_writer;
+struct tt_replayer;
+
+struct tt_session {
+    struct tt_session_head_ head;   /* must be first: read by the inline fast path */
+    uint64_t uid;                   /* unique for the life of the process */
+    const struct tt_backend *be;
+    struct tt_config_impl cfg;
+
+    pthread_mutex_t lock;           /* threads, intern table, checkpoint */
+    struct tt_thread **threads;
+    uint32_t nthreads;
+    _Atomic uint32_t closing;
+    _Atomic uint64_t divergences;
+    /* threads refused past max_threads (each counted once): their events are not recorded */
+    _Atomic uint32_t threads_refused;
+
+    struct tt_intern_table names;
+
+    /* checkpoint (checkpoint/) */
+    tt_checkpoint_provider providers[64];
+    uint32_t nproviders;
+    uint8_t *last_cp;
+    size_t last_cp_len, last_cp_cap;
+    tt_timepoint last_cp_tp;
+    bool has_cp;
+
+    /* the backend's state: one of the two, opaque here */
+    struct tt_writer *w;
+    struct tt_replayer *rp;
+
+    /* tt_session_finish ran: its result, returned again by a later finish or close */
+    bool finished;
+    int finish_rc;
+    tt_error_info finish_err;
+    /* the process's session from the environment: how many opens hold it (tt_session_create_) */
+    uint32_t env_refs;
+
+    /* instrumentation: maps the hooks' function addresses to ids on the swapper */
+    _Atomic(tt_fn_resolver) fn_resolver;
+    /* instrumentation: told of each thread that registered (runtime.c ends it at its exit) */
+    _Atomic(void (*)(struct tt_session *)) on_thread;
+};
+
+/* The calling thread's state in @s: a hit in the first way of the cache, or the slow path. */
+static inline struct tt_thread *tt_thread_of(struct tt_session *s, int *rc)
+{
+    if (TT_LIKELY(tt_tls_cache[0].s == s && tt_tls_cache[0].uid == s->uid))
+        return tt_tls_cache[0].t;
+    return tt_thread_lookup_slow(s, rc);
+}
+
+/* The off session: every off-mode open returns it; it allocates nothing. */
+extern struct tt_session tt_off_session TT_HIDDEN;
+
+/* Opens a session of @cfg with backend @be (the event layer's tt_session_open chooses it).
+ *
+ * One process, one session from the environment: a config made by tt_config_from_env, opened
+ * while another such session of the same mode and file is open in the process (the runtime's,
+ * under `tinytrace record`, or the program's own), gets that session, not a second one over
+ * the same file. Its close then only lets go of it; the first opener's close ends it. */
+int tt_session_create_(const tt_config *cfg, const struct tt_backend *be, tt_session **out,
+                       tt_error_info *err);
+
+/* The first half of tt_session_close: the file is finished (record) or the rest of the
+ * recording checked (replay), but nothing is freed, so other threads that still hold @s do not
+ * touch freed memory. For the crash handler, which never frees. */
+int tt_session_finish_(tt_session *s, tt_error_info *err);
+
+/* ---- instrumentation support (session.c) ---- */
+/* The encoder's map from a function's address (raw records in TT_RAW_ADDR form, from the
+ * hooks) to its interned id (hooks.c sets it; NULL: such events get id 0). */
+void tt_session_set_fn_resolver_(tt_session *s, tt_fn_resolver fn);
+/* Calls @fn on each thread that registers in @s from now on, once it is registered. */
+void tt_session_set_thread_hook_(tt_session *s, void (*fn)(tt_session *));
+/* Marks a recording as finalized by the crash handler. */
+void tt_session_mark_crashed_(tt_session *s);
+
+#endif
