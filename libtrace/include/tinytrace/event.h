@@ -7,9 +7,10 @@
  *
  * The recording calls below are the whole hot path. In record mode an event is appended to the
  * calling thread's own buffer with no lock and no system call; in replay mode it is compared with
- * the next recorded event of the calling thread; in off mode every call is one load and one
- * branch. Build with -DTINYTRACE_DISABLE and the TT_* macros compile to nothing, arguments
- * included.
+ * the next recorded event of the calling thread; in off mode every TT_* macro (and tt_enter,
+ * tt_exit) is one load and one branch, with no call (the tt_* functions other than tt_enter and
+ * tt_exit are out of line: called directly, they cost a call in off mode too). Build with
+ * -DTINYTRACE_DISABLE and the TT_* macros compile to nothing, arguments included.
  *
  * Thread safety: every recording call is thread-safe; each thread records into its own buffer.
  *
@@ -192,6 +193,36 @@ TT_API int tt_checkpoint(tt_session *s, uint32_t site);
 /* Name of an event kind ("enter", "io", …); never NULL. Thread-safe, async-signal-safe. */
 TT_API const char *tt_event_kind_name(unsigned kind);
 
+/* ---- gates: the out-of-line calls behind one inline test ----
+ * The TT_* macros below call these, so that in off mode (or with a NULL session) every one of
+ * them is one load and one branch, like tt_enter and tt_exit, and no call is made. In off mode
+ * TT_IO leaves @buf and *@out_len as they were. */
+static inline int tt_safepoint_g_(tt_session *s, uint32_t function, uint32_t site)
+{
+    return tt_active_(s) ? tt_safepoint(s, function, site) : TT_OK;
+}
+static inline int tt_alloc_g_(tt_session *s, uint32_t site, uint64_t size, const void *addr)
+{
+    return tt_active_(s) ? tt_alloc(s, site, size, addr) : TT_OK;
+}
+static inline int tt_free_g_(tt_session *s, uint32_t site, const void *addr)
+{
+    return tt_active_(s) ? tt_free(s, site, addr) : TT_OK;
+}
+static inline int tt_io_g_(tt_session *s, tt_io_dir dir, uint32_t channel, void *buf, size_t len,
+                           size_t *out_len)
+{
+    return tt_active_(s) ? tt_io(s, dir, channel, buf, len, out_len) : TT_OK;
+}
+static inline int tt_user_g_(tt_session *s, uint32_t tag, const void *data, size_t len)
+{
+    return tt_active_(s) ? tt_user(s, tag, data, len) : TT_OK;
+}
+static inline int tt_checkpoint_g_(tt_session *s, uint32_t site)
+{
+    return tt_active_(s) ? tt_checkpoint(s, site) : TT_OK;
+}
+
 /* ---- macros: nothing at all under -DTINYTRACE_DISABLE ---- */
 #ifdef TINYTRACE_DISABLE
 #define TT_ENTER(s, fn) ((void)0)
@@ -205,12 +236,12 @@ TT_API const char *tt_event_kind_name(unsigned kind);
 #else
 #define TT_ENTER(s, fn) tt_enter((s), (fn))
 #define TT_EXIT(s, fn) tt_exit((s), (fn))
-#define TT_SAFEPOINT(s, fn, site) tt_safepoint((s), (fn), (site))
-#define TT_ALLOC(s, site, size, addr) tt_alloc((s), (site), (size), (addr))
-#define TT_FREE(s, site, addr) tt_free((s), (site), (addr))
-#define TT_IO(s, dir, ch, buf, len, out) tt_io((s), (dir), (ch), (buf), (len), (out))
-#define TT_USER(s, tag, data, len) tt_user((s), (tag), (data), (len))
-#define TT_CHECKPOINT(s, site) tt_checkpoint((s), (site))
+#define TT_SAFEPOINT(s, fn, site) tt_safepoint_g_((s), (fn), (site))
+#define TT_ALLOC(s, site, size, addr) tt_alloc_g_((s), (site), (size), (addr))
+#define TT_FREE(s, site, addr) tt_free_g_((s), (site), (addr))
+#define TT_IO(s, dir, ch, buf, len, out) tt_io_g_((s), (dir), (ch), (buf), (len), (out))
+#define TT_USER(s, tag, data, len) tt_user_g_((s), (tag), (data), (len))
+#define TT_CHECKPOINT(s, site) tt_checkpoint_g_((s), (site))
 #endif
 
 #ifdef __cplusplus
