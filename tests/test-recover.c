@@ -244,3 +244,29 @@ Test(recover, survives_an_empty_first_chunk)
     tt_source_close(&out);
     cr_assert_eq(rc, TT_OK, "%s", vr.message);
 }
+
+/* An output path whose temporary name ("<out>.<pid>.partial") does not fit is refused with the
+ * reason, not written under a name cut short. */
+Test(recover, refuses_an_output_path_too_long_for_its_temporary_name)
+{
+    uint8_t *img;
+    size_t len;
+    record_splits(&img, &len);
+    tt_manifest m;
+    tt_error_info err;
+    cr_assert_eq(tt_manifest_decode(img, len, &m, &err), TT_OK, "%s", err.message);
+    tt_manifest pm = m;
+    pm.flags = m.flags & TT_MF_TSC; /* not finalized: a partial file */
+    tt_manifest_encode(img, &pm);
+    static char out[4300];
+    size_t n = (size_t)snprintf(out, sizeof out, "%s/", tt_test_dir);
+    memset(out + n, 'x', 4190 - n);
+    out[4190] = '\0';
+    tt_source src;
+    tt_recover_result res;
+    tt_source_memory(&src, img, len);
+    int rc = tt_recover(&src, out, &res, &err);
+    cr_assert_eq(rc, TT_E_INVAL, "tt_recover: %s: %s", tt_error_name(rc), err.message);
+    cr_assert(strstr(err.message, "too long"), "%s", err.message);
+    free(img);
+}

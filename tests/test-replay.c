@@ -574,7 +574,7 @@ static void cp_register(void)
 
 /* The retained checkpoint is the event's payload: u32 provider id, u64 length, the state
  * (docs/FORMAT.md section 8). */
-static void check_last(const uint8_t *state, const char *what)
+static tt_timepoint check_last(const uint8_t *state, const char *what)
 {
     const void *data = NULL;
     size_t len = 0;
@@ -589,6 +589,26 @@ static void check_last(const uint8_t *state, const char *what)
     cr_assert_arr_eq((const uint8_t *)data + 12, state, CP_LEN,
                      "%s: the retained checkpoint does not hold the state", what);
     cr_assert_eq(tp.thread, 0u);
+    return tp;
+}
+
+/* The sequence number of the checkpoint event at @site in thread 0 of the trace @img. */
+static uint64_t checkpoint_seq_in(const void *img, size_t len, uint32_t site)
+{
+    tt_test_reader tr;
+    tt_error_info err = {0};
+    cr_assert_eq(tt_test_reader_open_mem(&tr, img, len, TT_CURSORS_PER_THREAD, &err), TT_OK,
+                 "%s", err.message);
+    tt_test_events ev = {0};
+    tt_test_read_cursor(&tr, 0, &ev);
+    uint64_t seq = UINT64_MAX;
+    for (size_t i = 0; i < ev.n; i++)
+        if (ev.v[i].ev.kind == TT_EV_CHECKPOINT && ev.v[i].ev.sp.site == site)
+            seq = ev.v[i].ev.tp.seq;
+    tt_test_events_free(&ev);
+    tt_test_reader_close(&tr);
+    cr_assert_neq(seq, UINT64_MAX, "no checkpoint at site %u in the trace", site);
+    return seq;
 }
 
 Test(replay, a_checkpoint_matches_the_same_state_and_diverges_at_the_changed_byte)
@@ -608,11 +628,26 @@ Test(replay, a_checkpoint_matches_the_same_state_and_diverges_at_the_changed_byt
                  "a retained checkpoint before any was taken");
     memcpy(cp_live, s1, CP_LEN);
     cr_assert_eq(tt_checkpoint(s, 11), TT_OK);
-    check_last(s1, "record, first");
+    tt_timepoint rec1 = check_last(s1, "record, first");
+    uint32_t between;
+    cr_assert_eq(tt_intern(s, TT_OBJ_FUNCTION, "between", &between), TT_OK);
+    for (int i = 0; i < 3; i++) { /* events between the two: their seqs must differ by 7 */
+        cr_assert_eq(tt_enter(s, between), TT_OK);
+        cr_assert_eq(tt_exit(s, between), TT_OK);
+    }
+    cr_assert_eq(tt_safepoint(s, between, 0), TT_OK);
     memcpy(cp_live, s2, CP_LEN);
     cr_assert_eq(tt_checkpoint(s, 12), TT_OK);
-    check_last(s2, "record, second");
+    tt_timepoint rec2 = check_last(s2, "record, second");
     cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+    /* the timepoint a recording retains is the checkpoint event's own */
+    uint64_t seq1 = checkpoint_seq_in(sink.data, sink.len, 11);
+    uint64_t seq2 = checkpoint_seq_in(sink.data, sink.len, 12);
+    cr_assert_eq(rec1.seq, seq1, "record: first checkpoint retained at seq %llu, the file has "
+                 "it at %llu", (unsigned long long)rec1.seq, (unsigned long long)seq1);
+    cr_assert_eq(rec2.seq, seq2, "record: second checkpoint retained at seq %llu, the file has "
+                 "it at %llu", (unsigned long long)rec2.seq, (unsigned long long)seq2);
+    cr_assert_eq(seq2, seq1 + 8, "7 events lie between the checkpoints");
 
     tt_source src;
     rc = tt_test_open_replay_mem(&src, sink.data, sink.len, &s, &err);
@@ -621,7 +656,12 @@ Test(replay, a_checkpoint_matches_the_same_state_and_diverges_at_the_changed_byt
     memcpy(cp_live, s1, CP_LEN);
     rc = tt_checkpoint(s, 11);
     cr_assert_eq(rc, TT_OK, "replaying the same state: %s", tt_error_name(rc));
-    check_last(s1, "replay, first");
+    cr_assert_eq(check_last(s1, "replay, first").seq, seq1);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(tt_enter(s, between), TT_OK);
+        cr_assert_eq(tt_exit(s, between), TT_OK);
+    }
+    cr_assert_eq(tt_safepoint(s, between, 0), TT_OK);
 
     memcpy(cp_live, s2, CP_LEN);
     cp_live[CP_DIFF] ^= 0x80;
@@ -644,7 +684,7 @@ Test(replay, a_checkpoint_matches_the_same_state_and_diverges_at_the_changed_byt
     memcpy(cp_live, s2, CP_LEN);
     rc = tt_checkpoint(s, 12);
     cr_assert_eq(rc, TT_OK, "retry with the recorded state: %s", tt_error_name(rc));
-    check_last(s2, "replay, second");
+    cr_assert_eq(check_last(s2, "replay, second").seq, seq2);
     rc = tt_session_close(s, &err);
     s = NULL;
     cr_assert_eq(rc, TT_OK, "%s: %s", tt_error_name(rc), err.message);

@@ -398,7 +398,8 @@ int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *re
         return rc;
     char tmp[4200];
     if (tt_partial_name(out_path, (long)getpid(), tmp, sizeof tmp) != TT_OK)
-        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "%s: the output path is too long", out_path);
+        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "the output path is too long for its "
+                       "temporary name (%zu bytes): %s", strlen(out_path), out_path);
 
     struct scan sc = { .th = calloc(MAX_THREADS, sizeof *sc.th) };
     if (!sc.th)

@@ -3,7 +3,7 @@
 function hooks and a rebuilt program, a crash while recording, fork, and the flaky example.
 
 Usage: test-instrument.py TINYTRACE PRELOAD PROG_CALLS PROG_CALLS_EXTRA PROG_CRASH PROG_FORK FLAKY
-       PROG_CALLS_LINKED PROG_CALLS_LINKED_EXTRA PROG_MANY PROG_THREADS
+       PROG_CALLS_LINKED PROG_CALLS_LINKED_EXTRA PROG_MANY PROG_THREADS PROG_API PROG_API_INSTR
 Each test runs in its own temporary directory, removed afterwards.
 """
 import json
@@ -14,8 +14,8 @@ import subprocess
 import sys
 import tempfile
 
-TT, PRELOAD, CALLS, CALLS_EXTRA, CRASH, FORK, FLAKY, LINKED, LINKED_EXTRA, MANY, THREADS = map(
-    os.path.abspath, sys.argv[1:12])
+(TT, PRELOAD, CALLS, CALLS_EXTRA, CRASH, FORK, FLAKY, LINKED, LINKED_EXTRA, MANY, THREADS, API,
+ API_INSTR) = map(os.path.abspath, sys.argv[1:14])
 ENV = dict(os.environ, TINYTRACE_PRELOAD=PRELOAD)
 failures = []
 passed = 0
@@ -200,6 +200,45 @@ def linked_program_records_into_the_session_tinytrace_configures(d):
     assert plain.returncode == 0 and not os.listdir(d), os.listdir(d)
 
 
+def api_user_tags(trace):
+    return [e["arg"] for e in events(trace) if e["kind"] == "user"]
+
+
+def a_program_with_its_own_session_records_under_tinytrace_record(d):
+    """The program opens a session from the environment while the runtime has one: both are the
+    process's one session, the file holds the program's events, and it replays."""
+    trace = os.path.join(d, "api.tt")
+    r = run([TT, "record", "-o", trace, "--", API])
+    assert r.returncode == 0, f"record: {r.returncode} {r.stderr}"
+    assert "File exists" not in r.stderr, r.stderr
+    assert api_user_tags(trace) == [1000, 1001, 1002], api_user_tags(trace)
+    first = r.stdout
+    for _ in range(2):
+        again = run([TT, "replay", trace, "--", API])
+        assert again.returncode == 0, f"replay: {again.returncode} {again.stderr}"
+        assert again.stdout == first, f"replayed {again.stdout!r}, recorded {first!r}"
+
+
+def a_linked_instrumented_program_with_its_own_session_records_once(d):
+    """Linked with libtinytrace and built with -finstrument-functions: the runtime starts at
+    main's hook, the program's own open gets its session, and function and API events are in
+    the one file."""
+    trace = os.path.join(d, "api-instr.tt")
+    env = dict(os.environ, TINYTRACE_MODE="record", TINYTRACE_FILE=trace)
+    env.pop("LD_PRELOAD", None)
+    r = subprocess.run([API_INSTR], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, f"record: {r.returncode} {r.stderr}"
+    ev = events(trace)
+    enters = [e["function"] for e in ev if e["kind"] == "enter"]
+    assert enters.count("work") == 3 and enters[0] == "main", enters
+    assert api_user_tags(trace) == [1000, 1001, 1002], api_user_tags(trace)
+    assert not [n for n in os.listdir(d) if n.endswith(".partial")], os.listdir(d)
+    env["TINYTRACE_MODE"] = "replay"
+    ok = subprocess.run([API_INSTR], capture_output=True, text=True, env=env, timeout=60)
+    assert ok.returncode == 0, f"replay: {ok.returncode} {ok.stderr}"
+    assert ok.stdout == r.stdout, f"replayed {ok.stdout!r}, recorded {r.stdout!r}"
+
+
 def past_the_function_cap_replay_replays_what_the_recording_named(d):
     """prog-many (gen-many.py): 33 000 functions on thread A, then g on thread B, which the
     recording names last (past the cap of 32 768) and the replay meets first."""
@@ -266,6 +305,10 @@ check("past the function cap, replay replays what the recording named",
       past_the_function_cap_replay_replays_what_the_recording_named)
 check("linked program records into the session TINYTRACE_* configures",
       linked_program_records_into_the_session_tinytrace_configures)
+check("a program with its own session records under tinytrace record",
+      a_program_with_its_own_session_records_under_tinytrace_record)
+check("a linked instrumented program with its own session records once",
+      a_linked_instrumented_program_with_its_own_session_records_once)
 check("rebuilt program diverges naming both functions and the caller",
       rebuilt_program_diverges_naming_both_functions_and_the_caller)
 check("crash keeps every event and dies by SIGSEGV", crash_keeps_every_event_and_dies_by_sigsegv)
