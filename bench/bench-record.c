@@ -1,6 +1,6 @@
 /* bench-record — what recording, replaying and off mode cost on a tight loop of calls.
  *
- * The workload is the reference one of DESIGN.md §8: a loop that calls a non-inlined leaf
+ * The workload is the reference one of docs/PERFORMANCE.md: a loop that calls a non-inlined leaf
  * function N times. Every variant runs the same loop in the same process:
  *
  *   baseline  the leaf without tracing
@@ -158,7 +158,7 @@ static uint64_t clock_ns(clockid_t id)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* What one clock read costs here, the library's own (tt_ticks in libtrace/internal.h: rdtsc on
+/* What one clock read costs here, the library's own (tt_ticks in libtrace/base/base.h: rdtsc on
  * x86, CLOCK_MONOTONIC elsewhere): every recorded event takes one, so it is the floor of
  * "record" on this machine. The fastest of 5 runs of 10^7 reads, in ns per read. */
 #if defined(__x86_64__) || defined(__i386__)

@@ -26,8 +26,8 @@
  * c - desc(c) - 1, down to the subtree's start. That is the whole children list, stored in the
  * rows themselves: a separate children array would have to hold every child of a frame until
  * the frame closes, and a frame that calls a leaf 10^8 times would hold 10^8 entries (the
- * bounded-memory rule of DESIGN.md wins over a stored list). A row's parent is not stored
- * either (it is not known when the child's row is streamed); the reader finds it as the first
+ * bounded-memory rule of docs/ARCHITECTURE.md wins over a stored list). A row's parent is not
+ * stored either (it is not known when the child's row is streamed); the reader finds it as the first
  * later frame whose subtree covers the child, helped by each block's lowest subtree start.
  *
  * Memory: per thread, the open-frame stack (48 bytes a level), one frame block being filled
@@ -36,7 +36,7 @@
  * so the directory only lists the lists); one seek batch; one summary row per function. None of
  * it grows with the length of the run.
  *
- * A session recording into caller storage (TT_PARAM_STORAGE) allocates nothing on its own, so
+ * A session recording into caller storage (tt_config_set_writer_storage) allocates nothing on its own, so
  * it writes no index: its files are version 2 without a directory (index_offset = 0).
  */
 #include <errno.h>

@@ -228,15 +228,14 @@ static void manifest_write(struct tt_writer *w)
         w->write_errno = saved;
 }
 
-/* Maps the whole memory budget for the buffers and faults it in now. A first touch of a page
- * costs several microseconds on virtual machines (7 us measured on ours: 450 us per 256 KiB
- * buffer), so paying it here keeps it off the recording threads, and the recording's footprint
- * is fixed at open: it does not grow with the length of the run. Buffers are carved from the
- * pool as they are first needed and reused from the free list, so no page is faulted twice. */
-/* The pool is mapped at open with only its first buffer faulted in; the swapper faults in the
- * rest a buffer at a time while it has nothing else to do (swapper_main), in the order buf_new
- * hands them out, so opening a session does not wait for the whole budget (8 MiB took about
- * 5 ms) and a short run never pays for buffers it does not use. */
+/* Maps the whole memory budget for the buffers at open, so the recording's footprint is fixed:
+ * it does not grow with the length of the run. Only the first buffer is faulted in here; the
+ * swapper faults in the rest a buffer at a time while it has nothing else to do (swapper.c),
+ * in the order buf_new hands them out. A first touch of a page costs several microseconds on
+ * virtual machines (7 us measured on ours: 450 us per 256 KiB buffer), so this keeps it off the
+ * recording threads, and opening a session does not wait for the whole budget (8 MiB took about
+ * 5 ms) nor does a short run pay for buffers it never uses. Buffers are carved from the pool as
+ * they are first needed and reused from the free list, so no page is faulted twice. */
 static int pool_map(struct tt_writer *w)
 {
     w->pool_len = w->nbufs_max * w->buffer_bytes;

@@ -90,9 +90,6 @@ int tt_ix_read_chunk(tt_index *ix, uint64_t off, uint64_t end, uint16_t type,
 }
 
 
-/* Reads and checks the BLOCKS chunk at @off: @n block offsets of thread @thread from block
- * @first on, each after *@prev (the offset of block @first - 1; updated), stored in @out
- * (block @first at out[0]; NULL: only checked). */
 /* Reads and checks the block list at @off: blocks @first..+@n of @thread, the one before the
  * first at offset *@prev (updated to the last). Each block goes to @out as (offset, lowest
  * subtree start) unless @out is NULL; *@lowest gets the lowest start of them all. */
