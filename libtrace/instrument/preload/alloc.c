@@ -168,46 +168,20 @@ TT_EXPORT int posix_memalign(void **out, size_t align, size_t n)
     return rc;
 }
 
-TT_EXPORT void *aligned_alloc(size_t align, size_t n)
-{
-    aligned_alloc_fn f = (aligned_alloc_fn)real_alloc(RF_aligned_alloc);
-    if (UNLIKELY(!f))
-        return NULL;
-    void *p = f(align, n);
-    if (UNLIKELY(tt_rt_record_allocs()))
-        note_alloc(S_aligned_alloc, n, p);
-    return p;
-}
-
-TT_EXPORT void *memalign(size_t align, size_t n)
-{
-    aligned_alloc_fn f = (aligned_alloc_fn)real_alloc(RF_memalign);
-    if (UNLIKELY(!f))
-        return NULL;
-    void *p = f(align, n);
-    if (UNLIKELY(tt_rt_record_allocs()))
-        note_alloc(S_memalign, n, p);
-    return p;
-}
-
-TT_EXPORT void *valloc(size_t n)
-{
-    malloc_fn f = (malloc_fn)real_alloc(RF_valloc);
-    if (UNLIKELY(!f))
-        return NULL;
-    void *p = f(n);
-    if (UNLIKELY(tt_rt_record_allocs()))
-        note_alloc(S_valloc, n, p);
-    return p;
-}
-
-TT_EXPORT void *pvalloc(size_t n)
-{
-    malloc_fn f = (malloc_fn)real_alloc(RF_pvalloc);
-    if (UNLIKELY(!f))
-        return NULL;
-    void *p = f(n);
-    if (UNLIKELY(tt_rt_record_allocs()))
-        note_alloc(S_pvalloc, n, p);
-    return p;
-}
+/* aligned_alloc, memalign, valloc and pvalloc, which the bootstrap arena does not serve: inside
+ * dlsym, before the real one is known, they fail. */
+#define ALLOC_UNSERVED(name, fn_type, params, args)                                            \
+    TT_EXPORT void *name params                                                                \
+    {                                                                                          \
+        fn_type f = (fn_type)real_alloc(RF_##name);                                            \
+        if (UNLIKELY(!f))                                                                      \
+            return NULL;                                                                       \
+        void *p = f args;                                                                      \
+        if (UNLIKELY(tt_rt_record_allocs()))                                                   \
+            note_alloc(S_##name, n, p);                                                        \
+        return p;                                                                              \
+    }
+ALLOC_UNSERVED(aligned_alloc, aligned_alloc_fn, (size_t align, size_t n), (align, n))
+ALLOC_UNSERVED(memalign, aligned_alloc_fn, (size_t align, size_t n), (align, n))
+ALLOC_UNSERVED(valloc, malloc_fn, (size_t n), (n))
+ALLOC_UNSERVED(pvalloc, malloc_fn, (size_t n), (n))

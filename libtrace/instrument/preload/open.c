@@ -17,61 +17,27 @@ static inline bool needs_mode(int flags)
     return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
 }
 
-TT_EXPORT int open(const char *path, int flags, ...)
-{
-    mode_t mode = 0;
-    if (needs_mode(flags)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = va_arg(ap, mode_t);
-        va_end(ap);
+/* open, open64, openat and openat64: the mode is read only when the flags say it was passed. */
+#define OPEN_LIKE(name, fn_type, params, args)                                                 \
+    TT_EXPORT int name params                                                                  \
+    {                                                                                          \
+        mode_t mode = 0;                                                                       \
+        if (needs_mode(flags)) {                                                               \
+            va_list ap;                                                                        \
+            va_start(ap, flags);                                                               \
+            mode = va_arg(ap, mode_t);                                                         \
+            va_end(ap);                                                                        \
+        }                                                                                      \
+        int fd = REAL(name, fn_type) args;                                                     \
+        tt_pl_fd_mark(fd, tt_pl_is_random_path(path));                                         \
+        return fd;                                                                             \
     }
-    int fd = REAL(open, open_fn)(path, flags, mode);
-    tt_pl_fd_mark(fd, tt_pl_is_random_path(path));
-    return fd;
-}
-
-TT_EXPORT int open64(const char *path, int flags, ...)
-{
-    mode_t mode = 0;
-    if (needs_mode(flags)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = va_arg(ap, mode_t);
-        va_end(ap);
-    }
-    int fd = REAL(open64, open_fn)(path, flags, mode);
-    tt_pl_fd_mark(fd, tt_pl_is_random_path(path));
-    return fd;
-}
-
-TT_EXPORT int openat(int dirfd, const char *path, int flags, ...)
-{
-    mode_t mode = 0;
-    if (needs_mode(flags)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = va_arg(ap, mode_t);
-        va_end(ap);
-    }
-    int fd = REAL(openat, openat_fn)(dirfd, path, flags, mode);
-    tt_pl_fd_mark(fd, tt_pl_is_random_path(path));
-    return fd;
-}
-
-TT_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
-{
-    mode_t mode = 0;
-    if (needs_mode(flags)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = va_arg(ap, mode_t);
-        va_end(ap);
-    }
-    int fd = REAL(openat64, openat_fn)(dirfd, path, flags, mode);
-    tt_pl_fd_mark(fd, tt_pl_is_random_path(path));
-    return fd;
-}
+OPEN_LIKE(open, open_fn, (const char *path, int flags, ...), (path, flags, mode))
+OPEN_LIKE(open64, open_fn, (const char *path, int flags, ...), (path, flags, mode))
+OPEN_LIKE(openat, openat_fn, (int dirfd, const char *path, int flags, ...),
+          (dirfd, path, flags, mode))
+OPEN_LIKE(openat64, openat_fn, (int dirfd, const char *path, int flags, ...),
+          (dirfd, path, flags, mode))
 
 TT_EXPORT int close(int fd)
 {

@@ -215,25 +215,28 @@ TT_EXPORT wchar_t *fgetws_unlocked(wchar_t *restrict ws, int n, FILE *restrict f
 wchar_t *__fgetws_chk(wchar_t *ws, size_t size, int n, FILE *fp);
 wchar_t *__fgetws_unlocked_chk(wchar_t *ws, size_t size, int n, FILE *fp);
 
-TT_EXPORT wchar_t *__fgetws_chk(wchar_t *ws, size_t size, int n, FILE *fp)
+typedef wchar_t *(*fgetws_chk_fn)(wchar_t *, size_t, int, FILE *);
+
+/* The fortified fgetws on a replaced stream: glibc's check of the buffer, then ck_getws. */
+static wchar_t *ck_getws_chk(wchar_t *ws, size_t size, int n, FILE *fp)
 {
-    fp = tt_pl_redirect(fp);
-    if (!is_repl(fp))
-        return REAL(__fgetws_chk, wchar_t *(*)(wchar_t *, size_t, int, FILE *))(ws, size, n, fp);
     if (n > 0 && (size_t)n > size)
         __chk_fail();
     return ck_getws(ws, n, fp);
 }
 
+TT_EXPORT wchar_t *__fgetws_chk(wchar_t *ws, size_t size, int n, FILE *fp)
+{
+    fp = tt_pl_redirect(fp);
+    return is_repl(fp) ? ck_getws_chk(ws, size, n, fp)
+                       : REAL(__fgetws_chk, fgetws_chk_fn)(ws, size, n, fp);
+}
+
 TT_EXPORT wchar_t *__fgetws_unlocked_chk(wchar_t *ws, size_t size, int n, FILE *fp)
 {
     fp = tt_pl_redirect(fp);
-    if (!is_repl(fp))
-        return REAL(__fgetws_unlocked_chk, wchar_t *(*)(wchar_t *, size_t, int, FILE *))(
-            ws, size, n, fp);
-    if (n > 0 && (size_t)n > size)
-        __chk_fail();
-    return ck_getws(ws, n, fp);
+    return is_repl(fp) ? ck_getws_chk(ws, size, n, fp)
+                       : REAL(__fgetws_unlocked_chk, fgetws_chk_fn)(ws, size, n, fp);
 }
 
 TT_EXPORT wint_t ungetwc(wint_t wc, FILE *fp)
@@ -278,6 +281,17 @@ TT_EXPORT int fputws_unlocked(const wchar_t *restrict ws, FILE *restrict fp)
                        : REAL(fputws_unlocked, int (*)(const wchar_t *, FILE *))(ws, fp);
 }
 
+/* The variadic form of a wide printf or scanf: its v-function with the same arguments. */
+#define WIDE_VARARGS(name, params, vcall)                                                      \
+    TT_EXPORT int name params                                                                  \
+    {                                                                                          \
+        va_list ap;                                                                            \
+        va_start(ap, fmt);                                                                     \
+        int n = vcall;                                                                         \
+        va_end(ap);                                                                            \
+        return n;                                                                              \
+    }
+
 typedef int (*vfwprintf_fn)(FILE *, const wchar_t *, va_list);
 typedef int (*vfwprintf_chk_fn)(FILE *, int, const wchar_t *, va_list);
 
@@ -292,23 +306,9 @@ TT_EXPORT int vwprintf(const wchar_t *restrict fmt, va_list ap)
     return vfwprintf(stdout, fmt, ap);
 }
 
-TT_EXPORT int fwprintf(FILE *restrict fp, const wchar_t *restrict fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vfwprintf(fp, fmt, ap);
-    va_end(ap);
-    return n;
-}
-
-TT_EXPORT int wprintf(const wchar_t *restrict fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vfwprintf(stdout, fmt, ap);
-    va_end(ap);
-    return n;
-}
+WIDE_VARARGS(fwprintf, (FILE *restrict fp, const wchar_t *restrict fmt, ...),
+             vfwprintf(fp, fmt, ap))
+WIDE_VARARGS(wprintf, (const wchar_t *restrict fmt, ...), vfwprintf(stdout, fmt, ap))
 
 int __vfwprintf_chk(FILE *fp, int flag, const wchar_t *fmt, va_list ap);
 int __vwprintf_chk(int flag, const wchar_t *fmt, va_list ap);
@@ -327,23 +327,10 @@ TT_EXPORT int __vwprintf_chk(int flag, const wchar_t *fmt, va_list ap)
     return __vfwprintf_chk(stdout, flag, fmt, ap);
 }
 
-TT_EXPORT int __fwprintf_chk(FILE *fp, int flag, const wchar_t *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = __vfwprintf_chk(fp, flag, fmt, ap);
-    va_end(ap);
-    return n;
-}
-
-TT_EXPORT int __wprintf_chk(int flag, const wchar_t *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = __vfwprintf_chk(stdout, flag, fmt, ap);
-    va_end(ap);
-    return n;
-}
+WIDE_VARARGS(__fwprintf_chk, (FILE *fp, int flag, const wchar_t *fmt, ...),
+             __vfwprintf_chk(fp, flag, fmt, ap))
+WIDE_VARARGS(__wprintf_chk, (int flag, const wchar_t *fmt, ...),
+             __vfwprintf_chk(stdout, flag, fmt, ap))
 
 typedef int (*vfwscanf_fn)(FILE *, const wchar_t *, va_list);
 
@@ -359,23 +346,8 @@ TT_EXPORT int vwscanf(const wchar_t *restrict fmt, va_list ap)
     return vfwscanf(stdin, fmt, ap);
 }
 
-TT_EXPORT int fwscanf(FILE *restrict fp, const wchar_t *restrict fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vfwscanf(fp, fmt, ap);
-    va_end(ap);
-    return n;
-}
-
-TT_EXPORT int wscanf(const wchar_t *restrict fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vfwscanf(stdin, fmt, ap);
-    va_end(ap);
-    return n;
-}
+WIDE_VARARGS(fwscanf, (FILE *restrict fp, const wchar_t *restrict fmt, ...), vfwscanf(fp, fmt, ap))
+WIDE_VARARGS(wscanf, (const wchar_t *restrict fmt, ...), vfwscanf(stdin, fmt, ap))
 
 /* The GNU versions (%a as an allocation flag), called by programs built as C89. */
 int gnu_vfwscanf(FILE *fp, const wchar_t *fmt, va_list ap) __asm__("vfwscanf");
@@ -393,23 +365,8 @@ TT_EXPORT int gnu_vwscanf(const wchar_t *fmt, va_list ap)
     return gnu_vfwscanf(stdin, fmt, ap);
 }
 
-TT_EXPORT int gnu_fwscanf(FILE *fp, const wchar_t *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = gnu_vfwscanf(fp, fmt, ap);
-    va_end(ap);
-    return n;
-}
-
-TT_EXPORT int gnu_wscanf(const wchar_t *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = gnu_vfwscanf(stdin, fmt, ap);
-    va_end(ap);
-    return n;
-}
+WIDE_VARARGS(gnu_fwscanf, (FILE *fp, const wchar_t *fmt, ...), gnu_vfwscanf(fp, fmt, ap))
+WIDE_VARARGS(gnu_wscanf, (const wchar_t *fmt, ...), gnu_vfwscanf(stdin, fmt, ap))
 
 TT_EXPORT int fwide(FILE *fp, int mode)
 {
