@@ -1,0 +1,42 @@
+/* syscall(). Programs that skip the libc wrapper (older Rust, Go's cgo helpers, Python builds
+ * without getrandom()) reach the same interposers; everything else goes straight through.
+ */
+#include "preload.h"
+
+#include <stdarg.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef long (*syscall_fn)(long, ...);
+
+/* Reading six arguments whatever the call takes is what glibc's own syscall() does. */
+TT_EXPORT long syscall(long nr, ...)
+{
+    va_list ap;
+    va_start(ap, nr);
+    long a[6];
+    for (int i = 0; i < 6; i++)
+        a[i] = va_arg(ap, long);
+    va_end(ap);
+    switch (nr) {
+#ifdef SYS_getrandom
+    case SYS_getrandom:
+        return getrandom((void *)a[0], (size_t)a[1], (unsigned)a[2]);
+#endif
+    case SYS_clock_gettime:
+        return clock_gettime((clockid_t)a[0], (struct timespec *)a[1]);
+    case SYS_gettimeofday:
+        return gettimeofday((struct timeval *)a[0], (void *)a[1]);
+#ifdef SYS_time
+    case SYS_time:
+        return (long)time((time_t *)a[0]);
+#endif
+    case SYS_getpid:
+        return getpid();
+    default:
+        return REAL(syscall, syscall_fn)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+    }
+}
