@@ -309,19 +309,24 @@ static void crash_handler(int sig, siginfo_t *info, void *uctx)
         return;
     }
     long me = syscall(SYS_gettid);
-    if (atomic_load(&g_closing) == 2 && atomic_load(&g_crash_tid) != me)
-        wait_forever(); /* another thread's crash is being finalized; it ends the process */
-    if (atomic_load(&g_closing) == 1 && !guard) {
-        /* exit is closing the session: let it finish (bounded), then die by this signal */
-        for (int i = 0; i < 2000 && !atomic_load(&g_closed); i++)
-            usleep(1000);
+    tt_session *s = cur();
+    /* One thread finalizes: the first to move g_closing from 0 (exit's close takes it to 1, a
+     * crash to 2). Whoever lost looks at what the winner does, whenever it lost. */
+    int zero = 0;
+    bool mine = s && !guard && atomic_compare_exchange_strong(&g_closing, &zero, 2);
+    if (!mine) {
+        int state = atomic_load(&g_closing);
+        if (state == 2 && atomic_load(&g_crash_tid) != me)
+            wait_forever(); /* another thread's crash is being finalized; it ends the process */
+        if (state == 1 && !guard) {
+            /* exit is closing the session: let it finish (bounded), then die by this signal */
+            for (int i = 0; i < 2000 && !atomic_load(&g_closed); i++)
+                usleep(1000);
+        }
         die_by(sig);
         return;
     }
-    tt_session *s = cur();
-    int zero = 0;
-    if (s && g_mode == TT_MODE_REPLAY && !guard &&
-        atomic_compare_exchange_strong(&g_closing, &zero, 2)) {
+    if (g_mode == TT_MODE_REPLAY) {
         atomic_store(&g_crash_tid, me);
         arm_watchdog(sig);
         /* Replay: did the recording crash here too, by the same signal? */
@@ -342,8 +347,9 @@ static void crash_handler(int sig, siginfo_t *info, void *uctx)
                     "not\n%s", sig, bt);
             write_report(s, TT_REPORT_STATUS_DIVERGED, rc, d.message, &d, bt, 1);
         }
-    } else if (s && !guard && atomic_compare_exchange_strong(&g_closing, &zero, 2)) {
-        /* record; inside tinytrace (the guard is held) the locks may be ours: do not finalize */
+    } else {
+        /* record; inside tinytrace (the guard is held) the locks may be ours: not finalized,
+         * the guard test above left it to die */
         atomic_store(&g_crash_tid, me);
         arm_watchdog(sig);
         guard = 1;
@@ -656,6 +662,12 @@ __attribute__((destructor(101))) static void rt_fini(void)
 
 static void rt_close(bool flush_stdio)
 {
+    /* A crash on another thread may be finalizing the session: it has taken it out of
+     * tt_rt_live already, so that is looked at first. This thread waits for that crash to end
+     * the process; were it to go on and exit, the process would end with status 0 and the
+     * recording half written. */
+    if (atomic_load(&g_closing) == 2 && atomic_load(&g_crash_tid) != syscall(SYS_gettid))
+        wait_forever();
     tt_session *s = cur();
     if (!s)
         return;
