@@ -231,6 +231,8 @@ int tool_trace_open(tool_trace *t)
 
 void tool_trace_close(tool_trace *t)
 {
+    tt_index_close(t->ix); /* before the reader it reads from */
+    t->ix = NULL;
     if (t->r != NULL)
         tt_reader_close(t->r);
     t->r = NULL;

@@ -1,8 +1,9 @@
 /* tinytrace — the command-line tool: what the verbs share.
  *
  * The tool is one file per verb (tools/cmd-<verb>.c); tools/tinytrace.c holds the verb table and
- * dispatches; tools/tool.c holds the helpers below. Every verb uses the public API only (the tt_*
- * functions of <tinytrace/tinytrace.h>), never a private header of the library.
+ * dispatches; tools/tool.c holds the helpers below and tools/merge.c the recorded-order merge of
+ * per-thread cursors (merge.h). Every verb uses the public API only (the tt_* functions of
+ * <tinytrace/tinytrace.h>), never a private header of the library.
  *
  * A verb is `int cmd_<verb>(int argc, char **argv)`: argv[0] is "tinytrace <verb>" (so getopt's
  * own messages name the verb), the options and operands follow. It returns one of the exit codes
@@ -131,6 +132,7 @@ typedef struct tool_trace {
     tt_reader_capacity cap;
     void *mem;
     tt_reader *r;
+    tt_index *ix; /* the index tables once opened (by the verb); closed here */
 } tool_trace;
 
 /* Opens @path as a source and probes its manifest with @lim and @mode (t->m, t->cap). Reports
@@ -143,7 +145,8 @@ int tool_trace_probe(tool_trace *t, const char *path, const tt_reader_limits *li
  * thread and object tables). Reports failures and returns their exit code. */
 int tool_trace_open(tool_trace *t);
 
-/* Closes the reader, frees its storage, closes the source. Safe on a partly opened trace. */
+/* Closes the index tables and the reader, frees the reader's storage, closes the source. Safe on
+ * a partly opened trace. */
 void tool_trace_close(tool_trace *t);
 
 /* ---- progress ----
