@@ -16,10 +16,10 @@
  * to verify: per-thread cursors do not visit the chunks in file order.
  */
 #include "merge.h"
+#include "opts.h"
 #include "tool.h"
 
 #include <assert.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdalign.h>
@@ -978,11 +978,7 @@ static int run_dump(tool_trace *t, const struct filter *flt)
     struct dump d = {.t = t, .flt = flt, .seeking = flt->from_set};
     int rc, lost;
 
-    if (flt->one_thread && flt->thread >= t->cap.cursors) {
-        tool_error("%s: the trace has no thread %" PRIu32 " (it has %" PRIu32 ")", t->path,
-                   flt->thread, t->cap.cursors);
-        return TOOL_EXIT_USAGE;
-    }
+    /* --thread N is one of the trace's (tool_trace_start), and has cursor N */
     tool_error_info_init(&d.err);
     rc = dump_alloc(&d);
     if (rc == TOOL_EXIT_OK && flt->from_set)
@@ -1017,75 +1013,62 @@ static int run_dump(tool_trace *t, const struct filter *flt)
     return check_totals(&d); /* every cursor ended: the counts must be the ones promised */
 }
 
+/* ---- the command line ---- */
+
+static int take_option(void *ctx, const char *prog, int c, const char *arg)
+{
+    struct filter *flt = ctx;
+
+    switch (c) {
+    case 'k':
+        return parse_kinds(prog, arg, &flt->kinds);
+    case 'f':
+        flt->from_set = 1;
+        if (tool_parse_time_ns(arg, &flt->from) == 0) {
+            flt->from_time = 1;
+            return TOOL_EXIT_OK;
+        }
+        return tool_parse_u64(prog, "--from (a sequence number, or a time with a unit: ns, us, "
+                              "ms, s)", arg, 0, UINT64_MAX, &flt->from);
+    case 'n':
+        return tool_parse_u64(prog, "--count", arg, 0, UINT64_MAX, &flt->count);
+    default:
+        return tool_usage_hint(prog);
+    }
+}
+
+static void print_kinds(FILE *f)
+{
+    fputs("\nEvent kinds:", f);
+    for (unsigned k = 1; k <= TT_EV_KIND_MAX; k++)
+        fprintf(f, " %s", tt_event_kind_name(k));
+    fputc('\n', f);
+}
+
 int cmd_dump(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"thread", required_argument, NULL, 't'},
         {"kind", required_argument, NULL, 'k'},
         {"from", required_argument, NULL, 'f'},
         {"count", required_argument, NULL, 'n'},
-        {"max-memory", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct filter flt = {0};
-    flt.count = UINT64_MAX;
-    uint64_t max_mb = 0, v;
-    tt_reader_limits lim;
+    static const tool_verb verb = {.usage = usage,
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_THREAD | TOOL_OPT_MAX_MEMORY,
+                                   .options = options,
+                                   .take = take_option,
+                                   .more_help = print_kinds};
+    struct filter flt = {.count = UINT64_MAX};
+    tool_opts o;
     tool_trace t;
-    int c, rc;
+    int rc;
 
-    while ((c = getopt_long(argc, argv, "jt:k:f:n:h", options, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            flt.json = 1;
-            break;
-        case 't':
-            if (tool_parse_u64(argv[0], "--thread", optarg, 0, UINT32_MAX, &v))
-                return TOOL_EXIT_USAGE;
-            flt.one_thread = 1;
-            flt.thread = (uint32_t)v;
-            break;
-        case 'k':
-            if (parse_kinds(argv[0], optarg, &flt.kinds))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'f':
-            flt.from_set = 1;
-            if (tool_parse_time_ns(optarg, &flt.from) == 0) {
-                flt.from_time = 1;
-            } else if (tool_parse_u64(argv[0], "--from (a sequence number, or a time with a "
-                                      "unit: ns, us, ms, s)", optarg, 0, UINT64_MAX, &flt.from)) {
-                return TOOL_EXIT_USAGE;
-            }
-            break;
-        case 'n':
-            if (tool_parse_u64(argv[0], "--count", optarg, 0, UINT64_MAX, &flt.count))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'm':
-            if (tool_parse_u64(argv[0], "--max-memory", optarg, 1, UINT64_MAX >> 20, &max_mb))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            fputs("\nEvent kinds:", stdout);
-            for (unsigned k = 1; k <= TT_EV_KIND_MAX; k++)
-                printf(" %s", tt_event_kind_name(k));
-            fputc('\n', stdout);
-            return tool_finish_stdout(TOOL_EXIT_OK);
-        default:
-            return tool_usage_hint(argv[0]);
-        }
-    }
-    if ((c = tool_one_operand(argc, argv, optind)) != TOOL_EXIT_OK)
-        return c;
-
-    tool_limits(&lim, max_mb);
-    rc = tool_trace_probe(&t, argv[optind], &lim, TT_CURSORS_PER_THREAD);
-    if (rc == TOOL_EXIT_OK)
-        rc = tool_trace_open(&t);
+    if ((rc = tool_opts_parse(&o, &verb, &flt, argc, argv)) != TOOL_GO_ON)
+        return rc;
+    flt.json = o.json;
+    flt.one_thread = o.one_thread;
+    flt.thread = o.thread;
+    rc = tool_trace_start(&t, o.file, &o, TT_CURSORS_PER_THREAD, TOOL_TRACE_OPEN);
     if (rc == TOOL_EXIT_OK)
         rc = run_dump(&t, &flt);
     tool_trace_close(&t);

@@ -4,9 +4,9 @@
  * and the thread and object tables: no event chunk and no frame block is read, so the answer
  * takes the same time and memory for a trace of a thousand events as for one of billions.
  */
+#include "opts.h"
 #include "tool.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,47 +160,16 @@ static void print_json(const struct ctx *c)
 
 int cmd_stats(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"max-memory", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int json = 0, c, rc;
-    uint64_t max_mb = 0;
-    tt_reader_limits lim;
+    static const tool_verb verb = {.usage = usage,
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY};
+    tool_opts o;
     tool_trace t;
-    tt_error_info err;
+    int rc;
 
-    while ((c = getopt_long(argc, argv, "jh", options, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = 1;
-            break;
-        case 'm':
-            if (tool_parse_u64(argv[0], "--max-memory", optarg, 1, UINT64_MAX >> 20, &max_mb))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return tool_finish_stdout(TOOL_EXIT_OK);
-        default:
-            return tool_usage_hint(argv[0]);
-        }
-    }
-    if ((c = tool_one_operand(argc, argv, optind)) != TOOL_EXIT_OK)
-        return c;
-    tool_limits(&lim, max_mb);
-    rc = tool_trace_probe(&t, argv[optind], &lim, TT_CURSORS_SEQUENTIAL);
-    if (rc == TOOL_EXIT_OK)
-        rc = tool_trace_open(&t);
-    struct ctx cx = { .t = &t };
-    if (rc == TOOL_EXIT_OK) {
-        tool_error_info_init(&err);
-        int e = tt_index_open(t.r, &t.lim, &cx.ix, &err);
-        if (e != TT_OK)
-            rc = tool_report(t.path, "index tables", e == TT_E_INVAL ? TT_E_CORRUPT : e, &err);
-    }
+    if ((rc = tool_opts_parse(&o, &verb, NULL, argc, argv)) != TOOL_GO_ON)
+        return rc;
+    rc = tool_trace_start(&t, o.file, &o, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_INDEX);
+    struct ctx cx = { .t = &t, .ix = t.ix };
     if (rc == TOOL_EXIT_OK) {
         cx.nrows = tt_index_summary_count(cx.ix);
         cx.rows = malloc((cx.nrows ? cx.nrows : 1) * sizeof *cx.rows);
@@ -213,13 +182,12 @@ int cmd_stats(int argc, char **argv)
         for (uint32_t i = 0; i < cx.nrows; i++)
             cx.rows[i] = tt_index_summary(cx.ix, i);
         qsort(cx.rows, cx.nrows, sizeof *cx.rows, by_self);
-        if (json)
+        if (o.json)
             print_json(&cx);
         else
             print_text(&cx);
     }
     free(cx.rows);
-    tt_index_close(cx.ix);
     tool_trace_close(&t);
     return tool_finish_stdout(rc) == TOOL_EXIT_SYSTEM ? TOOL_EXIT_SYSTEM : rc;
 }

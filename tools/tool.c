@@ -716,15 +716,6 @@ void tj_newline(tool_json *j)
     j->first[0] = 1;
 }
 
-int tool_one_operand(int argc, char **argv, int optind_)
-{
-    if (optind_ >= argc)
-        return tool_usage_error(argv[0], "missing FILE");
-    if (argc - optind_ > 1)
-        return tool_usage_error(argv[0], "takes one FILE, not %d", argc - optind_);
-    return TOOL_EXIT_OK;
-}
-
 /* ---------------------------------------------------------------- progress */
 
 /* The verbs without a progress object of their own share this one (progress.h draws it). */
