@@ -19,6 +19,7 @@
  * same events, and reads them back from there.
  */
 #include "opts.h"
+#include "protocol.h"
 #include "tool.h"
 
 #include <errno.h>
@@ -209,21 +210,22 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
 
 /* The environment of the program, checked as the runtime will read it. The file is given
  * absolute (@abs): the program may change its directory before the runtime renames the file.
- * TINYTRACE_PID is the runtime's mark of the process it traces (programs that one execs are not
+ * TT_ENV_PID is the runtime's mark of the process it traces (programs that one execs are not
  * traced): one inherited from a traced parent of the tool would leave ours untraced. */
 static int set_environment(const struct record *o, const char *abs, const char *prog)
 {
     char caller[TT_CALLER_MAX], num[32];
 
-    /* the options that change what is recorded, for replay to read back */
-    snprintf(caller, sizeof caller, "tinytrace record%s%s", o->alloc ? " --alloc" : "",
-             o->check_output ? " --check-output" : "");
+    /* the options that change what is recorded, for replay to read back (protocol.h) */
+    snprintf(caller, sizeof caller, TT_CALLER_RECORD "%s%s",
+             o->alloc ? " " TT_CALLER_OPT_ALLOC : "",
+             o->check_output ? " " TT_CALLER_OPT_CHECK_OUTPUT : "");
     if (tool_setenv("TINYTRACE_MODE", "record") || tool_setenv("TINYTRACE_FILE", abs) ||
-        tool_setenv("TINYTRACE_ALLOC", o->alloc ? "1" : NULL) ||
-        tool_setenv("TINYTRACE_CHECK_OUTPUT", o->check_output ? "1" : NULL) ||
+        tool_setenv(TT_ENV_ALLOC, o->alloc ? "1" : NULL) ||
+        tool_setenv(TT_ENV_CHECK_OUTPUT, o->check_output ? "1" : NULL) ||
         tool_setenv("TINYTRACE_CALLER", caller) ||
-        tool_setenv("TINYTRACE_REPORT", NULL) || tool_setenv("TINYTRACE_KEEP_GOING", NULL) ||
-        tool_setenv("TINYTRACE_PID", NULL))
+        tool_setenv(TT_ENV_REPORT, NULL) || tool_setenv(TT_ENV_KEEP_GOING, NULL) ||
+        tool_setenv(TT_ENV_PID, NULL))
         return TOOL_EXIT_SYSTEM;
     if (o->buffer_kb != 0) {
         snprintf(num, sizeof num, "%" PRIu64, o->buffer_kb);

@@ -12,15 +12,17 @@
  *   4. the TINYTRACE_* environment passes tt_config_from_env, as the runtime will read it.
  *
  * The runtime in the program does the replay itself and leaves its verdict in a JSON report
- * (TINYTRACE_REPORT, a file in a private temporary directory). The tool learns the outcome only
- * from that report, never from the program's exit status, which belongs to the program: a
- * program that fails in the same way as when it was recorded still *matched*.
+ * (TINYTRACE_REPORT, a file in a private temporary directory; protocol.h holds every name and
+ * value the two sides share). The tool learns the outcome only from that report, never from the
+ * program's exit status, which belongs to the program: a program that fails in the same way as
+ * when it was recorded still *matched*.
  *
  * The manifest's caller string, written by `tinytrace record`, says which optional calls were
  * recorded (--alloc, --check-output): the replay must interpose the same calls to meet the same
  * events, so those settings follow the recording, not the replay's command line.
  */
 #include "opts.h"
+#include "protocol.h"
 #include "tool.h"
 
 #include <errno.h>
@@ -34,10 +36,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The exit status with which the runtime ends a program it stopped at a divergence
- * (TT_RT_EXIT_DIVERGED, libtrace/instrument/runtime.h). Only used to word a message: the
- * outcome comes from the report. */
-#define RUNTIME_EXIT_DIVERGED 86
 #define REPORT_MAX (16u << 20)
 
 static const char usage[] =
@@ -55,7 +53,9 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  -r, --report OUT.json      also write the runtime's report as JSON to OUT.json:\n"
-    "                             {\"status\": \"matched\"|\"diverged\"|\"unconsumed\"|\"error\",\n"
+    "                             {\"status\": \"" TT_REPORT_STATUS_MATCHED "\"|\""
+    TT_REPORT_STATUS_DIVERGED "\"|\"" TT_REPORT_STATUS_UNCONSUMED "\"|\"" TT_REPORT_STATUS_ERROR
+    "\",\n"
     "                             \"divergences\", \"message\", \"error\", \"thread\", \"seq\",\n"
     "                             \"reason\", \"expected\", \"actual\", \"history\",\n"
     "                             \"backtrace\", ...}; only \"status\" is always there.\n"
@@ -254,15 +254,16 @@ static int recorded_options(const tt_manifest *m, int *alloc, int *check_output)
 {
     char caller[TT_CALLER_MAX + 1];
     char *save = NULL, *tok;
+    size_t n = strlen(TT_CALLER_RECORD);
     memcpy(caller, m->caller, TT_CALLER_MAX);
     caller[TT_CALLER_MAX] = '\0';
     *alloc = *check_output = 0;
-    if (strncmp(caller, "tinytrace record", 16) != 0 || (caller[16] != '\0' && caller[16] != ' '))
+    if (strncmp(caller, TT_CALLER_RECORD, n) != 0 || (caller[n] != '\0' && caller[n] != ' '))
         return 0;
-    for (tok = strtok_r(caller + 16, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save)) {
-        if (strcmp(tok, "--alloc") == 0)
+    for (tok = strtok_r(caller + n, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save)) {
+        if (strcmp(tok, TT_CALLER_OPT_ALLOC) == 0)
             *alloc = 1;
-        else if (strcmp(tok, "--check-output") == 0)
+        else if (strcmp(tok, TT_CALLER_OPT_CHECK_OUTPUT) == 0)
             *check_output = 1;
     }
     return 1;
@@ -426,7 +427,7 @@ static int write_error_report(const char *path, const char *message)
         return errno;
     tj_init(&j, f);
     tj_object_begin(&j, NULL);
-    tj_str(&j, "status", "error");
+    tj_str(&j, "status", TT_REPORT_STATUS_ERROR);
     tj_str(&j, "message", message);
     tj_object_end(&j);
     tj_newline(&j);
@@ -477,13 +478,13 @@ static int verdict(const tool_jdoc *d, const char *file, const tt_manifest *m)
         return TOOL_EXIT_SYSTEM;
     }
     fflush(stdout);
-    if (strcmp(status, "matched") == 0) {
+    if (strcmp(status, TT_REPORT_STATUS_MATCHED) == 0) {
         fputs("tinytrace: replay matched the recording (", stderr);
         tool_print_text(stderr, file, strlen(file));
         fprintf(stderr, ": %" PRIu64 " events)\n", m->event_count);
         return TOOL_EXIT_OK;
     }
-    if (strcmp(status, "diverged") == 0) {
+    if (strcmp(status, TT_REPORT_STATUS_DIVERGED) == 0) {
         fputs("tinytrace: replay diverged from the recording", stderr);
         if (has_div && ndiv > 1)
             fprintf(stderr, " (%" PRIu64 " divergences)", ndiv);
@@ -498,7 +499,7 @@ static int verdict(const tool_jdoc *d, const char *file, const tt_manifest *m)
         fputc('\n', stderr);
         return TOOL_EXIT_DIVERGED;
     }
-    if (strcmp(status, "unconsumed") == 0) {
+    if (strcmp(status, TT_REPORT_STATUS_UNCONSUMED) == 0) {
         fputs("tinytrace: the program ended before the recording did", stderr);
         if (has_left)
             fprintf(stderr, " (%" PRIu64 " events left)", left);
@@ -512,7 +513,7 @@ static int verdict(const tool_jdoc *d, const char *file, const tt_manifest *m)
         }
         return TOOL_EXIT_EARLY_END;
     }
-    if (strcmp(status, "error") == 0) {
+    if (strcmp(status, TT_REPORT_STATUS_ERROR) == 0) {
         int code = err != NULL ? error_code(err) : 1;
         if (code == TT_E_DIVERGED || code == TT_E_END)
             rc = TOOL_EXIT_DIVERGED;
@@ -573,7 +574,7 @@ static int run(const struct replay *o, const tt_manifest *m, const char *path, c
         return TOOL_EXIT_SYSTEM;
     }
     snprintf(report, sizeof report, "%s/report.json", tmpl);
-    if (tool_setenv("TINYTRACE_REPORT", report) != TOOL_EXIT_OK) {
+    if (tool_setenv(TT_ENV_REPORT, report) != TOOL_EXIT_OK) {
         rmdir(tmpl);
         return TOOL_EXIT_SYSTEM;
     }
@@ -590,8 +591,10 @@ static int run(const struct replay *o, const tt_manifest *m, const char *path, c
     rmdir(tmpl);
 
     fflush(stdout);
-    if (e == 0 && WIFEXITED(status) && WEXITSTATUS(status) == RUNTIME_EXIT_DIVERGED &&
-        strstr(text, "\"status\": \"matched\"") == NULL)
+    /* the runtime's exit status only words the message (a program may exit with it on its
+     * own): the outcome comes from the report */
+    if (e == 0 && WIFEXITED(status) && WEXITSTATUS(status) == TT_RT_EXIT_DIVERGED &&
+        strstr(text, "\"status\": \"" TT_REPORT_STATUS_MATCHED "\"") == NULL)
         fprintf(stderr, "tinytrace: the program %s (the runtime stopped it)\n", how);
     else
         fprintf(stderr, "tinytrace: the program %s\n", how);
@@ -801,11 +804,11 @@ static int set_environment(const struct replay *o, const struct plan *p, const c
     if (tool_absolute_path(o->file, abs, sizeof abs) != 0)
         return tool_usage_error(prog, "cannot make '%s' an absolute path", o->file);
     if (tool_setenv("TINYTRACE_MODE", "replay") || tool_setenv("TINYTRACE_FILE", abs) ||
-        tool_setenv("TINYTRACE_KEEP_GOING", o->keep_going ? "1" : NULL) ||
+        tool_setenv(TT_ENV_KEEP_GOING, o->keep_going ? "1" : NULL) ||
         tool_setenv("TINYTRACE_ORDERED", o->ordered ? "1" : NULL) ||
-        tool_setenv("TINYTRACE_CHECK_OUTPUT", p->check_output ? "1" : NULL) ||
-        (p->known && tool_setenv("TINYTRACE_ALLOC", p->alloc ? "1" : NULL)) ||
-        tool_setenv("TINYTRACE_PID", NULL)) /* see cmd-record.c */
+        tool_setenv(TT_ENV_CHECK_OUTPUT, p->check_output ? "1" : NULL) ||
+        (p->known && tool_setenv(TT_ENV_ALLOC, p->alloc ? "1" : NULL)) ||
+        tool_setenv(TT_ENV_PID, NULL)) /* see cmd-record.c */
         return TOOL_EXIT_SYSTEM;
     if ((rc = tool_check_env(prog)) != TOOL_EXIT_OK)
         return rc;

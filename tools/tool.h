@@ -4,7 +4,10 @@
  * dispatches; tools/tool.c holds the helpers below; tools/opts.c the prologue every verb shares
  * (opts.h: options, operands, opening the trace) and tools/merge.c the recorded-order merge of
  * per-thread cursors (merge.h). Every verb uses the public API only (the tt_* functions of
- * <tinytrace/tinytrace.h>), never a private header of the library.
+ * <tinytrace/tinytrace.h>). The one private header of the library the tool may include is
+ * libtrace/instrument/protocol.h, the contract between the runtime and record/replay (names of
+ * environment variables, the runtime's exit status, the caller string, the report's strings):
+ * it holds names and numbers, no code, and both sides must agree on them.
  *
  * A verb is `int cmd_<verb>(int argc, char **argv)`: argv[0] is "tinytrace <verb>" (so getopt's
  * own messages name the verb), the options and operands follow. It returns one of the exit codes
