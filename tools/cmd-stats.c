@@ -52,16 +52,24 @@ static uint64_t ns(const struct ctx *c, uint64_t ticks)
     return tool_ticks_to_ns(ticks, c->t->m.ticks_per_sec);
 }
 
-static void print_text(const struct ctx *c)
+/* The frames and the events of each kind, over all threads. */
+static void totals(const struct ctx *c, uint64_t *frames, uint64_t kinds[TT_EV_KIND_MAX + 1])
 {
-    const tt_manifest *m = &c->t->m;
-    uint64_t frames = 0, kinds[TT_EV_KIND_MAX + 1] = {0};
-    for (uint32_t i = 0; i < m->thread_count; i++) {
+    *frames = 0;
+    memset(kinds, 0, (TT_EV_KIND_MAX + 1) * sizeof kinds[0]);
+    for (uint32_t i = 0; i < c->t->m.thread_count; i++) {
         const tt_index_thread *ti = tt_index_thread_info(c->ix, i);
-        frames += ti->frames;
+        *frames += ti->frames;
         for (unsigned k = 1; k <= TT_EV_KIND_MAX; k++)
             kinds[k] += ti->kinds[k];
     }
+}
+
+static void print_text(const struct ctx *c)
+{
+    const tt_manifest *m = &c->t->m;
+    uint64_t frames, kinds[TT_EV_KIND_MAX + 1];
+    totals(c, &frames, kinds);
     printf("%s: %" PRIu64 " events, %" PRIu64 " frames, %u threads, %u functions called\n",
            c->t->path, m->event_count, frames, m->thread_count, c->nrows);
     printf("\nfunctions (by self time)\n%14s %14s %10s %12s %14s %5s  %s\n", "SELF_NS", "TOTAL_NS",
@@ -97,13 +105,8 @@ static void print_json(const struct ctx *c)
 {
     const tt_manifest *m = &c->t->m;
     tool_json j;
-    uint64_t frames = 0, kinds[TT_EV_KIND_MAX + 1] = {0};
-    for (uint32_t i = 0; i < m->thread_count; i++) {
-        const tt_index_thread *ti = tt_index_thread_info(c->ix, i);
-        frames += ti->frames;
-        for (unsigned k = 1; k <= TT_EV_KIND_MAX; k++)
-            kinds[k] += ti->kinds[k];
-    }
+    uint64_t frames, kinds[TT_EV_KIND_MAX + 1];
+    totals(c, &frames, kinds);
     tj_init(&j, stdout);
     tj_object_begin(&j, NULL);
     tj_str(&j, "file", c->t->path);
