@@ -26,10 +26,10 @@
  * The threads are compared one pair after the other, so a difference is found after reading
  * only the threads before it and the difference's own thread up to it.
  */
+#include "opts.h"
 #include "progress.h"
 #include "tool.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -832,52 +832,47 @@ static int run_diff(struct diff *d)
     return differing == 0 ? TOOL_EXIT_OK : TOOL_EXIT_DIVERGED;
 }
 
+static int take_option(void *ctx, const char *prog, int c, const char *arg)
+{
+    struct diff *d = ctx;
+    uint64_t v;
+    if (c != 'c')
+        return tool_usage_hint(prog);
+    if (tool_parse_u64(prog, "--context", arg, 0, CONTEXT_MAX, &v))
+        return TOOL_EXIT_USAGE;
+    d->context = (unsigned)v;
+    return TOOL_EXIT_OK;
+}
+
 int cmd_diff(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"json", no_argument, NULL, 'j'},
         {"context", required_argument, NULL, 'c'},
-        {"max-memory", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    static const tool_verb verb = {.usage = usage,
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY,
+                                   .options = options,
+                                   .take = take_option,
+                                   .operands = TOOL_OPERANDS_ANY};
     struct diff d;
-    uint64_t max_mb = 0, v;
-    tt_reader_limits lim;
-    int c, rc;
+    tool_opts o;
+    int rc;
 
     memset(&d, 0, sizeof d);
     d.context = CONTEXT_DEFAULT;
-    while ((c = getopt_long(argc, argv, "jc:h", options, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            d.json = 1;
-            break;
-        case 'c':
-            if (tool_parse_u64(argv[0], "--context", optarg, 0, CONTEXT_MAX, &v))
-                return TOOL_EXIT_USAGE;
-            d.context = (unsigned)v;
-            break;
-        case 'm':
-            if (tool_parse_u64(argv[0], "--max-memory", optarg, 1, UINT64_MAX >> 20, &max_mb))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return tool_finish_stdout(TOOL_EXIT_OK);
-        default:
-            return tool_usage_hint(argv[0]);
-        }
-    }
-    if (argc - optind != 2)
-        return tool_usage_error(argv[0], "takes two files, A and B, not %d", argc - optind);
-    d.pa = argv[optind];
-    d.pb = argv[optind + 1];
+    if ((rc = tool_opts_parse(&o, &verb, &d, argc, argv)) != TOOL_GO_ON)
+        return rc;
+    if (argc - o.first != 2)
+        return tool_usage_error(argv[0], "takes two files, A and B, not %d", argc - o.first);
+    d.json = o.json;
+    d.pa = argv[o.first];
+    d.pb = argv[o.first + 1];
 
-    tool_limits(&lim, max_mb);
-    rc = tool_trace_probe(&d.ta, d.pa, &lim, TT_CURSORS_PER_THREAD);
+    /* both manifests before either reader: a file that is not a trace is named first */
+    rc = tool_trace_start(&d.ta, d.pa, &o, TT_CURSORS_PER_THREAD, TOOL_TRACE_PROBE);
     if (rc == TOOL_EXIT_OK)
-        rc = tool_trace_probe(&d.tb, d.pb, &lim, TT_CURSORS_PER_THREAD);
+        rc = tool_trace_start(&d.tb, d.pb, &o, TT_CURSORS_PER_THREAD, TOOL_TRACE_PROBE);
     if (rc == TOOL_EXIT_OK)
         rc = tool_trace_open(&d.ta);
     if (rc == TOOL_EXIT_OK)

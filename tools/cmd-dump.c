@@ -1,13 +1,12 @@
 /* tinytrace dump — every event of a trace, one per line, in recorded order.
  *
  * The recorded order is the total order (time, thread, seq) of event.h. Chunks in the file are in
- * the order the swapper wrote them, not in that order, so the dump is a k-way merge: the reader
- * is opened with one cursor per recorded thread (TT_CURSORS_PER_THREAD); each cursor yields its
- * thread's events in program order, the head of each (tt_reader_peek) sits in a binary min-heap
- * keyed by (time, thread, seq), and the smallest head is printed and its cursor advanced. Memory
- * is one chunk buffer per thread (the reader's capacity) plus a heap of thread count entries,
- * and for text the ring the printer thread shares (8 batches of 1024 lines and their text,
- * about 1 MiB); time is O(events * log threads).
+ * the order the swapper wrote them, not in that order, so the dump is the tool's k-way merge
+ * (merge.h): the reader is opened with one cursor per recorded thread (TT_CURSORS_PER_THREAD),
+ * the heads of the cursors sit in a binary min-heap, and the smallest head is printed and its
+ * cursor advanced. Memory is one chunk buffer per thread (the reader's capacity) plus a heap of
+ * thread count entries, and for text the ring the printer thread shares (8 batches of 1024 lines
+ * and their text, about 1 MiB); time is O(events * log threads).
  *
  * With --thread N only cursor N is read: within a thread, program order is the recorded order.
  *
@@ -16,10 +15,11 @@
  * payload bytes against the manifest. The chained checksum over all chunks in file order is left
  * to verify: per-thread cursors do not visit the chunks in file order.
  */
+#include "merge.h"
+#include "opts.h"
 #include "tool.h"
 
 #include <assert.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdalign.h>
@@ -681,71 +681,6 @@ static void print_event_json(const tool_trace *t, const tt_event *ev)
     tj_newline(&j);
 }
 
-/* ---- the merge ---- */
-
-struct merge {
-    const tt_event **heads; /* heads[c]: cursor c's peeked head (the reader's), while in the heap */
-    uint32_t *heap;    /* cursor numbers, heap-ordered by their heads */
-    uint32_t len;
-};
-
-/* The total order of a recording: (time, thread, seq). */
-static int head_before(const struct merge *mg, uint32_t a, uint32_t b)
-{
-    const tt_event *x = mg->heads[a], *y = mg->heads[b];
-    if (x->time != y->time)
-        return x->time < y->time;
-    if (x->tp.thread != y->tp.thread)
-        return x->tp.thread < y->tp.thread;
-    if (x->tp.seq != y->tp.seq)
-        return x->tp.seq < y->tp.seq;
-    return a < b;
-}
-
-static void sift_down(struct merge *mg, uint32_t i)
-{
-    for (;;) {
-        uint32_t l = 2 * i + 1, r = l + 1, m = i, tmp;
-        if (l < mg->len && head_before(mg, mg->heap[l], mg->heap[m]))
-            m = l;
-        if (r < mg->len && head_before(mg, mg->heap[r], mg->heap[m]))
-            m = r;
-        if (m == i)
-            return;
-        tmp = mg->heap[i];
-        mg->heap[i] = mg->heap[m];
-        mg->heap[m] = tmp;
-        i = m;
-    }
-}
-
-static void sift_up(struct merge *mg, uint32_t i)
-{
-    while (i > 0) {
-        uint32_t parent = (i - 1) / 2, tmp;
-        if (!head_before(mg, mg->heap[i], mg->heap[parent]))
-            return;
-        tmp = mg->heap[i];
-        mg->heap[i] = mg->heap[parent];
-        mg->heap[parent] = tmp;
-        i = parent;
-    }
-}
-
-/* Peeks cursor @c; on an event, puts it into the heap. Returns TT_OK, TT_E_END or an error. */
-static int load_head(tool_trace *t, struct merge *mg, uint32_t c, tt_error_info *err)
-{
-    int rc;
-    /* @err was initialized once: the reader fills it on a failure, and a failure ends the
-     * dump, so it never needs clearing between events */
-    rc = tt_reader_peek_ref(t->r, c, &mg->heads[c], err);
-    if (rc == TT_OK) {
-        mg->heap[mg->len] = c;
-        sift_up(mg, mg->len++);
-    }
-    return rc;
-}
-
 struct filter {
     int json;
     int one_thread;
@@ -882,151 +817,148 @@ static int find_start(tool_trace *t, tt_index *ix, const struct filter *flt, str
     return TT_OK;
 }
 
-static int dump(tool_trace *t, const struct filter *flt)
+/* ---- the dump ---- */
+
+/* One dump: the merge of the cursors, the printer, where --from starts, what was read. */
+struct dump {
+    tool_trace *t;
+    const struct filter *flt;
+    tool_merge mg;
+    struct pipe pp;
+    struct start st;
+    tt_error_info err; /* initialized once: the reader fills it on the failure that ends the dump */
+    int seeking;       /* --from: events are still passed over (see struct start) */
+    uint64_t read, payload, printed;
+};
+
+/* The merge, the printer's ring, and which cursors take part (all of them unless --from says
+ * otherwise). Reports a failure and returns its exit code. */
+static int dump_alloc(struct dump *d)
 {
-    struct merge mg = {0};
-    tt_error_info err;
-    uint64_t read = 0, payload = 0, expected;
-    uint32_t ncur = t->cap.cursors;
-    int rc = TT_OK, code;
-
-    if (flt->one_thread && flt->thread >= ncur) {
-        tool_error("%s: the trace has no thread %" PRIu32 " (it has %" PRIu32 ")", t->path,
-                   flt->thread, ncur);
-        return TOOL_EXIT_USAGE;
-    }
-    struct pipe pp = {0};
-    mg.heads = calloc(ncur ? ncur : 1, sizeof *mg.heads);
-    mg.heap = calloc(ncur ? ncur : 1, sizeof *mg.heap);
-    if (mg.heads == NULL || mg.heap == NULL || (!flt->json && pipe_init(&pp, t) != 0)) {
-        free(mg.heads);
-        free(mg.heap);
-        pipe_finish(&pp);
-        tool_error("%s: out of memory for %" PRIu32 " cursors", t->path, ncur);
+    uint32_t ncur = d->t->cap.cursors;
+    if (tool_merge_init(&d->mg, d->t->r, ncur) != TT_OK ||
+        (!d->flt->json && pipe_init(&d->pp, d->t) != 0)) {
+        tool_error("%s: out of memory for %" PRIu32 " cursors", d->t->path, ncur);
         return TOOL_EXIT_SYSTEM;
     }
-
-    tool_error_info_init(&err);
-    struct start st = {0};
-    tt_index *ix = NULL;
-    uint64_t printed = 0;
-    int seeking = flt->from_set;
-    st.use = malloc(ncur ? ncur : 1);
-    if (st.use == NULL) {
-        free(mg.heads);
-        free(mg.heap);
-        pipe_finish(&pp);
-        tool_error("%s: out of memory", t->path);
+    d->st.use = malloc(ncur ? ncur : 1);
+    if (d->st.use == NULL) {
+        tool_error("%s: out of memory", d->t->path);
         return TOOL_EXIT_SYSTEM;
     }
-    memset(st.use, 1, ncur ? ncur : 1);
-    if (flt->from_set) {
-        rc = tt_index_open(t->r, &t->lim, &ix, &err);
-        if (rc == TT_E_INVAL) {
-            /* no index tables: read from the start and pass over what comes before */
-            fprintf(stderr, "tinytrace: %s: %s; reading from the start\n", t->path,
-                    tool_strip_path(err.message, t->path));
-            rc = TT_OK;
-            tool_error_info_init(&err);
-            if (flt->from_time)
-                st.skip_before_time = tool_ns_to_ticks(flt->from, t->m.ticks_per_sec);
-            else if (flt->one_thread)
-                st.skip_seq = flt->from;
-            else
-                st.skip_more = flt->from, st.global = 0;
-        } else if (rc == TT_OK) {
-            rc = find_start(t, ix, flt, &st, &err);
-            if (rc == TT_OK && st.global)
-                st.skip_more = flt->from; /* minus the events found before, see below */
-        }
-        if (rc != TT_OK) {
-            free(mg.heads);
-            free(mg.heap);
-            free(st.use);
-            pipe_finish(&pp);
-            tt_index_close(ix);
-            return tool_report(t->path, "seeking", rc, &err);
-        }
+    memset(d->st.use, 1, ncur ? ncur : 1);
+    return TOOL_EXIT_OK;
+}
+
+/* --from: puts the cursors where the seek index says the start is, or, in a file without index
+ * tables, sets the dump to pass over everything before it. Reports a failure. */
+static int dump_seek(struct dump *d)
+{
+    tool_trace *t = d->t;
+    const struct filter *flt = d->flt;
+    int rc = tt_index_open(t->r, &t->lim, &t->ix, &d->err);
+
+    if (rc == TT_E_INVAL) {
+        /* no index tables: read from the start and pass over what comes before */
+        fprintf(stderr, "tinytrace: %s: %s; reading from the start\n", t->path,
+                tool_strip_path(d->err.message, t->path));
+        rc = TT_OK;
+        tool_error_info_init(&d->err);
+        if (flt->from_time)
+            d->st.skip_before_time = tool_ns_to_ticks(flt->from, t->m.ticks_per_sec);
+        else if (flt->one_thread)
+            d->st.skip_seq = flt->from;
+        else
+            d->st.skip_more = flt->from, d->st.global = 0;
+    } else if (rc == TT_OK) {
+        rc = find_start(t, t->ix, flt, &d->st, &d->err);
+        if (rc == TT_OK && d->st.global)
+            d->st.skip_more = flt->from; /* minus the events found before, see dump_heads */
     }
-    for (uint32_t c = 0; c < ncur && rc == TT_OK; c++) {
-        if ((flt->one_thread && c != flt->thread) || !st.use[c])
+    if (rc != TT_OK)
+        return tool_report(t->path, "seeking", rc, &d->err);
+    return TOOL_EXIT_OK;
+}
+
+/* Puts the cursors that take part into the merge. TT_OK or the reader's error. */
+static int dump_heads(struct dump *d)
+{
+    int rc = TT_OK;
+    for (uint32_t c = 0; c < d->t->cap.cursors && rc == TT_OK; c++) {
+        if ((d->flt->one_thread && c != d->flt->thread) || !d->st.use[c])
             continue;
-        rc = load_head(t, &mg, c, &err);
-        if (rc == TT_E_END)
-            rc = TT_OK;
+        rc = tool_merge_add(&d->mg, c, &d->err);
     }
-    if (st.global)
-        st.skip_more -= st.before < st.skip_more ? st.before : st.skip_more;
-    tool_progress_begin("dump: reading events", 0);
-    while (rc == TT_OK && mg.len > 0 && printed < flt->count) {
-        uint32_t c = mg.heap[0];
-        const tt_event *ev = mg.heads[c];
-        int show = 1;
-        if (seeking) {
-            if (ev->time < st.skip_before_time || ev->tp.seq < st.skip_seq) {
-                show = 0;
-                if (st.global && st.skip_more)
-                    st.skip_more--; /* an event before T: it counts towards SEQ */
-            } else if (st.skip_more) {
-                show = 0;
-                st.skip_more--;
-            } else {
-                seeking = 0;
-            }
-        }
-        if (show &&
+    if (d->st.global)
+        d->st.skip_more -= d->st.before < d->st.skip_more ? d->st.before : d->st.skip_more;
+    return rc;
+}
+
+/* Whether @ev comes before the start --from asked for (it is passed over, not shown). */
+static int before_start(struct dump *d, const tt_event *ev)
+{
+    struct start *st = &d->st;
+    if (!d->seeking)
+        return 0;
+    if (ev->time < st->skip_before_time || ev->tp.seq < st->skip_seq) {
+        if (st->global && st->skip_more)
+            st->skip_more--; /* an event before T: it counts towards SEQ */
+        return 1;
+    }
+    if (st->skip_more) {
+        st->skip_more--;
+        return 1;
+    }
+    d->seeking = 0;
+    return 0;
+}
+
+/* The merge: every event in recorded order, shown when it passes the filter, until the cursors
+ * end or --count events were shown. TT_OK or the reader's error. */
+static int dump_events(struct dump *d)
+{
+    const struct filter *flt = d->flt;
+    const tt_event *ev;
+    int rc = TT_OK;
+
+    while (rc == TT_OK && (ev = tool_merge_head(&d->mg)) != NULL && d->printed < flt->count) {
+        if (!before_start(d, ev) &&
             (flt->kinds == 0 || (ev->kind < 32 && (flt->kinds & (UINT32_C(1) << ev->kind))))) {
             if (flt->json)
-                print_event_json(t, ev);
+                print_event_json(d->t, ev);
             else
-                pipe_put(&pp, ev);
-            printed++;
+                pipe_put(&d->pp, ev);
+            d->printed++;
         }
-        read++;
-        tool_progress_update(read);
-        payload += ev->payload_len;
-        tt_reader_advance(t->r, c);
-        /* take c out of the heap and put it back with its next head, if it has one */
-        mg.heap[0] = mg.heap[--mg.len];
-        sift_down(&mg, 0);
-        rc = load_head(t, &mg, c, &err);
-        if (rc == TT_E_END)
-            rc = TT_OK;
+        d->read++;
+        tool_progress_update(d->read);
+        d->payload += ev->payload_len;
+        rc = tool_merge_next(&d->mg, &d->err);
     }
-    int lost = !flt->json && pipe_finish(&pp) != 0;
-    tool_progress_end();
-    free(mg.heads);
-    free(mg.heap);
-    free(st.use);
-    tt_index_close(ix);
+    return rc;
+}
 
-    if (lost) {
-        tool_error("%s: out of memory while printing: lines are missing from the output",
-                   t->path);
-        return TOOL_EXIT_SYSTEM;
-    }
-    if (rc != TT_OK) {
-        char what[64];
-        snprintf(what, sizeof what, "after %" PRIu64 " events", read);
-        return tool_report(t->path, what, rc, &err);
-    }
+/* After a whole dump: the counts the file promised. Reports a difference and returns its exit
+ * code. */
+static int check_totals(const struct dump *d)
+{
+    const tool_trace *t = d->t;
+    const struct filter *flt = d->flt;
+    uint64_t expected = t->m.event_count;
+    int code;
 
-    if (flt->from_set || flt->count != UINT64_MAX)
-        return TOOL_EXIT_OK; /* a part of the stream: its cursors' own checks are all there is */
-    /* Every cursor ended: the count must be the one the file promises. */
-    expected = t->m.event_count;
     if (flt->one_thread) {
         const tt_thread_entry *e = tt_reader_thread(t->r, flt->thread);
-        expected = e != NULL ? e->event_count : read;
+        expected = e != NULL ? e->event_count : d->read;
     }
-    if (read != expected) {
-        tool_error("%s: read %" PRIu64 " events, but the %s says %" PRIu64, t->path, read,
+    if (d->read != expected) {
+        tool_error("%s: read %" PRIu64 " events, but the %s says %" PRIu64, t->path, d->read,
                    flt->one_thread ? "thread table" : "manifest", expected);
         return TOOL_EXIT_CORRUPT;
     }
-    if (!flt->one_thread && payload != t->m.payload_bytes) {
+    if (!flt->one_thread && d->payload != t->m.payload_bytes) {
         tool_error("%s: read %" PRIu64 " payload bytes, but the manifest says %" PRIu64, t->path,
-                   payload, t->m.payload_bytes);
+                   d->payload, t->m.payload_bytes);
         return TOOL_EXIT_CORRUPT;
     }
     /* The reader refuses an incomplete file when it is opened (FORMAT.md 11.3); should it ever
@@ -1041,77 +973,104 @@ static int dump(tool_trace *t, const struct filter *flt)
     return TOOL_EXIT_OK;
 }
 
+static int run_dump(tool_trace *t, const struct filter *flt)
+{
+    struct dump d = {.t = t, .flt = flt, .seeking = flt->from_set};
+    int rc, lost;
+
+    /* --thread N is one of the trace's (tool_trace_start), and has cursor N */
+    tool_error_info_init(&d.err);
+    rc = dump_alloc(&d);
+    if (rc == TOOL_EXIT_OK && flt->from_set)
+        rc = dump_seek(&d);
+    if (rc != TOOL_EXIT_OK) {
+        tool_merge_free(&d.mg);
+        pipe_finish(&d.pp);
+        free(d.st.use);
+        return rc;
+    }
+    rc = dump_heads(&d);
+    tool_progress_begin("dump: reading events", 0);
+    if (rc == TT_OK)
+        rc = dump_events(&d);
+    lost = !flt->json && pipe_finish(&d.pp) != 0;
+    tool_progress_end();
+    tool_merge_free(&d.mg);
+    free(d.st.use);
+
+    if (lost) {
+        tool_error("%s: out of memory while printing: lines are missing from the output",
+                   t->path);
+        return TOOL_EXIT_SYSTEM;
+    }
+    if (rc != TT_OK) {
+        char what[64];
+        snprintf(what, sizeof what, "after %" PRIu64 " events", d.read);
+        return tool_report(t->path, what, rc, &d.err);
+    }
+    if (flt->from_set || flt->count != UINT64_MAX)
+        return TOOL_EXIT_OK; /* a part of the stream: its cursors' own checks are all there is */
+    return check_totals(&d); /* every cursor ended: the counts must be the ones promised */
+}
+
+/* ---- the command line ---- */
+
+static int take_option(void *ctx, const char *prog, int c, const char *arg)
+{
+    struct filter *flt = ctx;
+
+    switch (c) {
+    case 'k':
+        return parse_kinds(prog, arg, &flt->kinds);
+    case 'f':
+        flt->from_set = 1;
+        if (tool_parse_time_ns(arg, &flt->from) == 0) {
+            flt->from_time = 1;
+            return TOOL_EXIT_OK;
+        }
+        return tool_parse_u64(prog, "--from (a sequence number, or a time with a unit: ns, us, "
+                              "ms, s)", arg, 0, UINT64_MAX, &flt->from);
+    case 'n':
+        return tool_parse_u64(prog, "--count", arg, 0, UINT64_MAX, &flt->count);
+    default:
+        return tool_usage_hint(prog);
+    }
+}
+
+static void print_kinds(FILE *f)
+{
+    fputs("\nEvent kinds:", f);
+    for (unsigned k = 1; k <= TT_EV_KIND_MAX; k++)
+        fprintf(f, " %s", tt_event_kind_name(k));
+    fputc('\n', f);
+}
+
 int cmd_dump(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"thread", required_argument, NULL, 't'},
         {"kind", required_argument, NULL, 'k'},
         {"from", required_argument, NULL, 'f'},
         {"count", required_argument, NULL, 'n'},
-        {"max-memory", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct filter flt = {0};
-    flt.count = UINT64_MAX;
-    uint64_t max_mb = 0, v;
-    tt_reader_limits lim;
+    static const tool_verb verb = {.usage = usage,
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_THREAD | TOOL_OPT_MAX_MEMORY,
+                                   .options = options,
+                                   .take = take_option,
+                                   .more_help = print_kinds};
+    struct filter flt = {.count = UINT64_MAX};
+    tool_opts o;
     tool_trace t;
-    int c, rc;
+    int rc;
 
-    while ((c = getopt_long(argc, argv, "jt:k:f:n:h", options, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            flt.json = 1;
-            break;
-        case 't':
-            if (tool_parse_u64(argv[0], "--thread", optarg, 0, UINT32_MAX, &v))
-                return TOOL_EXIT_USAGE;
-            flt.one_thread = 1;
-            flt.thread = (uint32_t)v;
-            break;
-        case 'k':
-            if (parse_kinds(argv[0], optarg, &flt.kinds))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'f':
-            flt.from_set = 1;
-            if (tool_parse_time_ns(optarg, &flt.from) == 0) {
-                flt.from_time = 1;
-            } else if (tool_parse_u64(argv[0], "--from (a sequence number, or a time with a "
-                                      "unit: ns, us, ms, s)", optarg, 0, UINT64_MAX, &flt.from)) {
-                return TOOL_EXIT_USAGE;
-            }
-            break;
-        case 'n':
-            if (tool_parse_u64(argv[0], "--count", optarg, 0, UINT64_MAX, &flt.count))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'm':
-            if (tool_parse_u64(argv[0], "--max-memory", optarg, 1, UINT64_MAX >> 20, &max_mb))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            fputs("\nEvent kinds:", stdout);
-            for (unsigned k = 1; k <= TT_EV_KIND_MAX; k++)
-                printf(" %s", tt_event_kind_name(k));
-            fputc('\n', stdout);
-            return tool_finish_stdout(TOOL_EXIT_OK);
-        default:
-            return tool_usage_hint(argv[0]);
-        }
-    }
-    if ((c = tool_one_operand(argc, argv, optind)) != TOOL_EXIT_OK)
-        return c;
-
-    tool_limits(&lim, max_mb);
-    rc = tool_trace_probe(&t, argv[optind], &lim, TT_CURSORS_PER_THREAD);
+    if ((rc = tool_opts_parse(&o, &verb, &flt, argc, argv)) != TOOL_GO_ON)
+        return rc;
+    flt.json = o.json;
+    flt.one_thread = o.one_thread;
+    flt.thread = o.thread;
+    rc = tool_trace_start(&t, o.file, &o, TT_CURSORS_PER_THREAD, TOOL_TRACE_OPEN);
     if (rc == TOOL_EXIT_OK)
-        rc = tool_trace_open(&t);
-    if (rc == TOOL_EXIT_OK)
-        rc = dump(&t, &flt);
+        rc = run_dump(&t, &flt);
     tool_trace_close(&t);
     /* an output error (a closed pipe, a full disk) outranks the verdict: the output is lost */
     return tool_finish_stdout(rc) == TOOL_EXIT_SYSTEM ? TOOL_EXIT_SYSTEM : rc;

@@ -33,12 +33,12 @@
  * the file (as post-order puts it) inside its child. Recorded events are tens of nanoseconds
  * apart, so this only ever moves a call whose clock reading did not advance.
  */
+#include "opts.h"
 #include "progress.h"
 #include "tool.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio_ext.h>
 #include <stdlib.h>
@@ -556,140 +556,154 @@ static void print_summary(const struct export *x, int json, const char *out)
     fputc('\n', stderr);
 }
 
-int cmd_export(int argc, char **argv)
+/* ---- the command line and the output file ---- */
+
+enum { OPT_MAX_OPEN = 256 };
+
+struct export_options {
+    struct export *x;
+    const char *out_path; /* -o; NULL: stdout */
+};
+
+static int take_option(void *ctx, const char *prog, int c, const char *arg)
 {
-    enum { OPT_MAX_OPEN = 256 };
-    static const struct option options[] = {
-        {"format", required_argument, NULL, 'f'},
-        {"output", required_argument, NULL, 'o'},
-        {"json", no_argument, NULL, 'j'},
-        {"max-open-calls", required_argument, NULL, OPT_MAX_OPEN},
-        {"max-memory", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    struct export x;
-    const char *out_path = NULL;
-    char *tmp_path = NULL;
-    uint64_t max_mb = 0;
-    tt_reader_limits lim;
+    struct export_options *eo = ctx;
+    switch (c) {
+    case 'f':
+        if (strcmp(arg, "chrome") != 0)
+            return tool_usage_error(prog, "unknown format '%s'; the formats are: chrome", arg);
+        return TOOL_EXIT_OK;
+    case 'o':
+        eo->out_path = arg;
+        return TOOL_EXIT_OK;
+    case OPT_MAX_OPEN:
+        return tool_parse_u64(prog, "--max-open-calls", arg, 1, UINT32_MAX, &eo->x->max_open);
+    default:
+        return tool_usage_hint(prog);
+    }
+}
+
+/* Opens x->out: @out_path as it is when it is a device or a FIFO, else a temporary file beside
+ * it (*@tmp_path, renamed by close_output), or stdout when @out_path is NULL. Reports a
+ * failure and returns its exit code. */
+static int open_output(struct export *x, const char *out_path, char **tmp_path)
+{
     struct stat st;
-    int c, rc, json = 0, fd;
+    int fd;
 
-    memset(&x, 0, sizeof x);
-    x.max_open = MAX_OPEN_DEFAULT;
-    while ((c = getopt_long(argc, argv, "f:o:jh", options, NULL)) != -1) {
-        switch (c) {
-        case 'f':
-            if (strcmp(optarg, "chrome") != 0)
-                return tool_usage_error(argv[0], "unknown format '%s'; the formats are: chrome",
-                                        optarg);
-            break;
-        case 'o':
-            out_path = optarg;
-            break;
-        case 'j':
-            json = 1;
-            break;
-        case OPT_MAX_OPEN:
-            if (tool_parse_u64(argv[0], "--max-open-calls", optarg, 1, UINT32_MAX, &x.max_open))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'm':
-            if (tool_parse_u64(argv[0], "--max-memory", optarg, 1, UINT64_MAX >> 20, &max_mb))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return tool_finish_stdout(TOOL_EXIT_OK);
-        default:
-            return tool_usage_hint(argv[0]);
-        }
+    *tmp_path = NULL;
+    if (out_path == NULL) {
+        x->out = stdout;
+        return TOOL_EXIT_OK;
     }
-    if ((c = tool_one_operand(argc, argv, optind)) != TOOL_EXIT_OK)
-        return c;
-    if (out_path != NULL && strcmp(out_path, "-") == 0)
-        out_path = NULL;
-    if (json && out_path == NULL)
-        return tool_usage_error(argv[0], "--json prints the summary on stdout: it needs -o FILE");
-
-    tool_limits(&lim, max_mb);
-    rc = tool_trace_probe(&x.t, argv[optind], &lim, TT_CURSORS_SEQUENTIAL);
-    if (rc == TOOL_EXIT_OK)
-        rc = tool_trace_open(&x.t);
-    if (rc != TOOL_EXIT_OK) {
-        tool_trace_close(&x.t);
-        return rc;
-    }
-    x.pid = x.t.m.pid;
-
-    if (out_path != NULL && stat(out_path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (stat(out_path, &st) == 0 && !S_ISREG(st.st_mode)) {
         /* a device, a FIFO: written as it is. A temporary file renamed over it would replace
          * /dev/null or a pipe with a regular file. */
         fd = open(out_path, O_WRONLY | O_CLOEXEC);
-        x.out = fd >= 0 ? fdopen(fd, "w") : NULL;
-        if (x.out == NULL) {
+        x->out = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (x->out == NULL) {
             int e = errno;
             if (fd >= 0)
                 close(fd);
             tool_error("%s: cannot open: %s", out_path, strerror(e));
-            tool_trace_close(&x.t);
-            return TOOL_EXIT_SYSTEM;
-        }
-    } else if (out_path != NULL) {
-        /* a regular file is written beside its final name and renamed when whole: a failed
-         * export leaves no file that looks complete */
-        size_t n = strlen(out_path) + 32;
-        tmp_path = malloc(n);
-        if (tmp_path == NULL) {
-            tool_trace_close(&x.t);
-            tool_error("out of memory");
-            return TOOL_EXIT_SYSTEM;
-        }
-        snprintf(tmp_path, n, "%s.%ld.partial", out_path, (long)getpid());
-        fd = open(tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        x.out = fd >= 0 ? fdopen(fd, "w") : NULL;
-        if (x.out == NULL) {
-            int e = errno;
-            if (fd >= 0)
-                close(fd);
-            tool_error("%s: cannot create: %s", tmp_path, strerror(e));
-            free(tmp_path);
-            tool_trace_close(&x.t);
             return TOOL_EXIT_SYSTEM;
         }
     } else {
-        x.out = stdout;
+        /* a regular file is written beside its final name and renamed when whole: a failed
+         * export leaves no file that looks complete */
+        size_t n = strlen(out_path) + 32;
+        *tmp_path = malloc(n);
+        if (*tmp_path == NULL) {
+            tool_error("out of memory");
+            return TOOL_EXIT_SYSTEM;
+        }
+        snprintf(*tmp_path, n, "%s.%ld.partial", out_path, (long)getpid());
+        fd = open(*tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        x->out = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (x->out == NULL) {
+            int e = errno;
+            if (fd >= 0)
+                close(fd);
+            tool_error("%s: cannot create: %s", *tmp_path, strerror(e));
+            return TOOL_EXIT_SYSTEM;
+        }
     }
-    if (x.out != stdout) {
-        setvbuf(x.out, NULL, _IOFBF, 1 << 20);
-        __fsetlocking(x.out, FSETLOCKING_BYCALLER); /* one thread writes it */
+    setvbuf(x->out, NULL, _IOFBF, 1 << 20);
+    __fsetlocking(x->out, FSETLOCKING_BYCALLER); /* one thread writes it */
+    return TOOL_EXIT_OK;
+}
+
+/* Closes a file x->out (not stdout) after an export that ended with @rc: a write error is an
+ * error, a whole temporary file is renamed to @out_path, any other is removed. Returns the
+ * export's exit code from here on. */
+static int close_output(struct export *x, int rc, const char *tmp_path, const char *out_path)
+{
+    const char *shown = tmp_path != NULL ? tmp_path : out_path;
+    int bad = ferror(x->out), e = errno;
+
+    if (fclose(x->out) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (rc == TOOL_EXIT_OK && bad) {
+        tool_error("%s: write error: %s", shown, strerror(e));
+        rc = TOOL_EXIT_SYSTEM;
+    }
+    if (tmp_path != NULL && rc == TOOL_EXIT_OK && rename(tmp_path, out_path) != 0) {
+        tool_error("%s: cannot rename to %s: %s", tmp_path, out_path, strerror(errno));
+        rc = TOOL_EXIT_SYSTEM;
+    }
+    if (tmp_path != NULL && rc != TOOL_EXIT_OK)
+        unlink(tmp_path);
+    return rc;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"format", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},
+        {"max-open-calls", required_argument, NULL, OPT_MAX_OPEN},
+        {NULL, 0, NULL, 0},
+    };
+    static const tool_verb verb = {.usage = usage,
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY,
+                                   .options = options,
+                                   .take = take_option};
+    struct export x;
+    struct export_options eo = {.x = &x};
+    char *tmp_path = NULL;
+    tool_opts o;
+    int rc;
+
+    memset(&x, 0, sizeof x);
+    x.max_open = MAX_OPEN_DEFAULT;
+    if ((rc = tool_opts_parse(&o, &verb, &eo, argc, argv)) != TOOL_GO_ON)
+        return rc;
+    if (eo.out_path != NULL && strcmp(eo.out_path, "-") == 0)
+        eo.out_path = NULL;
+    if (o.json && eo.out_path == NULL)
+        return tool_usage_error(argv[0], "--json prints the summary on stdout: it needs -o FILE");
+
+    rc = tool_trace_start(&x.t, o.file, &o, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_OPEN);
+    if (rc == TOOL_EXIT_OK) {
+        x.pid = x.t.m.pid;
+        rc = open_output(&x, eo.out_path, &tmp_path);
+    }
+    if (rc != TOOL_EXIT_OK) {
+        free(tmp_path);
+        tool_trace_close(&x.t);
+        return rc;
     }
 
     fputs("{\"traceEvents\":[\n", x.out);
     rc = export_events(&x);
     if (rc == TOOL_EXIT_OK)
         write_trailer(&x);
-    if (x.out != stdout) {
-        const char *shown = tmp_path != NULL ? tmp_path : out_path;
-        int bad = ferror(x.out), e = errno;
-        if (fclose(x.out) != 0 && !bad) {
-            bad = 1;
-            e = errno;
-        }
-        if (rc == TOOL_EXIT_OK && bad) {
-            tool_error("%s: write error: %s", shown, strerror(e));
-            rc = TOOL_EXIT_SYSTEM;
-        }
-        if (tmp_path != NULL && rc == TOOL_EXIT_OK && rename(tmp_path, out_path) != 0) {
-            tool_error("%s: cannot rename to %s: %s", tmp_path, out_path, strerror(errno));
-            rc = TOOL_EXIT_SYSTEM;
-        }
-        if (tmp_path != NULL && rc != TOOL_EXIT_OK)
-            unlink(tmp_path);
-    }
+    if (x.out != stdout)
+        rc = close_output(&x, rc, tmp_path, eo.out_path);
     if (rc == TOOL_EXIT_OK)
-        print_summary(&x, json, out_path != NULL ? out_path : "-");
+        print_summary(&x, o.json, eo.out_path != NULL ? eo.out_path : "-");
     for (uint32_t id = 0; x.threads != NULL && id < x.t.m.thread_count; id++)
         free(x.threads[id].stack);
     free(x.threads);

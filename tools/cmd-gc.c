@@ -8,12 +8,12 @@
  * unrelated process, the file is kept (the safe side). What cannot be removed is reported, and
  * gc still exits 0: it is a cleanup, not a check.
  */
+#include "opts.h"
 #include "tool.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,29 +66,33 @@ static int is_trace(int dirfd, const char *name)
     return ok;
 }
 
+static int take_option(void *ctx, const char *prog, int c, const char *arg)
+{
+    (void)arg;
+    if (c != 'n')
+        return tool_usage_hint(prog);
+    *(int *)ctx = 1; /* --dry-run */
+    return TOOL_EXIT_OK;
+}
+
 int cmd_gc(int argc, char **argv)
 {
     static const struct option options[] = {
         {"dry-run", no_argument, NULL, 'n'},
-        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int c, dry = 0;
-    while ((c = getopt_long(argc, argv, "nh", options, NULL)) != -1) {
-        switch (c) {
-        case 'n':
-            dry = 1;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return tool_finish_stdout(TOOL_EXIT_OK);
-        default:
-            return tool_usage_hint(argv[0]);
-        }
-    }
-    if (argc - optind > 1)
-        return tool_usage_error(argv[0], "takes at most one DIR, not %d", argc - optind);
-    const char *dir = optind < argc ? argv[optind] : ".";
+    static const tool_verb verb = {.usage = usage,
+                                   .options = options,
+                                   .take = take_option,
+                                   .operands = TOOL_OPERANDS_ANY};
+    tool_opts o;
+    int rc, dry = 0;
+
+    if ((rc = tool_opts_parse(&o, &verb, &dry, argc, argv)) != TOOL_GO_ON)
+        return rc;
+    if (argc - o.first > 1)
+        return tool_usage_error(argv[0], "takes at most one DIR, not %d", argc - o.first);
+    const char *dir = o.first < argc ? argv[o.first] : ".";
     DIR *d = opendir(dir);
     if (!d) {
         fprintf(stderr, "tinytrace gc: cannot read %s: %s\n", dir, strerror(errno));

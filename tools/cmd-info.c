@@ -4,9 +4,9 @@
  * chunk is read, so this is cheap on any size of file. When the manifest reads but the tables do
  * not, the manifest is still printed and the error follows it.
  */
+#include "opts.h"
 #include "tool.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -193,45 +193,22 @@ static void print_threads_json(tool_json *j, const tool_trace *t)
 
 int cmd_info(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"max-memory", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int json = 0, c, rc;
-    uint64_t max_mb = 0;
-    tt_reader_limits lim;
+    static const tool_verb verb = {.usage = usage,
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY};
+    tool_opts o;
     tool_trace t;
     tool_json j;
+    int rc;
 
-    while ((c = getopt_long(argc, argv, "jh", options, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = 1;
-            break;
-        case 'm':
-            if (tool_parse_u64(argv[0], "--max-memory", optarg, 1, UINT64_MAX >> 20, &max_mb))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return tool_finish_stdout(TOOL_EXIT_OK);
-        default: /* getopt named the option */
-            return tool_usage_hint(argv[0]);
-        }
-    }
-    if ((c = tool_one_operand(argc, argv, optind)) != TOOL_EXIT_OK)
-        return c;
-
-    tool_limits(&lim, max_mb);
-    rc = tool_trace_probe(&t, argv[optind], &lim, TT_CURSORS_SEQUENTIAL);
+    if ((rc = tool_opts_parse(&o, &verb, NULL, argc, argv)) != TOOL_GO_ON)
+        return rc;
+    rc = tool_trace_start(&t, o.file, &o, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_PROBE);
     if (rc == TOOL_EXIT_OK) {
         /* The manifest read: show it even if the tables then fail to. */
-        if (!json)
+        if (!o.json)
             print_text(&t);
         rc = tool_trace_open(&t);
-        if (json) {
+        if (o.json) {
             tj_init(&j, stdout);
             tj_object_begin(&j, NULL);
             tj_str(&j, "file", t.path);

@@ -18,10 +18,11 @@
  * ("tinytrace record --alloc --check-output"): replay must interpose the same calls to meet the
  * same events, and reads them back from there.
  */
+#include "opts.h"
+#include "protocol.h"
 #include "tool.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -134,7 +135,6 @@ static int summarize(const char *shown, const char *abs, const struct file_id *b
 {
     struct file_id after;
     char how[128], partial[PATH_MAX + 32];
-    tt_reader_limits lim;
     tool_trace t;
     int rc;
 
@@ -151,8 +151,7 @@ static int summarize(const char *shown, const char *abs, const struct file_id *b
                        "LD_PRELOAD; one that exec()s another program leaves that one's trace)");
         return TOOL_EXIT_SYSTEM;
     }
-    tool_limits(&lim, 0);
-    rc = tool_trace_probe(&t, shown, &lim, TT_CURSORS_SEQUENTIAL);
+    rc = tool_trace_start(&t, shown, NULL, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_PROBE);
     tool_trace_close(&t);
     if (rc != TOOL_EXIT_OK) {
         tool_error("the program %s", how);
@@ -174,111 +173,129 @@ static int summarize(const char *shown, const char *abs, const struct file_id *b
     return -1;
 }
 
+/* What the command line asks for. */
+struct record {
+    const char *output;
+    int alloc, check_output;
+    uint64_t buffer_kb, memory_mb; /* 0: the library's default */
+};
+
+enum { OPT_BUFFER = 256, OPT_MEMORY };
+
+static int take_option(void *ctx, const char *prog, int c, const char *arg)
+{
+    struct record *o = ctx;
+    switch (c) {
+    case 'o':
+        o->output = arg;
+        return TOOL_EXIT_OK;
+    case 'a':
+        o->alloc = 1;
+        return TOOL_EXIT_OK;
+    case 'c':
+        o->check_output = 1;
+        return TOOL_EXIT_OK;
+    case OPT_BUFFER:
+        if (tool_parse_u64(prog, "--buffer-kb", arg, 4, 65536, &o->buffer_kb))
+            return TOOL_EXIT_USAGE;
+        if (o->buffer_kb % 4 != 0)
+            return tool_usage_error(prog, "--buffer-kb must be a multiple of 4, not '%s'", arg);
+        return TOOL_EXIT_OK;
+    case OPT_MEMORY:
+        return tool_parse_u64(prog, "--memory-mb", arg, 1, 65536, &o->memory_mb);
+    default:
+        return tool_usage_hint(prog);
+    }
+}
+
+/* The environment of the program, checked as the runtime will read it. The file is given
+ * absolute (@abs): the program may change its directory before the runtime renames the file.
+ * TT_ENV_PID is the runtime's mark of the process it traces (programs that one execs are not
+ * traced): one inherited from a traced parent of the tool would leave ours untraced. */
+static int set_environment(const struct record *o, const char *abs, const char *prog)
+{
+    char caller[TT_CALLER_MAX], num[32];
+
+    /* the options that change what is recorded, for replay to read back (protocol.h) */
+    snprintf(caller, sizeof caller, TT_CALLER_RECORD "%s%s",
+             o->alloc ? " " TT_CALLER_OPT_ALLOC : "",
+             o->check_output ? " " TT_CALLER_OPT_CHECK_OUTPUT : "");
+    if (tool_setenv("TINYTRACE_MODE", "record") || tool_setenv("TINYTRACE_FILE", abs) ||
+        tool_setenv(TT_ENV_ALLOC, o->alloc ? "1" : NULL) ||
+        tool_setenv(TT_ENV_CHECK_OUTPUT, o->check_output ? "1" : NULL) ||
+        tool_setenv("TINYTRACE_CALLER", caller) ||
+        tool_setenv(TT_ENV_REPORT, NULL) || tool_setenv(TT_ENV_KEEP_GOING, NULL) ||
+        tool_setenv(TT_ENV_PID, NULL))
+        return TOOL_EXIT_SYSTEM;
+    if (o->buffer_kb != 0) {
+        snprintf(num, sizeof num, "%" PRIu64, o->buffer_kb);
+        if (tool_setenv("TINYTRACE_BUFFER_KB", num))
+            return TOOL_EXIT_SYSTEM;
+    }
+    if (o->memory_mb != 0) {
+        snprintf(num, sizeof num, "%" PRIu64, o->memory_mb);
+        if (tool_setenv("TINYTRACE_MEMORY_MB", num))
+            return TOOL_EXIT_SYSTEM;
+    }
+    return tool_check_env(prog);
+}
+
 int cmd_record(int argc, char **argv)
 {
-    enum { OPT_BUFFER = 256, OPT_MEMORY };
     static const struct option options[] = {
         {"output", required_argument, NULL, 'o'},
         {"alloc", no_argument, NULL, 'a'},
         {"check-output", no_argument, NULL, 'c'},
         {"buffer-kb", required_argument, NULL, OPT_BUFFER},
         {"memory-mb", required_argument, NULL, OPT_MEMORY},
-        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *output = NULL;
-    int alloc = 0, check_out = 0, c, rc, status = 0;
-    uint64_t buffer_kb = 0, memory_mb = 0;
-    char def_out[PATH_MAX], abs[PATH_MAX], preload[PATH_MAX], prog_path[PATH_MAX], num[32];
-    char caller[TT_CALLER_MAX];
+    static const tool_verb verb = {.usage = usage,
+                                   .options = options,
+                                   .stop_at_operand = 1, /* PROG's options are its own */
+                                   .take = take_option,
+                                   .operands = TOOL_OPERANDS_ANY};
+    struct record o = {0};
+    int rc, status = 0, first;
+    char def_out[PATH_MAX], abs[PATH_MAX], preload[PATH_MAX], prog_path[PATH_MAX];
     struct file_id before;
+    tool_opts opts;
     pid_t pid;
 
-    /* "+": options end at PROG, whose own options are its business */
-    while ((c = getopt_long(argc, argv, "+o:ach", options, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            output = optarg;
-            break;
-        case 'a':
-            alloc = 1;
-            break;
-        case 'c':
-            check_out = 1;
-            break;
-        case OPT_BUFFER:
-            if (tool_parse_u64(argv[0], "--buffer-kb", optarg, 4, 65536, &buffer_kb))
-                return TOOL_EXIT_USAGE;
-            if (buffer_kb % 4 != 0)
-                return tool_usage_error(argv[0], "--buffer-kb must be a multiple of 4, not '%s'",
-                                        optarg);
-            break;
-        case OPT_MEMORY:
-            if (tool_parse_u64(argv[0], "--memory-mb", optarg, 1, 65536, &memory_mb))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return tool_finish_stdout(TOOL_EXIT_OK);
-        default:
-            return tool_usage_hint(argv[0]);
-        }
-    }
-    if (optind >= argc)
+    if ((rc = tool_opts_parse(&opts, &verb, &o, argc, argv)) != TOOL_GO_ON)
+        return rc;
+    first = opts.first;
+    if (first >= argc)
         return tool_usage_error(argv[0], "missing PROG: tinytrace record [OPTIONS] -- PROG "
                                          "[ARGS...]");
-    if (buffer_kb != 0 && memory_mb != 0 && memory_mb * 1024 < 2 * buffer_kb)
+    if (o.buffer_kb != 0 && o.memory_mb != 0 && o.memory_mb * 1024 < 2 * o.buffer_kb)
         return tool_usage_error(argv[0],
                                 "--memory-mb %" PRIu64 " cannot hold two buffers of "
                                 "--buffer-kb %" PRIu64,
-                                memory_mb, buffer_kb);
-    if (output == NULL) {
-        if (default_output(argv[optind], def_out, sizeof def_out) != 0)
+                                o.memory_mb, o.buffer_kb);
+    if (o.output == NULL) {
+        if (default_output(argv[first], def_out, sizeof def_out) != 0)
             return tool_usage_error(argv[0], "program name too long");
-        output = def_out;
+        o.output = def_out;
     }
-    if ((rc = tool_check_output_path(argv[0], output, "the trace")) != TOOL_EXIT_OK)
+    if ((rc = tool_check_output_path(argv[0], o.output, "the trace")) != TOOL_EXIT_OK)
         return rc;
-    if (tool_absolute_path(output, abs, sizeof abs) != 0)
-        return tool_usage_error(argv[0], "cannot make '%s' an absolute path", output);
+    if (tool_absolute_path(o.output, abs, sizeof abs) != 0)
+        return tool_usage_error(argv[0], "cannot make '%s' an absolute path", o.output);
 
-    /* The environment of the program, checked as the runtime will read it. The file is given
-     * absolute: the program may change its directory before the runtime renames the file.
-     * TINYTRACE_PID is the runtime's mark of the process it traces (programs that one execs are
-     * not traced): one inherited from a traced parent of the tool would leave ours untraced. */
-    snprintf(caller, sizeof caller, "tinytrace record%s%s", alloc ? " --alloc" : "",
-             check_out ? " --check-output" : "");
-    if (tool_setenv("TINYTRACE_MODE", "record") || tool_setenv("TINYTRACE_FILE", abs) ||
-        tool_setenv("TINYTRACE_ALLOC", alloc ? "1" : NULL) ||
-        tool_setenv("TINYTRACE_CHECK_OUTPUT", check_out ? "1" : NULL) ||
-        tool_setenv("TINYTRACE_CALLER", caller) ||
-        tool_setenv("TINYTRACE_REPORT", NULL) || tool_setenv("TINYTRACE_KEEP_GOING", NULL) ||
-        tool_setenv("TINYTRACE_PID", NULL))
-        return TOOL_EXIT_SYSTEM;
-    if (buffer_kb != 0) {
-        snprintf(num, sizeof num, "%" PRIu64, buffer_kb);
-        if (tool_setenv("TINYTRACE_BUFFER_KB", num))
-            return TOOL_EXIT_SYSTEM;
-    }
-    if (memory_mb != 0) {
-        snprintf(num, sizeof num, "%" PRIu64, memory_mb);
-        if (tool_setenv("TINYTRACE_MEMORY_MB", num))
-            return TOOL_EXIT_SYSTEM;
-    }
-    if ((rc = tool_check_env(argv[0])) != TOOL_EXIT_OK)
+    if ((rc = set_environment(&o, abs, argv[0])) != TOOL_EXIT_OK)
         return rc;
-
     if ((rc = tool_find_preload(preload, sizeof preload)) != TOOL_EXIT_OK)
         return rc;
-    if ((rc = check_program(argv[optind], prog_path, sizeof prog_path)) != TOOL_EXIT_OK)
+    if ((rc = check_program(argv[first], prog_path, sizeof prog_path)) != TOOL_EXIT_OK)
         return rc;
     if ((rc = tool_set_preload_env(preload)) != TOOL_EXIT_OK)
         return rc;
 
     file_id_get(abs, &before);
-    rc = tool_run_program(argv[optind], prog_path, argv + optind, NULL, &pid, &status);
+    rc = tool_run_program(argv[first], prog_path, argv + first, NULL, &pid, &status);
     if (rc != TOOL_EXIT_OK)
         return rc;
-    rc = summarize(output, abs, &before, pid, status);
+    rc = summarize(o.output, abs, &before, pid, status);
     return rc >= 0 ? rc : tool_shell_status(status);
 }

@@ -1,7 +1,7 @@
 /* tinytrace recover — a valid trace from the temporary file of a run that died (tt_recover). */
+#include "opts.h"
 #include "tool.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,30 +39,30 @@ static int default_output(const char *in, char *out, size_t cap)
     return 0;
 }
 
+static int take_option(void *ctx, const char *prog, int c, const char *arg)
+{
+    if (c != 'o')
+        return tool_usage_hint(prog);
+    *(const char **)ctx = arg; /* --output */
+    return TOOL_EXIT_OK;
+}
+
 int cmd_recover(int argc, char **argv)
 {
     static const struct option options[] = {
         {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    static const tool_verb verb = {.usage = usage,
+                                   .options = options,
+                                   .take = take_option};
     const char *output = NULL;
+    tool_opts o;
     int c;
-    while ((c = getopt_long(argc, argv, "o:h", options, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            output = optarg;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return tool_finish_stdout(TOOL_EXIT_OK);
-        default:
-            return tool_usage_hint(argv[0]);
-        }
-    }
-    if ((c = tool_one_operand(argc, argv, optind)) != TOOL_EXIT_OK)
+
+    if ((c = tool_opts_parse(&o, &verb, &output, argc, argv)) != TOOL_GO_ON)
         return c;
-    const char *in = argv[optind];
+    const char *in = o.file;
     char def[4096];
     if (!output) {
         if (default_output(in, def, sizeof def) != 0)

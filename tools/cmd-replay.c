@@ -12,19 +12,21 @@
  *   4. the TINYTRACE_* environment passes tt_config_from_env, as the runtime will read it.
  *
  * The runtime in the program does the replay itself and leaves its verdict in a JSON report
- * (TINYTRACE_REPORT, a file in a private temporary directory). The tool learns the outcome only
- * from that report, never from the program's exit status, which belongs to the program: a
- * program that fails in the same way as when it was recorded still *matched*.
+ * (TINYTRACE_REPORT, a file in a private temporary directory; protocol.h holds every name and
+ * value the two sides share). The tool learns the outcome only from that report, never from the
+ * program's exit status, which belongs to the program: a program that fails in the same way as
+ * when it was recorded still *matched*.
  *
  * The manifest's caller string, written by `tinytrace record`, says which optional calls were
  * recorded (--alloc, --check-output): the replay must interpose the same calls to meet the same
  * events, so those settings follow the recording, not the replay's command line.
  */
+#include "opts.h"
+#include "protocol.h"
 #include "tool.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -34,10 +36,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The exit status with which the runtime ends a program it stopped at a divergence
- * (TT_RT_EXIT_DIVERGED, libtrace/instrument/runtime.h). Only used to word a message: the
- * outcome comes from the report. */
-#define RUNTIME_EXIT_DIVERGED 86
 #define REPORT_MAX (16u << 20)
 
 static const char usage[] =
@@ -55,7 +53,9 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  -r, --report OUT.json      also write the runtime's report as JSON to OUT.json:\n"
-    "                             {\"status\": \"matched\"|\"diverged\"|\"unconsumed\"|\"error\",\n"
+    "                             {\"status\": \"" TT_REPORT_STATUS_MATCHED "\"|\""
+    TT_REPORT_STATUS_DIVERGED "\"|\"" TT_REPORT_STATUS_UNCONSUMED "\"|\"" TT_REPORT_STATUS_ERROR
+    "\",\n"
     "                             \"divergences\", \"message\", \"error\", \"thread\", \"seq\",\n"
     "                             \"reason\", \"expected\", \"actual\", \"history\",\n"
     "                             \"backtrace\", ...}; only \"status\" is always there.\n"
@@ -88,13 +88,12 @@ static const struct option options[] = {
     {"ordered", no_argument, NULL, OPT_ORDERED},
     {"check-output", no_argument, NULL, 'c'},
     {"allow-build-mismatch", no_argument, NULL, OPT_ALLOW_MISMATCH},
-    {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
-static const char short_options[] = "r:kch";
 
 /* Where "--" ends the tool's own arguments. getopt would move FILE behind it while permuting,
- * so we find it first, skipping the value of an option that takes one ("--report --"). */
+ * so we find it first, skipping the value of an option that takes one ("--report --"). The
+ * common --help takes none, so the verb's own tables are all this needs to know. */
 static int find_dashes(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -112,11 +111,13 @@ static int find_dashes(int argc, char **argv)
                 }
         } else if (a[0] == '-' && a[1] != '\0') {
             for (const char *c = a + 1; *c != '\0'; c++) {
-                const char *s = strchr(short_options, *c);
-                if (s != NULL && *c != ':' && s[1] == ':') {
+                const struct option *o = options;
+                while (o->name != NULL && o->val != *c)
+                    o++;
+                if (o->name != NULL && o->has_arg == required_argument) {
                     if (c[1] == '\0')
-                        i++;
-                    break;
+                        i++; /* the value is the next argument ("-r OUT", "-kr OUT") */
+                    break;   /* or the rest of this one ("-rOUT") */
                 }
             }
         }
@@ -253,15 +254,16 @@ static int recorded_options(const tt_manifest *m, int *alloc, int *check_output)
 {
     char caller[TT_CALLER_MAX + 1];
     char *save = NULL, *tok;
+    size_t n = strlen(TT_CALLER_RECORD);
     memcpy(caller, m->caller, TT_CALLER_MAX);
     caller[TT_CALLER_MAX] = '\0';
     *alloc = *check_output = 0;
-    if (strncmp(caller, "tinytrace record", 16) != 0 || (caller[16] != '\0' && caller[16] != ' '))
+    if (strncmp(caller, TT_CALLER_RECORD, n) != 0 || (caller[n] != '\0' && caller[n] != ' '))
         return 0;
-    for (tok = strtok_r(caller + 16, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save)) {
-        if (strcmp(tok, "--alloc") == 0)
+    for (tok = strtok_r(caller + n, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save)) {
+        if (strcmp(tok, TT_CALLER_OPT_ALLOC) == 0)
             *alloc = 1;
-        else if (strcmp(tok, "--check-output") == 0)
+        else if (strcmp(tok, TT_CALLER_OPT_CHECK_OUTPUT) == 0)
             *check_output = 1;
     }
     return 1;
@@ -425,7 +427,7 @@ static int write_error_report(const char *path, const char *message)
         return errno;
     tj_init(&j, f);
     tj_object_begin(&j, NULL);
-    tj_str(&j, "status", "error");
+    tj_str(&j, "status", TT_REPORT_STATUS_ERROR);
     tj_str(&j, "message", message);
     tj_object_end(&j);
     tj_newline(&j);
@@ -476,13 +478,13 @@ static int verdict(const tool_jdoc *d, const char *file, const tt_manifest *m)
         return TOOL_EXIT_SYSTEM;
     }
     fflush(stdout);
-    if (strcmp(status, "matched") == 0) {
+    if (strcmp(status, TT_REPORT_STATUS_MATCHED) == 0) {
         fputs("tinytrace: replay matched the recording (", stderr);
         tool_print_text(stderr, file, strlen(file));
         fprintf(stderr, ": %" PRIu64 " events)\n", m->event_count);
         return TOOL_EXIT_OK;
     }
-    if (strcmp(status, "diverged") == 0) {
+    if (strcmp(status, TT_REPORT_STATUS_DIVERGED) == 0) {
         fputs("tinytrace: replay diverged from the recording", stderr);
         if (has_div && ndiv > 1)
             fprintf(stderr, " (%" PRIu64 " divergences)", ndiv);
@@ -497,7 +499,7 @@ static int verdict(const tool_jdoc *d, const char *file, const tt_manifest *m)
         fputc('\n', stderr);
         return TOOL_EXIT_DIVERGED;
     }
-    if (strcmp(status, "unconsumed") == 0) {
+    if (strcmp(status, TT_REPORT_STATUS_UNCONSUMED) == 0) {
         fputs("tinytrace: the program ended before the recording did", stderr);
         if (has_left)
             fprintf(stderr, " (%" PRIu64 " events left)", left);
@@ -511,7 +513,7 @@ static int verdict(const tool_jdoc *d, const char *file, const tt_manifest *m)
         }
         return TOOL_EXIT_EARLY_END;
     }
-    if (strcmp(status, "error") == 0) {
+    if (strcmp(status, TT_REPORT_STATUS_ERROR) == 0) {
         int code = err != NULL ? error_code(err) : 1;
         if (code == TT_E_DIVERGED || code == TT_E_END)
             rc = TOOL_EXIT_DIVERGED;
@@ -572,7 +574,7 @@ static int run(const struct replay *o, const tt_manifest *m, const char *path, c
         return TOOL_EXIT_SYSTEM;
     }
     snprintf(report, sizeof report, "%s/report.json", tmpl);
-    if (tool_setenv("TINYTRACE_REPORT", report) != TOOL_EXIT_OK) {
+    if (tool_setenv(TT_ENV_REPORT, report) != TOOL_EXIT_OK) {
         rmdir(tmpl);
         return TOOL_EXIT_SYSTEM;
     }
@@ -589,8 +591,10 @@ static int run(const struct replay *o, const tt_manifest *m, const char *path, c
     rmdir(tmpl);
 
     fflush(stdout);
-    if (e == 0 && WIFEXITED(status) && WEXITSTATUS(status) == RUNTIME_EXIT_DIVERGED &&
-        strstr(text, "\"status\": \"matched\"") == NULL)
+    /* the runtime's exit status only words the message (a program may exit with it on its
+     * own): the outcome comes from the report */
+    if (e == 0 && WIFEXITED(status) && WEXITSTATUS(status) == TT_RT_EXIT_DIVERGED &&
+        strstr(text, "\"status\": \"" TT_REPORT_STATUS_MATCHED "\"") == NULL)
         fprintf(stderr, "tinytrace: the program %s (the runtime stopped it)\n", how);
     else
         fprintf(stderr, "tinytrace: the program %s\n", how);
@@ -627,166 +631,211 @@ static int run(const struct replay *o, const tt_manifest *m, const char *path, c
     return rc;
 }
 
-int cmd_replay(int argc, char **argv)
-{
-    struct replay o;
-    int dashes = find_dashes(argc, argv);
-    int c, rc, e, rec_alloc = 0, rec_output = 0, known, ran = 0;
-    char abs[PATH_MAX], preload[PATH_MAX], path[PATH_MAX];
-    const char *dir = NULL;
-    char **run_argv;
-    tt_reader_limits lim;
-    tt_verify_result vr;
-    tt_manifest m;
-    struct meta mt;
-    tool_trace t;
-    struct stat st;
+/* ---- the verb: the command line, then steps 1 to 4 of the top of the file ---- */
 
-    memset(&o, 0, sizeof o);
-    memset(&mt, 0, sizeof mt);
-    while ((c = getopt_long(dashes, argv, short_options, options, NULL)) != -1) {
-        switch (c) {
-        case 'r':
-            o.report_out = optarg;
-            break;
-        case 'k':
-            o.keep_going = 1;
-            break;
-        case OPT_ORDERED:
-            o.ordered = 1;
-            break;
-        case 'c':
-            o.check_output = 1;
-            break;
-        case OPT_ALLOW_MISMATCH:
-            o.allow_mismatch = 1;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return tool_finish_stdout(TOOL_EXIT_OK);
-        default:
-            return tool_usage_hint(argv[0]);
-        }
+static int take_option(void *ctx, const char *prog, int c, const char *arg)
+{
+    struct replay *o = ctx;
+    switch (c) {
+    case 'r':
+        o->report_out = arg;
+        break;
+    case 'k':
+        o->keep_going = 1;
+        break;
+    case OPT_ORDERED:
+        o->ordered = 1;
+        break;
+    case 'c':
+        o->check_output = 1;
+        break;
+    case OPT_ALLOW_MISMATCH:
+        o->allow_mismatch = 1;
+        break;
+    default:
+        return tool_usage_hint(prog);
     }
-    if (optind >= dashes)
+    return TOOL_EXIT_OK;
+}
+
+/* The options before "--", FILE, and PROG ARGS after "--"; a report that can be written and is
+ * not FILE. Returns TOOL_GO_ON, or the exit code of --help or of a mistake (reported). */
+static int parse_command_line(struct replay *o, int argc, char **argv)
+{
+    static const tool_verb verb = {.usage = usage,
+                                   .options = options,
+                                   .take = take_option,
+                                   .operands = TOOL_OPERANDS_ANY};
+    int dashes = find_dashes(argc, argv), rc;
+    tool_opts opts;
+
+    if ((rc = tool_opts_parse(&opts, &verb, o, dashes, argv)) != TOOL_GO_ON)
+        return rc;
+    if (opts.first >= dashes)
         return tool_usage_error(argv[0], "missing FILE");
-    if (dashes - optind > 1)
+    if (dashes - opts.first > 1)
         return tool_usage_error(argv[0], "takes one FILE, not %d; a program to run goes after "
-                                         "'--'", dashes - optind);
-    o.file = argv[optind];
+                                         "'--'", dashes - opts.first);
+    o->file = argv[opts.first];
     if (dashes < argc) {
         if (dashes + 1 >= argc)
             return tool_usage_error(argv[0], "missing PROG after '--'");
-        o.prog_argv = argv + dashes + 1;
+        o->prog_argv = argv + dashes + 1;
     }
-    if (o.report_out != NULL &&
-        (rc = tool_check_output_path(argv[0], o.report_out, "the report")) != TOOL_EXIT_OK)
+    if (o->report_out != NULL &&
+        (rc = tool_check_output_path(argv[0], o->report_out, "the report")) != TOOL_EXIT_OK)
         return rc;
-    if (o.report_out != NULL) {
+    if (o->report_out != NULL) {
         struct stat a, b;
-        if (stat(o.file, &a) == 0 && stat(o.report_out, &b) == 0 && a.st_dev == b.st_dev &&
+        if (stat(o->file, &a) == 0 && stat(o->report_out, &b) == 0 && a.st_dev == b.st_dev &&
             a.st_ino == b.st_ino)
             return tool_usage_error(argv[0], "the report '%s' would overwrite the trace",
-                                    o.report_out);
+                                    o->report_out);
     }
+    return TOOL_GO_ON;
+}
 
-    /* 1. the trace: manifest, every chunk, the tables */
-    tool_limits(&lim, 0);
-    rc = tool_trace_probe(&t, o.file, &lim, TT_CURSORS_SEQUENTIAL);
-    if (rc == TOOL_EXIT_OK) {
-        memset(&vr, 0, sizeof vr);
-        e = tt_verify(&t.src, &lim, &vr);
-        if (e != TT_OK || vr.status != TT_VERIFY_OK) {
-            int code = e != TT_OK ? e : vr.code != TT_OK ? vr.code : TT_E_CORRUPT;
-            const char *msg = tool_strip_path(vr.message, o.file);
-            fflush(stdout);
-            fputs("tinytrace: ", stderr);
-            tool_print_text(stderr, o.file, strlen(o.file));
-            fprintf(stderr, ": refusing to replay: %s", tt_verify_status_name(vr.status));
-            if (vr.offset != UINT64_MAX)
-                fprintf(stderr, " at offset %" PRIu64, vr.offset);
-            fputs(": ", stderr);
-            if (msg[0] != '\0')
-                tool_print_text(stderr, msg, strnlen(msg, sizeof vr.message));
-            else
-                fputs(tt_strerror(code), stderr);
-            fputc('\n', stderr);
-            rc = vr.status == TT_VERIFY_INCOMPLETE ? TOOL_EXIT_INCOMPLETE
-                 : vr.status == TT_VERIFY_IO       ? TOOL_EXIT_SYSTEM
-                 : vr.status == TT_VERIFY_OK       ? tool_exit_for_error(code)
-                                                   : TOOL_EXIT_CORRUPT;
-        }
-    }
+/* tt_verify over the whole of @t: a replay must not stop half way through a program because of
+ * a damaged file. Reports a problem ("refusing to replay") and returns its exit code. */
+static int verify_whole(tool_trace *t)
+{
+    tt_verify_result vr;
+    int e, code;
+    const char *msg;
+
+    memset(&vr, 0, sizeof vr);
+    e = tt_verify(&t->src, &t->lim, &vr);
+    if (e == TT_OK && vr.status == TT_VERIFY_OK)
+        return TOOL_EXIT_OK;
+    code = e != TT_OK ? e : vr.code != TT_OK ? vr.code : TT_E_CORRUPT;
+    msg = tool_strip_path(vr.message, t->path);
+    fflush(stdout);
+    fputs("tinytrace: ", stderr);
+    tool_print_text(stderr, t->path, strlen(t->path));
+    fprintf(stderr, ": refusing to replay: %s", tt_verify_status_name(vr.status));
+    if (vr.offset != UINT64_MAX)
+        fprintf(stderr, " at offset %" PRIu64, vr.offset);
+    fputs(": ", stderr);
+    if (msg[0] != '\0')
+        tool_print_text(stderr, msg, strnlen(msg, sizeof vr.message));
+    else
+        fputs(tt_strerror(code), stderr);
+    fputc('\n', stderr);
+    return vr.status == TT_VERIFY_INCOMPLETE ? TOOL_EXIT_INCOMPLETE
+           : vr.status == TT_VERIFY_IO       ? TOOL_EXIT_SYSTEM
+           : vr.status == TT_VERIFY_OK       ? tool_exit_for_error(code)
+                                             : TOOL_EXIT_CORRUPT;
+}
+
+/* 1. the trace: manifest, every chunk, the tables; its manifest into @m and its recorded
+ * command line into @mt. */
+static int load_trace(const struct replay *o, tt_manifest *m, struct meta *mt)
+{
+    tool_trace t;
+    int rc = tool_trace_start(&t, o->file, NULL, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_PROBE);
+    if (rc == TOOL_EXIT_OK)
+        rc = verify_whole(&t);
     if (rc == TOOL_EXIT_OK)
         rc = tool_trace_open(&t);
     if (rc == TOOL_EXIT_OK)
-        rc = meta_read(&t, &mt);
-    m = t.m;
+        rc = meta_read(&t, mt);
+    *m = t.m;
     tool_trace_close(&t);
-    if (rc != TOOL_EXIT_OK)
-        goto out;
+    return rc;
+}
 
-    /* 2. what runs, and where */
-    if (o.prog_argv != NULL) {
-        run_argv = o.prog_argv;
-    } else if (mt.argv != NULL) {
-        run_argv = mt.argv;
-        if (mt.cwd != NULL && stat(mt.cwd, &st) == 0 && S_ISDIR(st.st_mode))
-            dir = mt.cwd;
-        else if (mt.cwd != NULL)
+/* What will run: the command line, its directory, the program file, and the settings that
+ * follow the recording. */
+struct plan {
+    char **argv;
+    const char *dir;       /* NULL: the current one */
+    char path[PATH_MAX];   /* argv[0] found like execvp */
+    int known;             /* the caller string says how the trace was recorded */
+    int alloc, check_output;
+};
+
+/* 2. what runs, and where; the options that decide which calls are interposed follow the
+ * recording. 3. the program and its build. */
+static int make_plan(const struct replay *o, const struct meta *mt, const tt_manifest *m,
+                     const char *prog, struct plan *p)
+{
+    struct stat st;
+    int e;
+
+    p->dir = NULL;
+    if (o->prog_argv != NULL) {
+        p->argv = o->prog_argv;
+    } else if (mt->argv != NULL) {
+        p->argv = mt->argv;
+        if (mt->cwd != NULL && stat(mt->cwd, &st) == 0 && S_ISDIR(st.st_mode))
+            p->dir = mt->cwd;
+        else if (mt->cwd != NULL)
             tool_error("note: the recorded directory %s is gone; running in the current one",
-                       mt.cwd);
+                       mt->cwd);
     } else {
-        rc = tool_usage_error(argv[0], "%s holds no command line (it was not made by "
-                              "`tinytrace record`): give the program after '--'", o.file);
-        goto out;
+        return tool_usage_error(prog, "%s holds no command line (it was not made by "
+                                "`tinytrace record`): give the program after '--'", o->file);
     }
 
-    /* the options that decide which calls are interposed follow the recording */
-    known = recorded_options(&m, &rec_alloc, &rec_output);
-    if (known && o.check_output && !rec_output) {
-        rc = tool_usage_error(argv[0], "%s was recorded without --check-output: there is no "
-                              "output to compare", o.file);
-        goto out;
-    }
-    if (!known)
-        rec_output = o.check_output;
+    p->known = recorded_options(m, &p->alloc, &p->check_output);
+    if (p->known && o->check_output && !p->check_output)
+        return tool_usage_error(prog, "%s was recorded without --check-output: there is no "
+                                "output to compare", o->file);
+    if (!p->known)
+        p->check_output = o->check_output;
 
-    /* 3. the program and its build */
-    e = tool_find_program(run_argv[0], dir, path, sizeof path);
+    e = tool_find_program(p->argv[0], p->dir, p->path, sizeof p->path);
     if (e != 0) {
-        tool_error("cannot run '%s'%s%s: %s", run_argv[0], dir ? " in " : "", dir ? dir : "",
-                   strerror(e));
-        rc = TOOL_EXIT_SYSTEM;
-        goto out;
+        tool_error("cannot run '%s'%s%s: %s", p->argv[0], p->dir ? " in " : "",
+                   p->dir ? p->dir : "", strerror(e));
+        return TOOL_EXIT_SYSTEM;
     }
-    if ((rc = check_build(path, dir, &m, o.allow_mismatch)) != TOOL_EXIT_OK)
-        goto out;
+    return check_build(p->path, p->dir, m, o->allow_mismatch);
+}
 
-    /* 4. the environment */
+/* 4. the environment of the program, checked as the runtime will read it. */
+static int set_environment(const struct replay *o, const struct plan *p, const char *prog)
+{
+    char abs[PATH_MAX], preload[PATH_MAX];
+    int rc;
+
     if ((rc = tool_find_preload(preload, sizeof preload)) != TOOL_EXIT_OK)
-        goto out;
-    if (tool_absolute_path(o.file, abs, sizeof abs) != 0) {
-        rc = tool_usage_error(argv[0], "cannot make '%s' an absolute path", o.file);
-        goto out;
-    }
+        return rc;
+    if (tool_absolute_path(o->file, abs, sizeof abs) != 0)
+        return tool_usage_error(prog, "cannot make '%s' an absolute path", o->file);
     if (tool_setenv("TINYTRACE_MODE", "replay") || tool_setenv("TINYTRACE_FILE", abs) ||
-        tool_setenv("TINYTRACE_KEEP_GOING", o.keep_going ? "1" : NULL) ||
-        tool_setenv("TINYTRACE_ORDERED", o.ordered ? "1" : NULL) ||
-        tool_setenv("TINYTRACE_CHECK_OUTPUT", rec_output ? "1" : NULL) ||
-        (known && tool_setenv("TINYTRACE_ALLOC", rec_alloc ? "1" : NULL)) ||
-        tool_setenv("TINYTRACE_PID", NULL)) { /* see cmd-record.c */
-        rc = TOOL_EXIT_SYSTEM;
-        goto out;
-    }
-    if ((rc = tool_check_env(argv[0])) != TOOL_EXIT_OK)
-        goto out;
-    if ((rc = tool_set_preload_env(preload)) != TOOL_EXIT_OK)
-        goto out;
+        tool_setenv(TT_ENV_KEEP_GOING, o->keep_going ? "1" : NULL) ||
+        tool_setenv("TINYTRACE_ORDERED", o->ordered ? "1" : NULL) ||
+        tool_setenv(TT_ENV_CHECK_OUTPUT, p->check_output ? "1" : NULL) ||
+        (p->known && tool_setenv(TT_ENV_ALLOC, p->alloc ? "1" : NULL)) ||
+        tool_setenv(TT_ENV_PID, NULL)) /* see cmd-record.c */
+        return TOOL_EXIT_SYSTEM;
+    if ((rc = tool_check_env(prog)) != TOOL_EXIT_OK)
+        return rc;
+    return tool_set_preload_env(preload);
+}
 
-    rc = run(&o, &m, path, run_argv, dir);
-    ran = 1;
-out:
+int cmd_replay(int argc, char **argv)
+{
+    struct replay o;
+    struct meta mt;
+    struct plan plan;
+    tt_manifest m;
+    int rc, e, ran = 0;
+
+    memset(&o, 0, sizeof o);
+    memset(&mt, 0, sizeof mt);
+    if ((rc = parse_command_line(&o, argc, argv)) != TOOL_GO_ON)
+        return rc;
+    rc = load_trace(&o, &m, &mt);
+    if (rc == TOOL_EXIT_OK)
+        rc = make_plan(&o, &mt, &m, argv[0], &plan);
+    if (rc == TOOL_EXIT_OK)
+        rc = set_environment(&o, &plan, argv[0]);
+    if (rc == TOOL_EXIT_OK) {
+        rc = run(&o, &m, plan.path, plan.argv, plan.dir);
+        ran = 1;
+    }
     /* never leave an earlier run's report behind: --report always holds this run's verdict */
     if (!ran && rc != TOOL_EXIT_OK && o.report_out != NULL &&
         (e = write_error_report(o.report_out, "the replay did not run (see the tool's exit "

@@ -4,9 +4,9 @@
  * and the thread and object tables: no event chunk and no frame block is read, so the answer
  * takes the same time and memory for a trace of a thousand events as for one of billions.
  */
+#include "opts.h"
 #include "tool.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,16 +52,24 @@ static uint64_t ns(const struct ctx *c, uint64_t ticks)
     return tool_ticks_to_ns(ticks, c->t->m.ticks_per_sec);
 }
 
-static void print_text(const struct ctx *c)
+/* The frames and the events of each kind, over all threads. */
+static void totals(const struct ctx *c, uint64_t *frames, uint64_t kinds[TT_EV_KIND_MAX + 1])
 {
-    const tt_manifest *m = &c->t->m;
-    uint64_t frames = 0, kinds[TT_EV_KIND_MAX + 1] = {0};
-    for (uint32_t i = 0; i < m->thread_count; i++) {
+    *frames = 0;
+    memset(kinds, 0, (TT_EV_KIND_MAX + 1) * sizeof kinds[0]);
+    for (uint32_t i = 0; i < c->t->m.thread_count; i++) {
         const tt_index_thread *ti = tt_index_thread_info(c->ix, i);
-        frames += ti->frames;
+        *frames += ti->frames;
         for (unsigned k = 1; k <= TT_EV_KIND_MAX; k++)
             kinds[k] += ti->kinds[k];
     }
+}
+
+static void print_text(const struct ctx *c)
+{
+    const tt_manifest *m = &c->t->m;
+    uint64_t frames, kinds[TT_EV_KIND_MAX + 1];
+    totals(c, &frames, kinds);
     printf("%s: %" PRIu64 " events, %" PRIu64 " frames, %u threads, %u functions called\n",
            c->t->path, m->event_count, frames, m->thread_count, c->nrows);
     printf("\nfunctions (by self time)\n%14s %14s %10s %12s %14s %5s  %s\n", "SELF_NS", "TOTAL_NS",
@@ -97,13 +105,8 @@ static void print_json(const struct ctx *c)
 {
     const tt_manifest *m = &c->t->m;
     tool_json j;
-    uint64_t frames = 0, kinds[TT_EV_KIND_MAX + 1] = {0};
-    for (uint32_t i = 0; i < m->thread_count; i++) {
-        const tt_index_thread *ti = tt_index_thread_info(c->ix, i);
-        frames += ti->frames;
-        for (unsigned k = 1; k <= TT_EV_KIND_MAX; k++)
-            kinds[k] += ti->kinds[k];
-    }
+    uint64_t frames, kinds[TT_EV_KIND_MAX + 1];
+    totals(c, &frames, kinds);
     tj_init(&j, stdout);
     tj_object_begin(&j, NULL);
     tj_str(&j, "file", c->t->path);
@@ -160,47 +163,16 @@ static void print_json(const struct ctx *c)
 
 int cmd_stats(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"max-memory", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int json = 0, c, rc;
-    uint64_t max_mb = 0;
-    tt_reader_limits lim;
+    static const tool_verb verb = {.usage = usage,
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY};
+    tool_opts o;
     tool_trace t;
-    tt_error_info err;
+    int rc;
 
-    while ((c = getopt_long(argc, argv, "jh", options, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = 1;
-            break;
-        case 'm':
-            if (tool_parse_u64(argv[0], "--max-memory", optarg, 1, UINT64_MAX >> 20, &max_mb))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return tool_finish_stdout(TOOL_EXIT_OK);
-        default:
-            return tool_usage_hint(argv[0]);
-        }
-    }
-    if ((c = tool_one_operand(argc, argv, optind)) != TOOL_EXIT_OK)
-        return c;
-    tool_limits(&lim, max_mb);
-    rc = tool_trace_probe(&t, argv[optind], &lim, TT_CURSORS_SEQUENTIAL);
-    if (rc == TOOL_EXIT_OK)
-        rc = tool_trace_open(&t);
-    struct ctx cx = { .t = &t };
-    if (rc == TOOL_EXIT_OK) {
-        tool_error_info_init(&err);
-        int e = tt_index_open(t.r, &t.lim, &cx.ix, &err);
-        if (e != TT_OK)
-            rc = tool_report(t.path, "index tables", e == TT_E_INVAL ? TT_E_CORRUPT : e, &err);
-    }
+    if ((rc = tool_opts_parse(&o, &verb, NULL, argc, argv)) != TOOL_GO_ON)
+        return rc;
+    rc = tool_trace_start(&t, o.file, &o, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_INDEX);
+    struct ctx cx = { .t = &t, .ix = t.ix };
     if (rc == TOOL_EXIT_OK) {
         cx.nrows = tt_index_summary_count(cx.ix);
         cx.rows = malloc((cx.nrows ? cx.nrows : 1) * sizeof *cx.rows);
@@ -213,13 +185,12 @@ int cmd_stats(int argc, char **argv)
         for (uint32_t i = 0; i < cx.nrows; i++)
             cx.rows[i] = tt_index_summary(cx.ix, i);
         qsort(cx.rows, cx.nrows, sizeof *cx.rows, by_self);
-        if (json)
+        if (o.json)
             print_json(&cx);
         else
             print_text(&cx);
     }
     free(cx.rows);
-    tt_index_close(cx.ix);
     tool_trace_close(&t);
     return tool_finish_stdout(rc) == TOOL_EXIT_SYSTEM ? TOOL_EXIT_SYSTEM : rc;
 }

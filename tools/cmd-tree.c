@@ -11,9 +11,9 @@
  * function's calls, and climbs from each only to the ancestors the previous call did not share; --folded walks every frame and adds each one's self time to its stack in a
  * hash table of distinct call paths, so memory grows with the paths, not the calls.
  */
+#include "opts.h"
 #include "tool.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -49,7 +49,9 @@ struct opts {
     int one_thread;
     uint32_t thread;
     uint64_t depth;        /* UINT64_MAX: all */
-    uint64_t min_ticks;
+    uint64_t min_ns;       /* --min-duration, as given */
+    uint64_t min_ticks;    /* the same in the trace's ticks */
+    const char *fname;     /* --function, as given */
     int by_function;
     uint32_t function;
     int folded;
@@ -417,111 +419,103 @@ static int folded_thread(struct ctx *c, uint32_t th)
     return rc;
 }
 
+static int take_option(void *ctx, const char *prog, int c, const char *arg)
+{
+    struct opts *o = ctx;
+
+    switch (c) {
+    case 'd':
+        return tool_parse_u64(prog, "--depth", arg, 1, UINT64_MAX, &o->depth);
+    case 'm':
+        if (tool_parse_time_ns(arg, &o->min_ns) != 0)
+            return tool_usage_error(prog, "--min-duration: '%s' is not a time with a unit (ns, "
+                                    "us, ms, s)", arg);
+        return TOOL_EXIT_OK;
+    case 'f':
+        o->fname = arg;
+        return TOOL_EXIT_OK;
+    case 'F':
+        o->folded = 1;
+        return TOOL_EXIT_OK;
+    default:
+        return tool_usage_hint(prog);
+    }
+}
+
+/* What the options name in this trace (tool_trace_start checked the thread): the function
+ * must be one of its objects, the duration is taken in its ticks. Reports a mistake (a usage
+ * error). */
+static int resolve_options(struct ctx *cx)
+{
+    const tool_trace *t = cx->t;
+    if (cx->o.fname != NULL) {
+        cx->o.by_function = 1;
+        cx->o.function = tt_reader_find_object(t->r, TT_OBJ_FUNCTION, cx->o.fname);
+        if (cx->o.function == 0) {
+            tool_error("%s: no function named '%s' in the trace", t->path, cx->o.fname);
+            return TOOL_EXIT_USAGE;
+        }
+    }
+    cx->o.min_ticks = cx->o.min_ns ? tool_ns_to_ticks(cx->o.min_ns, t->m.ticks_per_sec) : 0;
+    return TOOL_EXIT_OK;
+}
+
+/* Prints every thread (or the one of --thread) as the options ask. */
+static int print_threads(struct ctx *cx)
+{
+    int e = TT_OK;
+    tool_error_info_init(&cx->err);
+    for (uint32_t th = 0; th < cx->t->m.thread_count && e == TT_OK; th++) {
+        if (cx->o.one_thread && th != cx->o.thread)
+            continue;
+        if (cx->o.folded)
+            e = folded_thread(cx, th);
+        else if (cx->o.by_function)
+            e = function_thread(cx, th);
+        else
+            e = tree_thread(cx, th);
+    }
+    if (e == TT_E_NOMEM) {
+        tool_error("%s: out of memory", cx->t->path);
+        return TOOL_EXIT_SYSTEM;
+    }
+    if (e != TT_OK)
+        return tool_report(cx->t->path, "frame table", e, &cx->err);
+    return TOOL_EXIT_OK;
+}
+
 int cmd_tree(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"thread", required_argument, NULL, 't'},
         {"depth", required_argument, NULL, 'd'},
         {"min-duration", required_argument, NULL, 'm'},
         {"function", required_argument, NULL, 'f'},
         {"folded", no_argument, NULL, 'F'},
-        {"max-memory", required_argument, NULL, 'M'},
-        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct ctx cx = {0};
-    const char *fname = NULL;
-    uint64_t max_mb = 0, v, min_ns = 0;
-    tt_reader_limits lim;
+    static const tool_verb verb = {.usage = usage,
+                                   .common = TOOL_OPT_THREAD | TOOL_OPT_MAX_MEMORY,
+                                   .options = options,
+                                   .take = take_option};
+    struct ctx cx = {.o.depth = UINT64_MAX};
+    tool_opts o;
     tool_trace t;
-    int c, rc;
+    int rc;
 
-    cx.o.depth = UINT64_MAX;
-    while ((c = getopt_long(argc, argv, "t:d:m:f:Fh", options, NULL)) != -1) {
-        switch (c) {
-        case 't':
-            if (tool_parse_u64(argv[0], "--thread", optarg, 0, UINT32_MAX, &v))
-                return TOOL_EXIT_USAGE;
-            cx.o.one_thread = 1;
-            cx.o.thread = (uint32_t)v;
-            break;
-        case 'd':
-            if (tool_parse_u64(argv[0], "--depth", optarg, 1, UINT64_MAX, &cx.o.depth))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'm':
-            if (tool_parse_time_ns(optarg, &min_ns) != 0)
-                return tool_usage_error(argv[0], "--min-duration: '%s' is not a time with a "
-                                        "unit (ns, us, ms, s)", optarg);
-            break;
-        case 'f':
-            fname = optarg;
-            break;
-        case 'F':
-            cx.o.folded = 1;
-            break;
-        case 'M':
-            if (tool_parse_u64(argv[0], "--max-memory", optarg, 1, UINT64_MAX >> 20, &max_mb))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return tool_finish_stdout(TOOL_EXIT_OK);
-        default:
-            return tool_usage_hint(argv[0]);
-        }
-    }
-    if ((c = tool_one_operand(argc, argv, optind)) != TOOL_EXIT_OK)
-        return c;
-    if (cx.o.folded && fname != NULL)
+    if ((rc = tool_opts_parse(&o, &verb, &cx.o, argc, argv)) != TOOL_GO_ON)
+        return rc;
+    if (cx.o.folded && cx.o.fname != NULL)
         return tool_usage_error(argv[0], "--folded and --function do not go together");
-    tool_limits(&lim, max_mb);
-    rc = tool_trace_probe(&t, argv[optind], &lim, TT_CURSORS_SEQUENTIAL);
-    if (rc == TOOL_EXIT_OK)
-        rc = tool_trace_open(&t);
+    cx.o.one_thread = o.one_thread;
+    cx.o.thread = o.thread;
+    rc = tool_trace_start(&t, o.file, &o, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_INDEX);
     cx.t = &t;
-    if (rc == TOOL_EXIT_OK) {
-        tool_error_info_init(&cx.err);
-        int e = tt_index_open(t.r, &t.lim, &cx.ix, &cx.err);
-        if (e != TT_OK)
-            rc = tool_report(t.path, "index tables", e == TT_E_INVAL ? TT_E_CORRUPT : e, &cx.err);
-    }
-    if (rc == TOOL_EXIT_OK && cx.o.one_thread && cx.o.thread >= t.m.thread_count) {
-        tool_error("%s: the trace has no thread %" PRIu32 " (it has %" PRIu32 ")", t.path,
-                   cx.o.thread, t.m.thread_count);
-        rc = TOOL_EXIT_USAGE;
-    }
-    if (rc == TOOL_EXIT_OK && fname != NULL) {
-        cx.o.by_function = 1;
-        cx.o.function = tt_reader_find_object(t.r, TT_OBJ_FUNCTION, fname);
-        if (cx.o.function == 0) {
-            tool_error("%s: no function named '%s' in the trace", t.path, fname);
-            rc = TOOL_EXIT_USAGE;
-        }
-    }
-    if (rc == TOOL_EXIT_OK) {
-        cx.o.min_ticks = min_ns ? tool_ns_to_ticks(min_ns, t.m.ticks_per_sec) : 0;
-        int e = TT_OK;
-        tool_error_info_init(&cx.err);
-        for (uint32_t th = 0; th < t.m.thread_count && e == TT_OK; th++) {
-            if (cx.o.one_thread && th != cx.o.thread)
-                continue;
-            if (cx.o.folded)
-                e = folded_thread(&cx, th);
-            else if (cx.o.by_function)
-                e = function_thread(&cx, th);
-            else
-                e = tree_thread(&cx, th);
-        }
-        if (e == TT_E_NOMEM) {
-            tool_error("%s: out of memory", t.path);
-            rc = TOOL_EXIT_SYSTEM;
-        } else if (e != TT_OK) {
-            rc = tool_report(t.path, "frame table", e, &cx.err);
-        }
-    }
+    cx.ix = t.ix;
+    if (rc == TOOL_EXIT_OK)
+        rc = resolve_options(&cx);
+    if (rc == TOOL_EXIT_OK)
+        rc = print_threads(&cx);
     free(cx.stack);
-    tt_index_close(cx.ix);
     tool_trace_close(&t);
     return tool_finish_stdout(rc) == TOOL_EXIT_SYSTEM ? TOOL_EXIT_SYSTEM : rc;
 }

@@ -4,9 +4,9 @@
  * exit code: 0 only for a valid file, 7 for a file marked incomplete, 6 when the file cannot be
  * read at all, 3 for every other problem.
  */
+#include "opts.h"
 #include "tool.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -73,53 +73,72 @@ static void print_json(const char *path, const char *status, int code, const tt_
     tj_newline(&j);
 }
 
+/* The verdict on stderr: "FILE: STATUS at offset O (chunk C): message". */
+static void print_problem(const char *path, int ret, const tt_verify_result *res)
+{
+    fflush(stdout);
+    tool_print_text(stderr, path, strlen(path));
+    fprintf(stderr, ": %s", tt_verify_status_name(res->status));
+    if (res->offset != UINT64_MAX)
+        fprintf(stderr, " at offset %" PRIu64, res->offset);
+    if (res->chunk != UINT64_MAX)
+        fprintf(stderr, " (chunk %" PRIu64 ")", res->chunk);
+    fputs(": ", stderr);
+    if (res->message[0] != '\0') {
+        const char *msg = tool_strip_path(res->message, path);
+        tool_print_text(stderr, msg, strnlen(msg, sizeof res->message));
+    }
+    else
+        fputs(tt_strerror(ret == TT_OK ? res->code : ret), stderr);
+    fputc('\n', stderr);
+    if (res->status == TT_VERIFY_LIMIT && strstr(res->message, "max_total") != NULL)
+        fputs("tinytrace: a larger limit can be given with --max-memory MB\n", stderr);
+}
+
+struct verify_options {
+    unsigned flags; /* TT_VERIFY_* */
+    int quiet;
+};
+
+static int take_option(void *ctx, const char *prog, int c, const char *arg)
+{
+    struct verify_options *vo = ctx;
+    (void)arg;
+    if (c == 'f')
+        vo->flags |= TT_VERIFY_FRAMES;
+    else if (c == 'q')
+        vo->quiet = 1;
+    else
+        return tool_usage_hint(prog);
+    return TOOL_EXIT_OK;
+}
+
 int cmd_verify(int argc, char **argv)
 {
     static const struct option options[] = {
         {"frames", no_argument, NULL, 'f'},
-        {"json", no_argument, NULL, 'j'},
         {"quiet", no_argument, NULL, 'q'},
-        {"max-memory", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int json = 0, quiet = 0, c, rc, ret;
-    unsigned flags = 0;
-    uint64_t max_mb = 0;
+    static const tool_verb verb = {.usage = usage,
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY,
+                                   .options = options,
+                                   .take = take_option};
+    struct verify_options vo = {0};
+    int rc, ret;
     const char *path;
+    tool_opts o;
     tt_reader_limits lim;
     tt_verify_result res;
     tt_error_info err;
     tt_source src;
 
-    while ((c = getopt_long(argc, argv, "fjqh", options, NULL)) != -1) {
-        switch (c) {
-        case 'f':
-            flags |= TT_VERIFY_FRAMES;
-            break;
-        case 'j':
-            json = 1;
-            break;
-        case 'q':
-            quiet = 1;
-            break;
-        case 'm':
-            if (tool_parse_u64(argv[0], "--max-memory", optarg, 1, UINT64_MAX >> 20, &max_mb))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return tool_finish_stdout(TOOL_EXIT_OK);
-        default:
-            return tool_usage_hint(argv[0]);
-        }
-    }
-    if ((c = tool_one_operand(argc, argv, optind)) != TOOL_EXIT_OK)
-        return c;
-    if (json && quiet)
+    if ((rc = tool_opts_parse(&o, &verb, &vo, argc, argv)) != TOOL_GO_ON)
+        return rc;
+    if (o.json && vo.quiet)
         return tool_usage_error(argv[0], "--json and --quiet exclude each other");
-    path = argv[optind];
-    tool_limits(&lim, max_mb);
+    path = o.file;
+    tool_limits(&lim, o.max_memory_mb);
 
     memset(&res, 0, sizeof res);
     res.offset = UINT64_MAX;
@@ -129,7 +148,7 @@ int cmd_verify(int argc, char **argv)
     memset(&src, 0, sizeof src);
     ret = tt_source_file(&src, path, &err);
     if (ret != TT_OK) {
-        if (json) {
+        if (o.json) {
             snprintf(res.message, sizeof res.message, "cannot open: %.480s",
                      err.message[0] ? tool_strip_path(err.message, path) : tt_strerror(ret));
             print_json(path, tt_verify_status_name(TT_VERIFY_IO), ret, &res);
@@ -137,21 +156,21 @@ int cmd_verify(int argc, char **argv)
             return tool_exit_for_error(ret);
         }
         rc = tool_exit_for_error(ret);
-        if (!quiet)
+        if (!vo.quiet)
             tool_report(path, "cannot open", ret, &err);
         return rc;
     }
 
-    ret = tt_verify_ex(&src, &lim, flags, &res);
+    ret = tt_verify_ex(&src, &lim, vo.flags, &res);
     tt_source_close(&src);
     rc = exit_for_status(res.status, ret == TT_OK ? res.code : ret);
 
-    if (json) {
+    if (o.json) {
         print_json(path, tt_verify_status_name(res.status), ret == TT_OK ? res.code : ret, &res);
         /* stdout failing turns any verdict into 6; else the verdict decides */
         return tool_finish_stdout(rc) == TOOL_EXIT_SYSTEM ? TOOL_EXIT_SYSTEM : rc;
     }
-    if (quiet)
+    if (vo.quiet)
         return rc;
     if (rc == TOOL_EXIT_OK) {
         tool_print_text(stdout, path, strlen(path));
@@ -159,23 +178,6 @@ int cmd_verify(int argc, char **argv)
                res.chunks, res.bytes);
         return tool_finish_stdout(rc);
     }
-
-    fflush(stdout);
-    tool_print_text(stderr, path, strlen(path));
-    fprintf(stderr, ": %s", tt_verify_status_name(res.status));
-    if (res.offset != UINT64_MAX)
-        fprintf(stderr, " at offset %" PRIu64, res.offset);
-    if (res.chunk != UINT64_MAX)
-        fprintf(stderr, " (chunk %" PRIu64 ")", res.chunk);
-    fputs(": ", stderr);
-    if (res.message[0] != '\0') {
-        const char *msg = tool_strip_path(res.message, path);
-        tool_print_text(stderr, msg, strnlen(msg, sizeof res.message));
-    }
-    else
-        fputs(tt_strerror(ret == TT_OK ? res.code : ret), stderr);
-    fputc('\n', stderr);
-    if (res.status == TT_VERIFY_LIMIT && strstr(res.message, "max_total") != NULL)
-        fputs("tinytrace: a larger limit can be given with --max-memory MB\n", stderr);
+    print_problem(path, ret, &res);
     return rc;
 }

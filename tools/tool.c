@@ -231,6 +231,8 @@ int tool_trace_open(tool_trace *t)
 
 void tool_trace_close(tool_trace *t)
 {
+    tt_index_close(t->ix); /* before the reader it reads from */
+    t->ix = NULL;
     if (t->r != NULL)
         tt_reader_close(t->r);
     t->r = NULL;
@@ -712,15 +714,6 @@ void tj_newline(tool_json *j)
     j->depth = 0;
     memset(j->first, 0, sizeof j->first);
     j->first[0] = 1;
-}
-
-int tool_one_operand(int argc, char **argv, int optind_)
-{
-    if (optind_ >= argc)
-        return tool_usage_error(argv[0], "missing FILE");
-    if (argc - optind_ > 1)
-        return tool_usage_error(argv[0], "takes one FILE, not %d", argc - optind_);
-    return TOOL_EXIT_OK;
 }
 
 /* ---------------------------------------------------------------- progress */

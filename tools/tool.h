@@ -1,8 +1,13 @@
 /* tinytrace — the command-line tool: what the verbs share.
  *
  * The tool is one file per verb (tools/cmd-<verb>.c); tools/tinytrace.c holds the verb table and
- * dispatches; tools/tool.c holds the helpers below. Every verb uses the public API only (the tt_*
- * functions of <tinytrace/tinytrace.h>), never a private header of the library.
+ * dispatches; tools/tool.c holds the helpers below; tools/opts.c the prologue every verb shares
+ * (opts.h: options, operands, opening the trace) and tools/merge.c the recorded-order merge of
+ * per-thread cursors (merge.h). Every verb uses the public API only (the tt_* functions of
+ * <tinytrace/tinytrace.h>). The one private header of the library the tool may include is
+ * libtrace/instrument/protocol.h, the contract between the runtime and record/replay (names of
+ * environment variables, the runtime's exit status, the caller string, the report's strings):
+ * it holds names and numbers, no code, and both sides must agree on them.
  *
  * A verb is `int cmd_<verb>(int argc, char **argv)`: argv[0] is "tinytrace <verb>" (so getopt's
  * own messages name the verb), the options and operands follow. It returns one of the exit codes
@@ -81,8 +86,6 @@ void tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "tinytrace VERB: <msg>" and "Try 'tinytrace VERB --help'." to stderr and returns
  * TOOL_EXIT_USAGE. @prog is the verb's argv[0] ("tinytrace VERB"). */
 int tool_usage_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Checks that exactly one operand (FILE) follows the options; TOOL_EXIT_USAGE otherwise. */
-int tool_one_operand(int argc, char **argv, int optind_);
 
 /* Prints "Try 'tinytrace VERB --help'." after getopt's own message; returns TOOL_EXIT_USAGE. */
 int tool_usage_hint(const char *prog);
@@ -114,11 +117,6 @@ int tool_parse_u64(const char *prog, const char *option, const char *s, uint64_t
  * @max_memory_mb MiB when it is nonzero (--max-memory). */
 void tool_limits(tt_reader_limits *lim, uint64_t max_memory_mb);
 
-/* The usage line shared by every verb that reads a trace. */
-#define TOOL_MAX_MEMORY_HELP                                                                       \
-    "  --max-memory MB     let the reader use up to MB MiB of memory (default: the library's\n"    \
-    "                      limit, see `tinytrace help`)\n"
-
 /* ---- opening a trace ---- */
 
 typedef struct tool_trace {
@@ -131,6 +129,7 @@ typedef struct tool_trace {
     tt_reader_capacity cap;
     void *mem;
     tt_reader *r;
+    tt_index *ix; /* the index tables once opened (tool_trace_start, or the verb); closed here */
 } tool_trace;
 
 /* Opens @path as a source and probes its manifest with @lim and @mode (t->m, t->cap). Reports
@@ -143,7 +142,8 @@ int tool_trace_probe(tool_trace *t, const char *path, const tt_reader_limits *li
  * thread and object tables). Reports failures and returns their exit code. */
 int tool_trace_open(tool_trace *t);
 
-/* Closes the reader, frees its storage, closes the source. Safe on a partly opened trace. */
+/* Closes the index tables and the reader, frees the reader's storage, closes the source. Safe on
+ * a partly opened trace. */
 void tool_trace_close(tool_trace *t);
 
 /* ---- progress ----
