@@ -11,7 +11,7 @@
  * Then each pair is read in lockstep, one per-thread cursor on each side, until the first event
  * that differs, or until one side ends before the other.
  *
- * What "the same event" means follows replay's matching (event.h, DESIGN.md §4): the kind (and
+ * What "the same event" means follows replay's matching (event.h, docs/REPLAY.md): the kind (and
  * the direction of io), the function and the site compared by name (ids are interned per run and
  * may differ), the argument (size, channel, tag, signal) except where it is a process or thread
  * id (session-start, thread-start, thread-end), and the payload bytes, except a crash's, which is

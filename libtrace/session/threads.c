@@ -129,26 +129,24 @@ int tt_thread_name(tt_session *s, const char *name)
     return s->be->thread_name(s, t, id);
 }
 
-int tt_session_flush_thread(tt_session *s)
+/* The calling thread's state in @s, then @op of the backend on it (flush or end). */
+static int thread_op(tt_session *s, int (*const *op)(tt_session *, struct tt_thread *))
 {
     if (!s || !s->head.active)
         return TT_OK;
     int rc;
     struct tt_thread *t = tt_thread_lookup_slow(s, &rc);
-    if (!t)
-        return rc;
-    return s->be->thread_flush(s, t);
+    return t ? (*op)(s, t) : rc;
+}
+
+int tt_session_flush_thread(tt_session *s)
+{
+    return thread_op(s, s && s->head.active ? &s->be->thread_flush : NULL);
 }
 
 int tt_session_thread_end(tt_session *s)
 {
-    if (!s || !s->head.active)
-        return TT_OK;
-    int rc;
-    struct tt_thread *t = tt_thread_lookup_slow(s, &rc);
-    if (!t)
-        return rc;
-    return s->be->thread_end(s, t);
+    return thread_op(s, s && s->head.active ? &s->be->thread_end : NULL);
 }
 
 /* Every cache way that names @s is cleared: a later session may get this address (the uid tells
