@@ -2,11 +2,12 @@
  *
  * A recording is written as "<file>.<pid>.partial" and renamed on close; a process killed by
  * SIGKILL (or one that called _exit from a child) leaves the partial file behind. gc removes
- * such a file only when all of these hold: its name ends in ".<pid>.partial", it is a regular
- * file (not followed through a symlink) that starts with the tinytrace magic, and no process
- * with that pid exists. A live process's file is never touched; when a pid has been reused by an
- * unrelated process, the file is kept (the safe side). What cannot be removed is reported, and
- * gc still exits 0: it is a cleanup, not a check.
+ * such a file only when all of these hold (tt_partial_probe): its name ends in ".<pid>.partial",
+ * it is a regular file (not followed through a symlink) that starts with the tinytrace magic,
+ * and no recording holds its lock. The writer holds an open-file-description lock on the file
+ * for the whole recording, so a live recording's file is never touched, in this PID namespace or
+ * another one (a container), whatever pid its name carries. What cannot be removed is reported,
+ * and gc still exits 0: it is a cleanup, not a check.
  */
 #include "opts.h"
 #include "tool.h"
@@ -35,36 +36,6 @@ static const char usage[] =
     "\n"
     "Prints one line per file it removed, kept or could not remove. Exits 0 even when some file\n"
     "could not be removed; 2 for a usage error, 6 when DIR cannot be read.\n";
-
-/* The pid in "<anything>.<digits>.partial", or 0. */
-static long partial_pid(const char *name)
-{
-    size_t n = strlen(name);
-    const char *suffix = ".partial";
-    size_t sl = strlen(suffix);
-    if (n <= sl || strcmp(name + n - sl, suffix) != 0)
-        return 0;
-    size_t end = n - sl, start = end;
-    while (start > 0 && name[start - 1] >= '0' && name[start - 1] <= '9')
-        start--;
-    if (start == end || start == 0 || name[start - 1] != '.' || end - start > 9)
-        return 0;
-    return strtol(name + start, NULL, 10);
-}
-
-static int is_trace(int dirfd, const char *name)
-{
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return 0;
-    struct stat st;
-    char magic[8];
-    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-             pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
-             memcmp(magic, "TINYTRCE", sizeof magic) == 0;
-    close(fd);
-    return ok;
-}
 
 static int take_option(void *ctx, const char *prog, int c, const char *arg)
 {
@@ -102,12 +73,13 @@ int cmd_gc(int argc, char **argv)
     unsigned removed = 0, kept = 0, failed = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        long pid = partial_pid(e->d_name);
-        if (pid <= 0 || !is_trace(dfd, e->d_name))
+        long pid = 0;
+        tt_partial_state st = tt_partial_probe(dfd, e->d_name, &pid);
+        if (st == TT_PARTIAL_NONE)
             continue;
-        /* EPERM: the process exists but is someone else's — alive all the same */
-        if (kill((pid_t)pid, 0) == 0 || errno == EPERM) {
-            printf("kept %s/%s: process %ld is alive\n", dir, e->d_name, pid);
+        if (st == TT_PARTIAL_LIVE) {
+            printf("kept %s/%s: its recording is alive (it holds the file's lock)\n", dir,
+                   e->d_name);
             kept++;
             continue;
         }

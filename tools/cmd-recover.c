@@ -2,6 +2,7 @@
 #include "opts.h"
 #include "tool.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,19 +24,14 @@ static const char usage[] =
     "Exits 0 when a trace was written, 2 for a usage error, 3 when FILE is not a recording's\n"
     "temporary file (or was closed), 6 when a file cannot be read or written.\n";
 
-/* "x.tt.1234.partial" -> "x.tt"; NULL when the name has no ".PID.partial" ending. */
+/* "x.tt.1234.partial" -> "x.tt"; -1 when the name has no ".PID.partial" ending. */
 static int default_output(const char *in, char *out, size_t cap)
 {
-    size_t n = strlen(in), sl = strlen(".partial");
-    if (n <= sl || strcmp(in + n - sl, ".partial") != 0)
+    size_t n = tt_partial_parse(in, NULL);
+    if (n == 0 || n >= cap)
         return -1;
-    size_t end = n - sl, start = end;
-    while (start > 0 && in[start - 1] >= '0' && in[start - 1] <= '9')
-        start--;
-    if (start == end || start < 2 || in[start - 1] != '.' || start - 1 >= cap)
-        return -1;
-    memcpy(out, in, start - 1);
-    out[start - 1] = '\0';
+    memcpy(out, in, n);
+    out[n] = '\0';
     return 0;
 }
 
@@ -69,6 +65,10 @@ int cmd_recover(int argc, char **argv)
             return tool_usage_error(argv[0], "%s does not end in .PID.partial: give -o OUT", in);
         output = def;
     }
+    /* a recording that still runs holds the file's lock (partial.c): its file is not ours yet */
+    if (tt_partial_probe(AT_FDCWD, in, NULL) == TT_PARTIAL_LIVE)
+        return tool_usage_error(argv[0], "the recording that writes %s is still running (it "
+                                "holds the file's lock): recover it once it has ended", in);
     tt_error_info err;
     tool_error_info_init(&err);
     tt_source src;

@@ -258,7 +258,10 @@ void tt_thread_row_decode(const uint8_t in[TT_THREAD_ROW], tt_thread_entry *e);
  * store.h; this half creates one. */
 
 /* Creates @temp exclusively (O_EXCL | O_NOFOLLOW: never an existing file or a symlink), mode
- * 0600, for writing. Returns the fd, or -1 with errno set. */
+ * 0600, for writing, and takes the recording's lock on it (held until the last descriptor of
+ * the open file is closed). Returns the fd, or -1 with errno set. */
 int tt_partial_create(const char *temp);
+/* Whether some open file holds the recording's lock on the file of @fd (any open mode). */
+bool tt_partial_locked(int fd);
 
 #endif

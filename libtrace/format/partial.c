@@ -2,13 +2,16 @@
  * <file> when it is finished (docs/FORMAT.md §2).
  *
  * The writer creates the partial file exclusively and never through a symlink, so it cannot be
- * made to write over another file. A partial file belongs to a live recording as long as the
- * process its name carries exists; tools (gc, recover) leave such a file alone. Naming, parsing
- * and the liveness test are here, in one place, for the writer, recovery and the tool.
+ * made to write over another file, and holds an open-file-description lock (F_OFD_SETLK, a
+ * write lock on the whole file) on it for the life of the recording. A partial file belongs to
+ * a live recording exactly when that lock is held: the lock goes with the last descriptor of
+ * the writer's open file, whatever killed it, and it is seen from any PID namespace or
+ * container that sees the file, where a pid in the name means nothing. Tools (gc, recover)
+ * leave a locked file alone. Naming, parsing, the lock and the liveness test are here, in one
+ * place, for the writer, recovery and the tool.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -44,11 +47,43 @@ size_t tt_partial_parse(const char *name, long *pid)
     return start - 1;
 }
 
+static struct flock whole(short type)
+{
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET; /* l_start = l_len = 0: the whole file, however long it grows */
+    return fl;
+}
+
 int tt_partial_create(const char *temp)
 {
     /* O_EXCL refuses an existing file or symlink; O_NOFOLLOW refuses a symlink in the last
      * component even where O_EXCL would not be honoured */
-    return open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    struct flock fl = whole(F_WRLCK);
+    if (fcntl(fd, F_OFD_SETLK, &fl) != 0) {
+        /* nobody else can have it locked yet: the file did not exist a moment ago. A file
+         * system without locks: the recording goes on, and looks dead to gc. */
+        if (errno != ENOLCK && errno != EINVAL && errno != EOPNOTSUPP) {
+            int e = errno;
+            close(fd);
+            unlink(temp);
+            errno = e;
+            return -1;
+        }
+    }
+    return fd;
+}
+
+bool tt_partial_locked(int fd)
+{
+    struct flock fl = whole(F_WRLCK);
+    if (fcntl(fd, F_OFD_GETLK, &fl) != 0)
+        return false;
+    return fl.l_type != F_UNLCK;
 }
 
 tt_partial_state tt_partial_probe(int dirfd, const char *name, long *pid)
@@ -66,9 +101,9 @@ tt_partial_state tt_partial_probe(int dirfd, const char *name, long *pid)
     bool trace = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
                  pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
                  memcmp(magic, TT_MAGIC, sizeof magic) == 0;
+    bool live = trace && tt_partial_locked(fd);
     close(fd);
     if (!trace)
         return TT_PARTIAL_NONE;
-    /* EPERM: the process exists but is someone else's, alive all the same */
-    return kill((pid_t)p, 0) == 0 || errno == EPERM ? TT_PARTIAL_LIVE : TT_PARTIAL_DEAD;
+    return live ? TT_PARTIAL_LIVE : TT_PARTIAL_DEAD;
 }

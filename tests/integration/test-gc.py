@@ -70,7 +70,7 @@ def main():
         assert live_file in left, f"live partial removed: {r.stdout}"
         assert f"other.{dead_pid}.partial" in left, "removed a file that is not a trace"
         assert f"link.{dead_pid}.partial" in left, "removed a symlink"
-        assert "kept" in r.stdout and "alive" in r.stdout, r.stdout
+        assert "kept" in r.stdout and "alive" in r.stdout and "lock" in r.stdout, r.stdout
         assert "1 removed" in r.stderr, r.stderr
 
         bad = subprocess.run([TT, "gc", os.path.join(d, "missing")], capture_output=True)

@@ -279,12 +279,13 @@ TT_API size_t tt_partial_parse(const char *name, long *pid);
 typedef enum tt_partial_state {
     TT_PARTIAL_NONE = 0,  /* not a partial trace: another name, not a regular file (symlinks are
                            * not followed), or not starting with the tinytrace magic */
-    TT_PARTIAL_LIVE = 1,  /* the recording that writes it is still running: never touch it */
+    TT_PARTIAL_LIVE = 1,  /* the recording that writes it still holds its lock (an OFD lock,
+                           * seen from any PID namespace): never touch it */
     TT_PARTIAL_DEAD = 2,  /* its recording is gone: recover it or remove it */
 } tt_partial_state;
 
 /* Looks at @name in directory @dirfd (AT_FDCWD: the current one); *@pid (may be NULL) gets the
- * pid of its name. Thread-safe. */
+ * pid of its name, which says nothing of liveness (the lock does). Thread-safe. */
 TT_API tt_partial_state tt_partial_probe(int dirfd, const char *name, long *pid);
 
 /* ---- writer limits, capacity and storage ---- */
