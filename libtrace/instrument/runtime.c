@@ -89,7 +89,7 @@ static _Noreturn void exit_now(int status)
 
 static bool env_flag(const char *name)
 {
-    const char *v = getenv(name);
+    const char *v = secure_getenv(name);
     return v && *v && strcmp(v, "0") != 0;
 }
 
@@ -583,14 +583,21 @@ __attribute__((constructor(101)))
 #endif
 static void rt_init(void)
 {
-    const char *mode = getenv("TINYTRACE_MODE");
+    /* setuid and setgid programs read no TINYTRACE_* (config.c): said once, here */
+    if (tt_env_secure_() && tt_env_has_settings_()) {
+        static const char msg[] = "tinytrace: TINYTRACE_* ignored in a setuid or setgid "
+                                  "process\n";
+        (void)!write(2, msg, sizeof msg - 1);
+        return;
+    }
+    const char *mode = secure_getenv("TINYTRACE_MODE");
     if (!mode || !*mode || !strcmp(mode, "off"))
         return;
     /* Only the process that was started for tracing traces: a program it execs inherits the
      * environment, and would otherwise finish its own file under the same final name. */
     char me[32];
     snprintf(me, sizeof me, "%ld", (long)getpid());
-    const char *owner = getenv(TT_ENV_PID);
+    const char *owner = secure_getenv(TT_ENV_PID);
     if (owner && strcmp(owner, me) != 0)
         return;
     guard = 1;
@@ -608,15 +615,15 @@ static void rt_init(void)
          * script): the earlier image's file is ours and unfinished. The recording is of the
          * program the process became, so drop it and start again. */
         char partial[4200];
-        snprintf(partial, sizeof partial, "%s.%s.partial", getenv("TINYTRACE_FILE"), me);
+        snprintf(partial, sizeof partial, "%s.%s.partial", secure_getenv("TINYTRACE_FILE"), me);
         if (unlink(partial) == 0)
             rc = tt_session_open(&cfg, &s, &err);
     }
-    if (rc == TT_E_CONFIG || (rc != TT_OK && getenv(TT_ENV_REPORT))) {
+    if (rc == TT_E_CONFIG || (rc != TT_OK && secure_getenv(TT_ENV_REPORT))) {
         /* a bad setting, or a replay that cannot start, is refused before the program runs */
         fprintf(stderr, "tinytrace: %s\n", err.message);
-        if (getenv(TT_ENV_REPORT)) {
-            snprintf(report_path, sizeof report_path, "%s", getenv(TT_ENV_REPORT));
+        if (secure_getenv(TT_ENV_REPORT)) {
+            snprintf(report_path, sizeof report_path, "%s", secure_getenv(TT_ENV_REPORT));
             write_report(NULL, "error", rc, err.message, NULL, NULL, 0);
         }
         fflush(stderr);
@@ -633,7 +640,7 @@ static void rt_init(void)
     opt_alloc = env_flag(TT_ENV_ALLOC);
     opt_check_output = env_flag(TT_ENV_CHECK_OUTPUT);
     opt_keep_going = env_flag(TT_ENV_KEEP_GOING);
-    const char *rp = getenv(TT_ENV_REPORT);
+    const char *rp = secure_getenv(TT_ENV_REPORT);
     if (rp)
         snprintf(report_path, sizeof report_path, "%s", rp);
     /* after every getenv: a program with its own environment code (bash) may not find

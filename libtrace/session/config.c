@@ -3,6 +3,7 @@
  * Every value is checked when it is set, so a bad setting fails here, naming the parameter or the
  * variable, and never in the middle of a run. */
 #include <errno.h>
+#include <sys/auxv.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,7 +222,7 @@ static bool parse_u64(const char *s, uint64_t *out)
 
 static int env_num(tt_config *cfg, const char *var, tt_param p, uint64_t unit, tt_error_info *err)
 {
-    const char *s = getenv(var);
+    const char *s = secure_getenv(var);
     uint64_t v;
     if (!s)
         return TT_OK;
@@ -256,17 +257,40 @@ static int check_names(tt_error_info *err)
     return TT_OK;
 }
 
+bool tt_env_secure_(void)
+{
+    return getauxval(AT_SECURE) != 0;
+}
+
+bool tt_env_has_settings_(void)
+{
+    for (char **e = environ; e && *e; e++)
+        if (strncmp(*e, "TINYTRACE_", 10) == 0)
+            return true;
+    return false;
+}
+
 int tt_config_from_env(tt_config *cfg, tt_error_info *err)
 {
     tt_config tmp;
     int rc;
+    /* A setuid or setgid program runs with its owner's rights on behalf of whoever started it:
+     * TINYTRACE_FILE would let any user have such a program replace a file it may write, so
+     * no TINYTRACE_* setting counts there (secure_getenv below, for every variable). */
+    if (tt_env_secure_()) {
+        if (err && tt_env_has_settings_()) {
+            tt_fail(err, TT_OK, 0, UINT64_MAX, "TINYTRACE_* ignored: a setuid or setgid process "
+                    "(AT_SECURE)");
+        }
+        return TT_OK;
+    }
     if ((rc = check_names(err)) != TT_OK)
         return rc;
     /* build into a copy, so a refused variable leaves @cfg as it was */
     memcpy(&tmp, cfg, sizeof tmp);
     if (cfgw(&tmp)->magic != CFG_MAGIC)
         tt_config_init(&tmp);
-    const char *mode = getenv("TINYTRACE_MODE");
+    const char *mode = secure_getenv("TINYTRACE_MODE");
     if (mode) {
         uint64_t m;
         if (!strcmp(mode, "off") || !strcmp(mode, "0") || !*mode)
@@ -280,12 +304,12 @@ int tt_config_from_env(tt_config *cfg, tt_error_info *err)
                            "TINYTRACE_MODE: '%s' is not one of off, record, replay", mode);
         cfgw(&tmp)->mode = (uint32_t)m;
     }
-    const char *file = getenv("TINYTRACE_FILE");
+    const char *file = secure_getenv("TINYTRACE_FILE");
     if (file) {
         if ((rc = tt_config_set_str(&tmp, TT_PARAM_FILE, file, err)) != TT_OK)
             return tt_fail(err, rc, 0, UINT64_MAX, "TINYTRACE_FILE: %s", err ? err->message : "");
     }
-    const char *caller = getenv("TINYTRACE_CALLER");
+    const char *caller = secure_getenv("TINYTRACE_CALLER");
     if (caller) {
         if ((rc = tt_config_set_str(&tmp, TT_PARAM_CALLER, caller, err)) != TT_OK)
             return tt_fail(err, rc, 0, UINT64_MAX, "TINYTRACE_CALLER: %s", err ? err->message : "");
@@ -298,7 +322,7 @@ int tt_config_from_env(tt_config *cfg, tt_error_info *err)
         (rc = env_num(&tmp, "TINYTRACE_ORDERED", TT_PARAM_ORDERED, 1, err)) ||
         (rc = env_num(&tmp, "TINYTRACE_ORDER_TIMEOUT_MS", TT_PARAM_ORDER_TIMEOUT_MS, 1, err)))
         return rc;
-    const char *div = getenv("TINYTRACE_DIVERGENCE");
+    const char *div = secure_getenv("TINYTRACE_DIVERGENCE");
     if (div) {
         if (!strcmp(div, "abort") || !strcmp(div, "return"))
             cfgw(&tmp)->divergence = TT_DIVERGE_RETURN;

@@ -54,6 +54,10 @@ static inline const struct tt_config_impl *tt_cfg(const tt_config *c)
 
 /* The mode a config asks for. */
 tt_mode tt_session_mode_of_(const tt_config *cfg);
+/* A setuid or setgid process (AT_SECURE): TINYTRACE_* is not read there. */
+bool tt_env_secure_(void);
+/* Some TINYTRACE_* variable is set (whether or not it is read). */
+bool tt_env_has_settings_(void);
 
 /* ---- the intern table (names.c) ---- */
 struct tt_intern_table {
