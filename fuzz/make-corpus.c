@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "format.h"
 #include "session-int.h"
 
 static const char *outdir;

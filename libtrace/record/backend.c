@@ -92,11 +92,15 @@ static int rec_event(tt_session *s, struct tt_thread *bt, const tt_event *ev, vo
     /* A checkpoint starts a chunk of its own, once the swapper has encoded everything before
      * it: its timepoint is then known here (the swapper numbers the events), and a replay can
      * later seek straight to it. */
-    if (ev->kind == TT_EV_CHECKPOINT && (rc = tt_writer_sync_thread(s, t)) != TT_OK) {
-        tt_rec_end_(t);
-        return rc;
+    tt_timepoint tp = { t->base.id, 0, 0 };
+    if (ev->kind == TT_EV_CHECKPOINT) {
+        if ((rc = tt_writer_sync_thread(s, t)) != TT_OK) {
+            tt_rec_end_(t);
+            return rc;
+        }
+        /* the swapper's count, read after it encoded every earlier buffer (under qlock) */
+        tp.seq = t->seq;
     }
-    tt_timepoint tp = { t->base.id, 0, t->seq };
     struct tt_raw_long r = { .kind = ev->kind | ((uint32_t)ev->dir << 8),
                              .function = ev->sp.function, .time = tt_ticks(),
                              .site = ev->sp.site, .arg = ev->arg, .addr = ev->addr,
