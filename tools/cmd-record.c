@@ -32,19 +32,20 @@
 #include <unistd.h>
 
 static const char usage[] =
-    "Usage: tinytrace record [-o FILE] [--alloc] [--check-output] [--buffer-kb N]\n"
-    "                        [--memory-mb N] [--] PROG [ARGS...]\n"
+    "Usage: tinytrace record [-o FILE] [--alloc] [--buffer-kb N] [--memory-mb N]\n"
+    "                        [--] PROG [ARGS...]\n"
     "\n"
     "Runs PROG with ARGS under the tinytrace runtime (LD_PRELOAD) and writes its trace. The\n"
     "calls through which PROG reads its environment (clocks, random bytes, reads from pipes,\n"
-    "sockets and terminals, pid, host name) are recorded, with the command line, the working\n"
-    "directory and PROG's build-id, so that `tinytrace replay FILE` can run it again.\n"
+    "sockets and terminals, pid, host name) are recorded, with what PROG writes to stdout and\n"
+    "stderr, the command line, the working directory and PROG's build-id, so that\n"
+    "`tinytrace replay FILE` can run it again and compare. The trace is signed with this user's\n"
+    "key, so that replay runs its command line without asking (docs/REPLAY.md).\n"
     "\n"
     "Options:\n"
     "  -o, --output FILE   the trace file (default: PROG's base name + \".tt\", here)\n"
     "  -a, --alloc         also record allocations (malloc, free, ...); replay compares sizes\n"
-    "  -c, --check-output  also record what PROG writes to stdout and stderr, so that replay\n"
-    "                      compares it\n"
+    "  -c, --check-output  accepted for older scripts: the output is always recorded\n"
     "  --buffer-kb N       one thread's buffer, KiB (4 to 65536, a multiple of 4)\n"
     "  --memory-mb N       all buffers together, MiB (1 to 65536; at least two buffers)\n"
     "  -h, --help          print this help\n"
@@ -128,6 +129,48 @@ static int check_program(const char *name, char *path, size_t cap)
     return TOOL_EXIT_OK;
 }
 
+/* The META object of @t that starts with @prefix, without the prefix, into @out ("" if none). */
+static void meta_value(tool_trace *t, const char *prefix, char *out, size_t cap)
+{
+    size_t pl = strlen(prefix);
+    out[0] = '\0';
+    for (uint32_t id = 1; id <= t->m.object_count; id++) {
+        tt_object_entry o;
+        if (tt_reader_object(t->r, id, &o) != TT_OK || o.kind != TT_OBJ_META ||
+            o.name_len < pl || memcmp(o.name, prefix, pl) != 0)
+            continue;
+        size_t n = o.name_len - pl < cap - 1 ? o.name_len - pl : cap - 1;
+        memcpy(out, o.name + pl, n);
+        out[n] = '\0';
+        return;
+    }
+}
+
+/* Says once what ran unrecorded: replay will run it live and cannot compare it. */
+static void warn_untraced(tool_trace *t)
+{
+    uint32_t n = t->m.children_untraced, u = t->m.execs_untraceable;
+    char first[512];
+    if (!n && !u)
+        return;
+    meta_value(t, "untraced=", first, sizeof first);
+    fflush(stdout);
+    fprintf(stderr, "tinytrace: warning: ");
+    if (n)
+        fprintf(stderr, "%" PRIu32 " child process%s ran untraced", n, n == 1 ? "" : "es");
+    if (n && u)
+        fputs(" and ", stderr);
+    if (u)
+        fprintf(stderr, "%" PRIu32 " exec%s of a program the runtime cannot follow (static or "
+                "setuid) ended the recording", u, u == 1 ? "" : "s");
+    if (first[0]) {
+        fputs(" (the first: ", stderr);
+        tool_print_text(stderr, first, strlen(first));
+        fputc(')', stderr);
+    }
+    fputs("; replay runs them live and does not compare them\n", stderr);
+}
+
 /* After the program: the trace, or why there is none. Returns the tool's code for a missing or
  * unusable trace, or -1 when the trace is fine (then the program's status decides). */
 static int summarize(const char *shown, const char *abs, const struct file_id *before,
@@ -151,9 +194,9 @@ static int summarize(const char *shown, const char *abs, const struct file_id *b
                        "LD_PRELOAD; one that exec()s another program leaves that one's trace)");
         return TOOL_EXIT_SYSTEM;
     }
-    rc = tool_trace_start(&t, shown, NULL, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_PROBE);
-    tool_trace_close(&t);
+    rc = tool_trace_start(&t, shown, NULL, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_OPEN);
     if (rc != TOOL_EXIT_OK) {
+        tool_trace_close(&t);
         tool_error("the program %s", how);
         return rc;
     }
@@ -170,6 +213,8 @@ static int summarize(const char *shown, const char *abs, const struct file_id *b
     if (t.m.build_id_len == 0)
         tool_error("note: the program has no GNU build-id; replay cannot check that it runs "
                    "the same build");
+    warn_untraced(&t);
+    tool_trace_close(&t);
     return -1;
 }
 
@@ -193,8 +238,7 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
         o->alloc = 1;
         return TOOL_EXIT_OK;
     case 'c':
-        o->check_output = 1;
-        return TOOL_EXIT_OK;
+        return TOOL_EXIT_OK; /* always: the output is part of the verdict */
     case OPT_BUFFER:
         if (tool_parse_u64(prog, "--buffer-kb", arg, 4, 65536, &o->buffer_kb))
             return TOOL_EXIT_USAGE;
@@ -224,7 +268,7 @@ static int set_environment(const struct record *o, const char *abs, const char *
         tool_setenv(TT_ENV_ALLOC, o->alloc ? "1" : NULL) ||
         tool_setenv(TT_ENV_CHECK_OUTPUT, o->check_output ? "1" : NULL) ||
         tool_setenv("TINYTRACE_CALLER", caller) ||
-        tool_setenv(TT_ENV_REPORT, NULL) || tool_setenv(TT_ENV_KEEP_GOING, NULL) ||
+        tool_setenv(TT_ENV_REPORT_FD, NULL) || tool_setenv(TT_ENV_KEEP_GOING, NULL) ||
         tool_setenv(TT_ENV_PID, NULL))
         return TOOL_EXIT_SYSTEM;
     if (o->buffer_kb != 0) {
@@ -255,7 +299,7 @@ int cmd_record(int argc, char **argv)
                                    .stop_at_operand = 1, /* PROG's options are its own */
                                    .take = take_option,
                                    .operands = TOOL_OPERANDS_ANY};
-    struct record o = {0};
+    struct record o = {.check_output = 1};
     int rc, status = 0, first;
     char def_out[PATH_MAX], abs[PATH_MAX], preload[PATH_MAX], prog_path[PATH_MAX];
     struct file_id before;
@@ -297,5 +341,7 @@ int cmd_record(int argc, char **argv)
     if (rc != TOOL_EXIT_OK)
         return rc;
     rc = summarize(o.output, abs, &before, pid, status);
+    if (rc < 0)
+        tool_auth_sign(abs); /* a trace without it still is one: replay asks for --trust */
     return rc >= 0 ? rc : tool_shell_status(status);
 }

@@ -27,6 +27,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/random.h>
+#include <sys/socket.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -40,13 +45,16 @@
 
 static const char usage[] =
     "Usage: tinytrace replay FILE [--report OUT.json] [--keep-going] [--ordered]\n"
-    "                        [--check-output] [--allow-build-mismatch] [-- PROG [ARGS...]]\n"
+    "                        [--no-check-output] [--trust] [--allow-build-mismatch]\n"
+    "                        [-- PROG [ARGS...]]\n"
     "\n"
     "Runs the program recorded in trace FILE again, under the tinytrace runtime: the calls\n"
-    "through which it reads its environment return the recorded results, and every call is\n"
-    "compared with the recording. Without `-- PROG ARGS` the recorded command line runs, in\n"
-    "the recorded working directory if it still exists (else in the current one); with it,\n"
-    "PROG runs here instead.\n"
+    "through which it reads its environment return the recorded results, and every call, and\n"
+    "what it writes to stdout and stderr, is compared with the recording. Without\n"
+    "`-- PROG ARGS` the recorded command line runs, in the recorded working directory if it\n"
+    "still exists (else in the current one), and is printed first; with it, PROG runs here\n"
+    "instead. A recorded command line runs only from a trace this user recorded on this\n"
+    "machine (its signature is this user's key's): any other needs --trust or `-- PROG`.\n"
     "\n"
     "Before PROG runs, FILE is verified whole, and PROG's GNU build-id is compared with the\n"
     "recorded one: another build is refused, naming both ids.\n"
@@ -63,9 +71,12 @@ static const char usage[] =
     "                             PROG never ran); OUT.json may not be FILE itself\n"
     "  -k, --keep-going           count divergences instead of stopping at the first\n"
     "  --ordered                  also enforce the recorded interleaving of threads\n"
-    "  -c, --check-output         compare what PROG writes with the recording (implied when\n"
-    "                             FILE was recorded with --check-output; refused when it was\n"
-    "                             recorded without)\n"
+    "  --no-check-output          do not compare what PROG writes to stdout and stderr (by\n"
+    "                             default it is compared when FILE recorded it)\n"
+    "  -c, --check-output         compare it (the default; refused when FILE was recorded\n"
+    "                             without it)\n"
+    "  --trust                    run the command line FILE names although FILE was not\n"
+    "                             recorded by this user on this machine\n"
     "  --allow-build-mismatch     run PROG even if its build-id differs from the recorded one\n"
     "  -h, --help                 print this help\n"
     "\n"
@@ -75,12 +86,15 @@ static const char usage[] =
     "Prints how PROG ended (\"the program exited with status N\") and the verdict on stderr;\n"
     "a divergence is reported by the runtime with the expected and the actual call, the last\n"
     "matched events and a backtrace. Exits 0 when the replay matched the recording (whatever\n"
-    "PROG's own status), 1 when it diverged, 5 when PROG ended before the recording did,\n"
-    "4 when PROG is another build, 3 when FILE is corrupt or truncated, 7 when it is marked\n"
-    "incomplete, 2 for a bad command line, 6 for a system error or when PROG ended without\n"
-    "leaving a report (killed by a signal before the runtime could write it).\n";
+    "PROG's own status), 8 when everything it compared matched but processes ran live that\n"
+    "it could not compare (children the runtime does not follow: the verdict names the\n"
+    "first), 1 when it diverged (the output included), 5 when PROG ended before the\n"
+    "recording did, 4 when PROG is another build, 3 when FILE is corrupt or truncated, 7 when\n"
+    "it is marked incomplete, 2 for a bad command line or a command refused as untrusted,\n"
+    "6 for a system error or when PROG ended without leaving a report (killed by a signal\n"
+    "before the runtime could write it).\n";
 
-enum { OPT_ORDERED = 256, OPT_ALLOW_MISMATCH };
+enum { OPT_ORDERED = 256, OPT_ALLOW_MISMATCH, OPT_TRUST, OPT_NO_OUTPUT };
 
 static const struct option options[] = {
     {"report", required_argument, NULL, 'r'},
@@ -88,6 +102,8 @@ static const struct option options[] = {
     {"ordered", no_argument, NULL, OPT_ORDERED},
     {"check-output", no_argument, NULL, 'c'},
     {"allow-build-mismatch", no_argument, NULL, OPT_ALLOW_MISMATCH},
+    {"trust", no_argument, NULL, OPT_TRUST},
+    {"no-check-output", no_argument, NULL, OPT_NO_OUTPUT},
     {NULL, 0, NULL, 0},
 };
 
@@ -132,6 +148,7 @@ struct meta {
     char **argv;  /* argc + 1 entries, NULL-terminated */
     uint64_t argc;
     int found;    /* any META object at all */
+    char *untraced; /* the first process that ran unrecorded ("untraced="), or NULL */
 };
 
 static void meta_free(struct meta *mt)
@@ -141,6 +158,7 @@ static void meta_free(struct meta *mt)
             free(mt->argv[i]);
     free(mt->argv);
     free(mt->cwd);
+    free(mt->untraced);
     memset(mt, 0, sizeof *mt);
 }
 
@@ -217,6 +235,9 @@ static int meta_read(const tool_trace *t, struct meta *mt)
                 if (mt->cwd != NULL)
                     return meta_corrupt(t->path, "a second cwd (object %" PRIu32 ")", id);
                 if ((mt->cwd = dup_n(name + 4, len - 4)) == NULL)
+                    goto nomem;
+            } else if (pass == 0 && len >= 9 && memcmp(name, "untraced=", 9) == 0) {
+                if (mt->untraced == NULL && (mt->untraced = dup_n(name + 9, len - 9)) == NULL)
                     goto nomem;
             } else if (pass == 1 && len >= 5 && memcmp(name, "argv[", 5) == 0) {
                 close = memchr(name, ']', len);
@@ -368,38 +389,155 @@ static int check_build(const char *path, const char *dir, const tt_manifest *m, 
 
 /* ---- the report ---- */
 
-/* Reads the whole file @path (at most REPORT_MAX bytes) into a new buffer. Returns 0, ENOENT
- * when there is no report, or another errno. */
-static int read_report(const char *path, char **out, size_t *len)
-{
-    struct stat st;
+/* ---- the report channel ----
+ * The runtime hands its verdict to the tool over a socket pair the tool made before the program
+ * started: one end is the tool's, the other the program inherits, under a number the runtime
+ * learns from TT_ENV_REPORT_FD. The runtime reads a nonce the tool wrote into it, moves the
+ * socket out of the program's way (a high descriptor, close-on-exec, guarded against the
+ * program's close and dup2) and removes the variable from the environment, then writes each
+ * report as one line of JSON carrying the nonce. A line without it did not come from the
+ * runtime. No path is opened, so a FIFO or a file the program puts anywhere changes nothing, and
+ * the tool reads with deadlines: a child that keeps the socket open cannot hold it. */
+struct channel {
+    int tool_fd, prog_fd;
+    char nonce[33];
+    pthread_t reader;
+    int reader_started;
     char *buf;
-    size_t got = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return errno;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > REPORT_MAX) {
-        close(fd);
-        return EFBIG;
-    }
-    buf = malloc((size_t)st.st_size + 1);
-    if (buf == NULL) {
-        close(fd);
-        return ENOMEM;
-    }
-    while (got < (size_t)st.st_size) {
-        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-        if (n < 0 && errno == EINTR)
+    size_t len, cap;
+    int overflow;               /* more than REPORT_MAX bytes came: the rest was dropped */
+    _Atomic int stop;           /* the reader gives up at its next look */
+};
+
+static void *channel_read(void *arg)
+{
+    struct channel *c = arg;
+    char tmp[8192];
+    for (;;) {
+        struct pollfd pf = {.fd = c->tool_fd, .events = POLLIN};
+        int r = poll(&pf, 1, 50);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r == 0) {
+            if (atomic_load(&c->stop))
+                break;
+            continue;
+        }
+        ssize_t n = read(c->tool_fd, tmp, sizeof tmp);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
         if (n <= 0)
-            break;
-        got += (size_t)n;
+            break; /* every writer is gone */
+        if (c->len + (size_t)n > REPORT_MAX) {
+            c->overflow = 1;
+            continue;
+        }
+        if (c->len + (size_t)n + 1 > c->cap) {
+            size_t nc = c->cap ? c->cap * 2 : 65536;
+            while (nc < c->len + (size_t)n + 1)
+                nc *= 2;
+            char *nb = realloc(c->buf, nc);
+            if (nb == NULL) {
+                c->overflow = 1;
+                continue;
+            }
+            c->buf = nb;
+            c->cap = nc;
+        }
+        memcpy(c->buf + c->len, tmp, (size_t)n);
+        c->len += (size_t)n;
+        c->buf[c->len] = '\0';
     }
-    close(fd);
-    buf[got] = '\0';
-    *out = buf;
-    *len = got;
-    return 0;
+    return NULL;
+}
+
+/* Makes the socket pair and the nonce, and starts reading. */
+static int channel_open(struct channel *c)
+{
+    static const char hex[] = "0123456789abcdef";
+    int sv[2];
+    uint8_t raw[16];
+    char num[16];
+    memset(c, 0, sizeof *c);
+    c->tool_fd = c->prog_fd = -1;
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw ||
+        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        tool_error("cannot make the report channel: %s", strerror(errno));
+        return TOOL_EXIT_SYSTEM;
+    }
+    for (size_t i = 0; i < sizeof raw; i++) {
+        c->nonce[2 * i] = hex[raw[i] >> 4];
+        c->nonce[2 * i + 1] = hex[raw[i] & 15];
+    }
+    c->nonce[32] = '\0';
+    c->tool_fd = sv[0];
+    c->prog_fd = sv[1];
+    /* the program's end is inherited (not close-on-exec); the nonce waits in it for the runtime */
+    if (fcntl(c->prog_fd, F_SETFD, 0) != 0 || write(c->tool_fd, c->nonce, 32) != 32) {
+        tool_error("cannot set up the report channel: %s", strerror(errno));
+        return TOOL_EXIT_SYSTEM;
+    }
+    snprintf(num, sizeof num, "%d", c->prog_fd);
+    if (tool_setenv(TT_ENV_REPORT_FD, num) != TOOL_EXIT_OK)
+        return TOOL_EXIT_SYSTEM;
+    if (pthread_create(&c->reader, NULL, channel_read, c) != 0) {
+        tool_error("cannot start reading the report channel");
+        return TOOL_EXIT_SYSTEM;
+    }
+    c->reader_started = 1;
+    return TOOL_EXIT_OK;
+}
+
+/* After the program ended: the tool's copy of its end goes, the reader gets up to @ms to see
+ * the end of what the runtime wrote, then stops. */
+static void channel_close(struct channel *c, int ms)
+{
+    if (c->prog_fd >= 0)
+        close(c->prog_fd);
+    c->prog_fd = -1;
+    if (c->reader_started) {
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += ms / 1000;
+        dl.tv_nsec += (long)(ms % 1000) * 1000000;
+        if (dl.tv_nsec >= 1000000000) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000;
+        }
+        if (pthread_timedjoin_np(c->reader, NULL, &dl) != 0) {
+            atomic_store(&c->stop, 1); /* a descendant still holds the program's end */
+            pthread_join(c->reader, NULL);
+        }
+        c->reader_started = 0;
+    }
+    if (c->tool_fd >= 0)
+        close(c->tool_fd);
+    c->tool_fd = -1;
+}
+
+/* The last report line that carries the nonce: its bytes (in @c's buffer) and length; NULL if
+ * none. *@forged counts the lines that did not. */
+static const char *channel_report(struct channel *c, size_t *len, unsigned *forged)
+{
+    char key[48];
+    const char *best = NULL;
+    snprintf(key, sizeof key, "\"nonce\": \"%s\"", c->nonce);
+    *forged = 0;
+    for (size_t at = 0; c->buf != NULL && at < c->len;) {
+        char *nl = memchr(c->buf + at, '\n', c->len - at);
+        size_t n = nl ? (size_t)(nl - (c->buf + at)) : c->len - at;
+        if (n) {
+            c->buf[at + n] = '\0';
+            if (strstr(c->buf + at, key) != NULL) {
+                best = c->buf + at;
+                *len = n;
+            } else {
+                (*forged)++;
+            }
+        }
+        at += n + 1;
+    }
+    return best;
 }
 
 static int write_file(const char *path, const char *data, size_t len)
@@ -408,7 +546,7 @@ static int write_file(const char *path, const char *data, size_t len)
     int e;
     if (f == NULL)
         return errno;
-    if (fwrite(data, 1, len, f) != len) {
+    if (fwrite(data, 1, len, f) != len || fputc('\n', f) == EOF) {
         e = errno;
         fclose(f);
         return e ? e : EIO;
@@ -457,9 +595,57 @@ static void print_field(const char *label, const char *s, size_t n)
     tool_print_text(stderr, s, n);
 }
 
-/* Prints the verdict of report @d and returns the exit code for it. */
-static int verdict(const tool_jdoc *d, const char *file, const tt_manifest *m)
+struct replay {
+    const char *file;
+    const char *report_out;
+    int keep_going, ordered, check_output, no_check_output, allow_mismatch, trust;
+    char **prog_argv; /* after "--", or NULL */
+};
+
+/* What the recording says of itself, beyond its manifest. */
+struct recorded {
+    tt_manifest m;
+    int trusted;            /* its signature is this user's key's */
+    char why[320];          /* why not */
+    int64_t calls;          /* events a matched replay meets (not structural); -1: unknown */
+    const char *untraced;   /* the first process that ran unrecorded, or NULL */
+};
+
+/* A report of a match holds the runtime's counts: they must agree with the recording. A
+ * program's forged line would have to agree too, and carry the nonce. Returns 0, or prints
+ * why not and returns -1. @calls -1: the recording's count is not known (no index tables). */
+static int check_counts(const tool_jdoc *d, const struct recorded *rec, int check_output,
+                        int keep_going)
 {
+    const tool_jvalue *root = tool_json_root(d);
+    uint64_t matched = 0, threads = 0;
+    if (tool_json_u64(tool_json_member(d, root, "matched"), &matched) != 0 ||
+        tool_json_u64(tool_json_member(d, root, "threads"), &threads) != 0) {
+        tool_error("the replay report of a match has no counts: it did not come from the runtime");
+        return -1;
+    }
+    if (threads > rec->m.thread_count + (uint64_t)rec->m.threads_refused) {
+        tool_error("the replay report counts %" PRIu64 " threads, the recording has %u",
+                   threads, rec->m.thread_count);
+        return -1;
+    }
+    /* every recorded call met once; a thread still leaving its last call may not have counted
+     * it yet, so up to one a thread may be missing, never one too many */
+    if (rec->calls >= 0 && check_output && !keep_going &&
+        (matched > (uint64_t)rec->calls || matched + threads < (uint64_t)rec->calls)) {
+        tool_error("the replay report says %" PRIu64 " calls matched; the recording has %" PRId64
+                   ": the verdict cannot be trusted", matched, rec->calls);
+        return -1;
+    }
+    return 0;
+}
+
+/* Prints the verdict of report @d and returns the exit code for it. */
+static int verdict(const tool_jdoc *d, const struct replay *o, const struct recorded *rec,
+                   int check_output)
+{
+    const char *file = o->file;
+    const tt_manifest *m = &rec->m;
     const tool_jvalue *root = tool_json_root(d);
     size_t status_len = 0, msg_len = 0, err_len = 0, reason_len = 0;
     const char *status = tool_json_str(d, root, "status", &status_len);
@@ -479,6 +665,29 @@ static int verdict(const tool_jdoc *d, const char *file, const tt_manifest *m)
     }
     fflush(stdout);
     if (strcmp(status, TT_REPORT_STATUS_MATCHED) == 0) {
+        if (check_counts(d, rec, check_output, o->keep_going) != 0)
+            return TOOL_EXIT_SYSTEM;
+        uint64_t live = 0, untraceable = 0;
+        size_t first_len = 0;
+        tool_json_u64(tool_json_member(d, root, "live_children"), &live);
+        tool_json_u64(tool_json_member(d, root, "untraceable_execs"), &untraceable);
+        const char *first = tool_json_str(d, root, "first_live", &first_len);
+        uint64_t unrec = m->children_untraced + m->execs_untraceable;
+        if (live + untraceable > unrec)
+            unrec = live + untraceable;
+        if (first == NULL || first_len == 0) {
+            first = rec->untraced;
+            first_len = first ? strlen(first) : 0;
+        }
+        if (unrec) {
+            fputs("tinytrace: replay matched what it compared (", stderr);
+            tool_print_text(stderr, file, strlen(file));
+            fprintf(stderr, ": %" PRIu64 " events), but %" PRIu64 " process%s ran live, not "
+                    "compared", m->event_count, unrec, unrec == 1 ? "" : "es");
+            print_field(" (the first: ", first, first_len);
+            fputs(first_len ? ")\n" : "\n", stderr);
+            return TOOL_EXIT_PARTIAL;
+        }
         fputs("tinytrace: replay matched the recording (", stderr);
         tool_print_text(stderr, file, strlen(file));
         fprintf(stderr, ": %" PRIu64 " events)\n", m->event_count);
@@ -541,71 +750,53 @@ static int verdict(const tool_jdoc *d, const char *file, const tt_manifest *m)
 
 /* ---- the verb ---- */
 
-struct replay {
-    const char *file;
-    const char *report_out;
-    int keep_going, ordered, check_output, allow_mismatch;
-    char **prog_argv; /* after "--", or NULL */
-};
-
 /* Runs the replay once everything was checked; returns the exit code. */
-static int run(const struct replay *o, const tt_manifest *m, const char *path, char **argv,
-               const char *dir)
+static int run(const struct replay *o, const struct recorded *rec, int check_output,
+               const char *path, char **argv, const char *dir)
 {
-    char tmpl[PATH_MAX], report[PATH_MAX + 16], how[128];
-    const char *tmp = getenv("TMPDIR");
-    char *text = NULL;
-    size_t len = 0;
+    struct channel ch;
+    char how[128];
     int rc, e, status = 0;
     pid_t pid = 0;
     tool_jdoc d;
     char why[160];
 
-    char tmp_abs[PATH_MAX];
-
-    if (tmp == NULL || tmp[0] == '\0')
-        tmp = "/tmp";
-    /* the program may run in another directory (the recorded one): the path must be absolute */
-    if (tool_absolute_path(tmp, tmp_abs, sizeof tmp_abs) == 0)
-        tmp = tmp_abs;
-    if (snprintf(tmpl, sizeof tmpl, "%s/tinytrace-replay.XXXXXX", tmp) >= (int)sizeof tmpl ||
-        mkdtemp(tmpl) == NULL) {
-        tool_error("cannot create a temporary directory in %s: %s", tmp, strerror(errno));
-        return TOOL_EXIT_SYSTEM;
+    if ((rc = channel_open(&ch)) != TOOL_EXIT_OK) {
+        channel_close(&ch, 0);
+        free(ch.buf);
+        return rc;
     }
-    snprintf(report, sizeof report, "%s/report.json", tmpl);
-    if (tool_setenv(TT_ENV_REPORT, report) != TOOL_EXIT_OK) {
-        rmdir(tmpl);
-        return TOOL_EXIT_SYSTEM;
-    }
-
     rc = tool_run_program(argv[0], path, argv, dir, &pid, &status);
+    channel_close(&ch, 2000);
     if (rc != TOOL_EXIT_OK) {
-        unlink(report);
-        rmdir(tmpl);
+        free(ch.buf);
         return rc;
     }
     tool_describe_status(status, how, sizeof how);
-    e = read_report(report, &text, &len);
-    unlink(report);
-    rmdir(tmpl);
+    size_t len = 0;
+    unsigned forged = 0;
+    const char *text = channel_report(&ch, &len, &forged);
 
     fflush(stdout);
     /* the runtime's exit status only words the message (a program may exit with it on its
      * own): the outcome comes from the report */
-    if (e == 0 && WIFEXITED(status) && WEXITSTATUS(status) == TT_RT_EXIT_DIVERGED &&
+    if (text != NULL && WIFEXITED(status) && WEXITSTATUS(status) == TT_RT_EXIT_DIVERGED &&
         strstr(text, "\"status\": \"" TT_REPORT_STATUS_MATCHED "\"") == NULL)
         fprintf(stderr, "tinytrace: the program %s (the runtime stopped it)\n", how);
     else
         fprintf(stderr, "tinytrace: the program %s\n", how);
+    if (forged)
+        tool_error("warning: %u line%s on the report channel did not come from the runtime "
+                   "(ignored)", forged, forged == 1 ? "" : "s");
 
-    if (e != 0) {
+    if (text == NULL) {
         char msg[256];
-        snprintf(msg, sizeof msg, "the program %s without leaving a replay report%s%s", how,
-                 e == ENOENT ? "" : ": ", e == ENOENT ? "" : strerror(e));
+        snprintf(msg, sizeof msg, "the program %s without leaving a replay report%s", how,
+                 ch.overflow ? " (the channel overflowed)" : "");
         tool_error("%s", msg);
         if (o->report_out != NULL && (e = write_error_report(o->report_out, msg)) != 0)
             tool_error("cannot write %s: %s", o->report_out, strerror(e));
+        free(ch.buf);
         return TOOL_EXIT_SYSTEM;
     }
     if (tool_json_parse(&d, text, len, why, sizeof why) != 0 ||
@@ -617,17 +808,17 @@ static int run(const struct replay *o, const tt_manifest *m, const char *path, c
         if (o->report_out != NULL && (e = write_error_report(o->report_out, msg)) != 0)
             tool_error("cannot write %s: %s", o->report_out, strerror(e));
         tool_json_free(&d);
-        free(text);
+        free(ch.buf);
         return TOOL_EXIT_SYSTEM;
     }
-    rc = verdict(&d, o->file, m);
+    rc = verdict(&d, o, rec, check_output);
     tool_json_free(&d);
     if (o->report_out != NULL && (e = write_file(o->report_out, text, len)) != 0) {
         tool_error("cannot write %s: %s", o->report_out, strerror(e));
         if (rc == TOOL_EXIT_OK)
             rc = TOOL_EXIT_SYSTEM;
     }
-    free(text);
+    free(ch.buf);
     return rc;
 }
 
@@ -651,6 +842,12 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
         break;
     case OPT_ALLOW_MISMATCH:
         o->allow_mismatch = 1;
+        break;
+    case OPT_TRUST:
+        o->trust = 1;
+        break;
+    case OPT_NO_OUTPUT:
+        o->no_check_output = 1;
         break;
     default:
         return tool_usage_hint(prog);
@@ -729,7 +926,7 @@ static int verify_whole(tool_trace *t)
 
 /* 1. the trace: manifest, every chunk, the tables; its manifest into @m and its recorded
  * command line into @mt. */
-static int load_trace(const struct replay *o, tt_manifest *m, struct meta *mt)
+static int load_trace(const struct replay *o, struct recorded *rec, struct meta *mt)
 {
     tool_trace t;
     int rc = tool_trace_start(&t, o->file, NULL, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_PROBE);
@@ -739,13 +936,48 @@ static int load_trace(const struct replay *o, tt_manifest *m, struct meta *mt)
         rc = tool_trace_open(&t);
     if (rc == TOOL_EXIT_OK)
         rc = meta_read(&t, mt);
-    *m = t.m;
+    rec->m = t.m;
+    rec->calls = -1;
+    rec->untraced = mt->untraced;
+    if (rc == TOOL_EXIT_OK)
+        rec->trusted = tool_auth_check(&t.src, &t.m, rec->why, sizeof rec->why);
+    /* what a matched replay meets: every event but the structural ones (the index's counts) */
+    tt_index *ix = NULL;
+    tt_error_info err;
+    tool_error_info_init(&err);
+    if (rc == TOOL_EXIT_OK && t.m.index_offset != 0 &&
+        tt_index_open(t.r, &t.lim, &ix, &err) == TT_OK) {
+        uint64_t calls = 0;
+        for (uint32_t i = 0; i < t.m.thread_count; i++) {
+            const tt_index_thread *ti = tt_index_thread_info(ix, i);
+            for (unsigned k = 1; k <= TT_EV_KIND_MAX; k++)
+                if (k != TT_EV_SESSION_START && k != TT_EV_SESSION_END &&
+                    k != TT_EV_THREAD_START && k != TT_EV_THREAD_END)
+                    calls += ti->kinds[k];
+        }
+        rec->calls = (int64_t)calls;
+        tt_index_close(ix);
+    }
     tool_trace_close(&t);
     return rc;
 }
 
-/* What will run: the command line, its directory, the program file, and the settings that
- * follow the recording. */
+/* A command line to show: each argument escaped, quoted when it holds a space or is empty. */
+static void print_command(FILE *f, char *const argv[])
+{
+    for (size_t i = 0; argv[i] != NULL; i++) {
+        const char *a = argv[i];
+        int quote = a[0] == '\0' || strpbrk(a, " \t'\"") != NULL;
+        if (i)
+            fputc(' ', f);
+        if (quote)
+            fputc('\'', f);
+        tool_print_text(f, a, strlen(a));
+        if (quote)
+            fputc('\'', f);
+    }
+}
+
 struct plan {
     char **argv;
     const char *dir;       /* NULL: the current one */
@@ -756,9 +988,10 @@ struct plan {
 
 /* 2. what runs, and where; the options that decide which calls are interposed follow the
  * recording. 3. the program and its build. */
-static int make_plan(const struct replay *o, const struct meta *mt, const tt_manifest *m,
+static int make_plan(const struct replay *o, const struct meta *mt, const struct recorded *rec,
                      const char *prog, struct plan *p)
 {
+    const tt_manifest *m = &rec->m;
     struct stat st;
     int e;
 
@@ -766,6 +999,23 @@ static int make_plan(const struct replay *o, const struct meta *mt, const tt_man
     if (o->prog_argv != NULL) {
         p->argv = o->prog_argv;
     } else if (mt->argv != NULL) {
+        /* a trace is data from elsewhere until its signature says it is this user's */
+        if (!rec->trusted && !o->trust) {
+            fflush(stdout);
+            fputs("tinytrace replay: refusing to run the command line recorded in ", stderr);
+            tool_print_text(stderr, o->file, strlen(o->file));
+            fputs(": ", stderr);
+            tool_print_text(stderr, rec->why, strlen(rec->why));
+            fputs(".\nThe command is: ", stderr);
+            print_command(stderr, mt->argv);
+            if (mt->cwd != NULL) {
+                fputs("\n    in: ", stderr);
+                tool_print_text(stderr, mt->cwd, strlen(mt->cwd));
+            }
+            fputs("\nRun it with --trust if you mean to, or give the program after '--'.\n",
+                  stderr);
+            return TOOL_EXIT_USAGE;
+        }
         p->argv = mt->argv;
         if (mt->cwd != NULL && stat(mt->cwd, &st) == 0 && S_ISDIR(st.st_mode))
             p->dir = mt->cwd;
@@ -783,6 +1033,8 @@ static int make_plan(const struct replay *o, const struct meta *mt, const tt_man
                                 "output to compare", o->file);
     if (!p->known)
         p->check_output = o->check_output;
+    if (o->no_check_output)
+        p->check_output = 0;
 
     e = tool_find_program(p->argv[0], p->dir, p->path, sizeof p->path);
     if (e != 0) {
@@ -806,7 +1058,7 @@ static int set_environment(const struct replay *o, const struct plan *p, const c
     if (tool_setenv("TINYTRACE_MODE", "replay") || tool_setenv("TINYTRACE_FILE", abs) ||
         tool_setenv(TT_ENV_KEEP_GOING, o->keep_going ? "1" : NULL) ||
         tool_setenv("TINYTRACE_ORDERED", o->ordered ? "1" : NULL) ||
-        tool_setenv(TT_ENV_CHECK_OUTPUT, p->check_output ? "1" : NULL) ||
+        tool_setenv(TT_ENV_CHECK_OUTPUT, p->check_output ? "1" : "0") ||
         (p->known && tool_setenv(TT_ENV_ALLOC, p->alloc ? "1" : NULL)) ||
         tool_setenv(TT_ENV_PID, NULL)) /* see cmd-record.c */
         return TOOL_EXIT_SYSTEM;
@@ -820,20 +1072,33 @@ int cmd_replay(int argc, char **argv)
     struct replay o;
     struct meta mt;
     struct plan plan;
-    tt_manifest m;
+    struct recorded rec;
     int rc, e, ran = 0;
 
     memset(&o, 0, sizeof o);
     memset(&mt, 0, sizeof mt);
+    memset(&rec, 0, sizeof rec);
     if ((rc = parse_command_line(&o, argc, argv)) != TOOL_GO_ON)
         return rc;
-    rc = load_trace(&o, &m, &mt);
+    if (o.check_output && o.no_check_output)
+        return tool_usage_error(argv[0], "--check-output and --no-check-output: choose one");
+    rc = load_trace(&o, &rec, &mt);
     if (rc == TOOL_EXIT_OK)
-        rc = make_plan(&o, &mt, &m, argv[0], &plan);
+        rc = make_plan(&o, &mt, &rec, argv[0], &plan);
     if (rc == TOOL_EXIT_OK)
         rc = set_environment(&o, &plan, argv[0]);
     if (rc == TOOL_EXIT_OK) {
-        rc = run(&o, &m, plan.path, plan.argv, plan.dir);
+        /* what runs is said before it runs */
+        fflush(stdout);
+        fputs("tinytrace: replaying ", stderr);
+        print_command(stderr, plan.argv);
+        if (plan.dir != NULL) {
+            fputs(" (in ", stderr);
+            tool_print_text(stderr, plan.dir, strlen(plan.dir));
+            fputc(')', stderr);
+        }
+        fputc('\n', stderr);
+        rc = run(&o, &rec, plan.check_output, plan.path, plan.argv, plan.dir);
         ran = 1;
     }
     /* never leave an earlier run's report behind: --report always holds this run's verdict */

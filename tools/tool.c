@@ -27,6 +27,8 @@ const char tool_exit_codes_help[] =
     "  6  I/O or system error (file not found, out of memory, the program or the runtime\n"
     "     cannot be run; record: no trace was written; replay: the program left no report)\n"
     "  7  the trace is marked incomplete (a write error stopped the recording)\n"
+    "  8  replay: everything compared matched, but processes ran live that were not compared\n"
+    "     (children the runtime does not follow, execs it cannot; the verdict names the first)\n"
     "record exits with the program's own status (128+N when signal N killed it), and with\n"
     "2, 3, 6 or 7 only for its own errors.\n";
 

@@ -46,6 +46,9 @@
  *                                 program or the runtime library cannot be found or run, record:
  *                                 no trace was written, replay: no report was written)
  *   7     TOOL_EXIT_INCOMPLETE    the manifest marks the trace incomplete (TT_MF_INCOMPLETE)
+ *   8     TOOL_EXIT_PARTIAL       replay: everything compared matched, but processes ran live
+ *                                 that were not compared (children the runtime does not
+ *                                 follow, execs it cannot): the verdict names the first
  *
  * `record` exits with the recorded program's own status (128 + N when signal N killed it, as a
  * shell does), so that it can be run until the program fails; only its own failures use the
@@ -60,6 +63,7 @@ enum tool_exit {
     TOOL_EXIT_EARLY_END = 5,
     TOOL_EXIT_SYSTEM = 6,
     TOOL_EXIT_INCOMPLETE = 7,
+    TOOL_EXIT_PARTIAL = 8,
 };
 
 /* The text of the table above, for `tinytrace help` and the verbs' --help. */
@@ -364,6 +368,15 @@ int tool_check_env(const char *prog);
  * (chdir or exec failed) is reported, naming @shown or @path, and gives TOOL_EXIT_SYSTEM. */
 int tool_run_program(const char *shown, const char *path, char *const argv[], const char *dir,
                      pid_t *pid, int *status);
+
+/* ---- trust (auth.c) ---- */
+
+/* Signs the finished trace at @path with this user's key (made at first use): its MAC goes into
+ * the manifest. Reports a failure (a warning: the trace itself is fine) and returns its code. */
+int tool_auth_sign(const char *path);
+/* 1 when the trace in @src (manifest @m) carries a MAC made with this user's key; else 0, with
+ * the reason in @why. */
+int tool_auth_check(const tt_source *src, const tt_manifest *m, char *why, size_t cap);
 
 /* The exit code a shell would give for wait status @status: the exit status, or 128 + signal. */
 int tool_shell_status(int status);

@@ -135,7 +135,8 @@ enum {
     TT_M_TPS = 312, TT_M_TORIGIN = 320, TT_M_RTORIGIN = 328, TT_M_EVSUM = 336,
     TT_M_STALLS = 344, TT_M_STALLNS = 352, TT_M_ERRNO = 360, TT_M_PID = 364,
     TT_M_INDEX_OFF = 368, TT_M_INDEX_LEN = 376, /* version 2 */
-    TT_M_REFUSED = 384, TT_M_RESERVED = 388, TT_M_CHECKSUM = 504,
+    TT_M_REFUSED = 384, /* version 2, from 0.1.0: */ TT_M_UNTRACED = 388, TT_M_UNTRACEABLE = 392,
+    TT_M_AUTH = 400, TT_M_RESERVED = 432, TT_M_CHECKSUM = 504,
 };
 
 static inline void tt_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }

@@ -44,6 +44,9 @@ void tt_manifest_encode(uint8_t out[TT_MANIFEST_SIZE], const tt_manifest *m)
     tt_put32(out + TT_M_PID, m->pid);
     tt_put64(out + TT_M_INDEX_OFF, m->index_offset);
     tt_put32(out + TT_M_REFUSED, m->threads_refused);
+    tt_put32(out + TT_M_UNTRACED, m->children_untraced);
+    tt_put32(out + TT_M_UNTRACEABLE, m->execs_untraceable);
+    memcpy(out + TT_M_AUTH, m->auth, TT_AUTH_LEN);
     tt_put64(out + TT_M_INDEX_LEN, m->index_length);
     tt_put64(out + TT_M_CHECKSUM, tt_hash64(out, TT_M_CHECKSUM, 0));
 }
@@ -102,6 +105,12 @@ int tt_manifest_decode(const uint8_t in[TT_MANIFEST_SIZE], uint64_t size, tt_man
         m->index_offset = tt_get64(in + TT_M_INDEX_OFF);
         m->index_length = tt_get64(in + TT_M_INDEX_LEN);
         m->threads_refused = tt_get32(in + TT_M_REFUSED);
+        m->children_untraced = tt_get32(in + TT_M_UNTRACED);
+        m->execs_untraceable = tt_get32(in + TT_M_UNTRACEABLE);
+        memcpy(m->auth, in + TT_M_AUTH, TT_AUTH_LEN);
+        for (unsigned i = TT_M_UNTRACEABLE + 4; i < TT_M_AUTH; i++)
+            if (in[i])
+                return tt_fail(err, TT_E_CORRUPT, 0, i, "reserved manifest byte %u is not zero", i);
     }
 
     /* a checksum only says the writer meant these values; check they describe a file */

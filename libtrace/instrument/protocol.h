@@ -8,9 +8,12 @@
  * includes no other private header of the library.
  *
  * The report is one JSON object on one line, written by the runtime at the first divergence and
- * at exit (docs/REPLAY.md shows one): the keys below, plus "thread", "seq", "first_diff",
- * "expected", "actual", "history" (events as {"kind", "seq", "function", "site", "arg", "len",
- * "dir"}) for a divergence and "backtrace" (an array of lines) where there is one.
+ * at exit (docs/REPLAY.md shows one): "status" (below), "nonce", "divergences", "error",
+ * "message", "matched" (calls matched), "threads" (threads seen), "live_children",
+ * "untraceable_execs", "first_live", plus "thread", "seq", "reason", "first_diff", "expected",
+ * "actual", "history" (events as {"kind", "seq", "function", "site", "arg", "len", "dir"}) for
+ * a divergence and "backtrace" (an array of lines) where there is one. The last line that
+ * carries the tool's nonce is the verdict.
  */
 #ifndef TT_INSTRUMENT_PROTOCOL_H
 #define TT_INSTRUMENT_PROTOCOL_H
@@ -18,7 +21,11 @@
 /* ---- environment, set by the tool, read by the runtime at start ----
  * The session settings themselves (TINYTRACE_MODE, TINYTRACE_FILE, TINYTRACE_BUFFER_KB, ...)
  * are the library's (tt_config_from_env, session.h); these are the runtime's own. */
-#define TT_ENV_REPORT "TINYTRACE_REPORT"             /* replay: where the JSON report goes */
+/* replay: the descriptor of the report channel, a socket the tool made; the runtime reads a
+ * 32-character nonce from it, then writes each report as one line of JSON carrying the nonce
+ * (cmd-replay.c says why), and removes the variable from the environment */
+#define TT_ENV_REPORT_FD "TINYTRACE_REPORT_FD"
+#define TT_REPORT_NONCE_LEN 32
 #define TT_ENV_ALLOC "TINYTRACE_ALLOC"               /* 1: record and compare allocations */
 #define TT_ENV_CHECK_OUTPUT "TINYTRACE_CHECK_OUTPUT" /* 1: writes to fds 1 and 2 are events */
 #define TT_ENV_KEEP_GOING "TINYTRACE_KEEP_GOING"     /* 1: count divergences, do not stop */
@@ -48,6 +55,6 @@
 /* "reason" of a divergence: tt_diverge_reason's names, in its order (replay.h). */
 #define TT_REPORT_REASONS                                                                          \
     { "none", "kind", "function", "site", "arg", "size", "length", "payload", "direction", "end", \
-      "thread", "order" }
+      "thread", "order", "output" }
 
 #endif

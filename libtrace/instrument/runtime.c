@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,7 +35,9 @@ tt_session *_Atomic tt_rt_live;
 static tt_mode g_mode;
 static pid_t g_pid;
 static bool opt_alloc, opt_check_output, opt_keep_going;
-static char report_path[4096];
+/* the report channel (protocol.h): a socket, and the nonce every report line carries */
+static int report_fd = -1;
+static char report_nonce[TT_REPORT_NONCE_LEN + 1];
 /* 0: open; 1: closing at exit (g_closed once done); 2: a crash is being finalized, by the
  * thread g_crash_tid, which ends the process */
 static _Atomic int g_closing, g_closed;
@@ -149,16 +153,50 @@ static void json_event(FILE *f, tt_session *s, const tt_report_event *re)
 }
 
 /* Writes the JSON report; @d may be NULL. */
+static void first_child_cmd(char *out, size_t cap);
+static _Atomic uint32_t g_children, g_untraceable;
+
+/* Sends @len bytes of @p whole on the report channel; a tool that has gone is no reason to die
+ * of SIGPIPE (MSG_NOSIGNAL). */
+static void report_send(const char *p, size_t len)
+{
+    while (len) {
+        ssize_t n = send(report_fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Writes one report line on the channel; @d may be NULL. */
 static void write_report(tt_session *s, const char *status, int code, const char *message,
                          const tt_divergence *d, const char *bt, uint64_t divergences)
 {
-    if (!report_path[0])
+    if (report_fd < 0)
         return;
-    FILE *f = fopen(report_path, "w");
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *f = open_memstream(&text, &text_len);
     if (!f)
         return;
-    fprintf(f, "{\"status\": \"%s\", \"divergences\": %" PRIu64 ", \"error\": \"%s\", ", status,
-            divergences, tt_error_name(code));
+    tt_replay_progress prog;
+    memset(&prog, 0, sizeof prog);
+    if (s)
+        tt_replay_progress_get(s, &prog);
+    char live[512];
+    first_child_cmd(live, sizeof live);
+    fprintf(f, "{\"status\": \"%s\", \"nonce\": \"%s\", \"divergences\": %" PRIu64
+            ", \"error\": \"%s\", \"matched\": %" PRIu64 ", \"threads\": %u, "
+            "\"live_children\": %u, \"untraceable_execs\": %u, \"first_live\": ",
+            status, report_nonce, divergences, tt_error_name(code), prog.matched,
+            prog.threads_seen,
+            atomic_load_explicit(&g_children, memory_order_relaxed),
+            atomic_load_explicit(&g_untraceable, memory_order_relaxed));
+    json_str(f, live, strlen(live));
+    fputs(", ", f);
     fputs("\"message\": ", f);
     json_str(f, message, strlen(message));
     if (d) {
@@ -198,7 +236,116 @@ static void write_report(tt_session *s, const char *status, int code, const char
         fputs("]", f);
     }
     fputs("}\n", f);
-    fclose(f);
+    if (fclose(f) == 0)
+        report_send(text, text_len);
+    free(text);
+}
+
+/* The tool's end of the report channel, from TT_ENV_REPORT_FD: a socket that holds the nonce.
+ * It is moved out of the program's way (a high descriptor, close-on-exec) and the variable is
+ * removed, so the program does not meet either. */
+static void report_channel_open(void)
+{
+    const char *v = secure_getenv(TT_ENV_REPORT_FD);
+    if (!v)
+        return;
+    char *end;
+    long fd = strtol(v, &end, 10);
+    struct stat st;
+    if (*end || fd < 0 || fd > INT32_MAX || fstat((int)fd, &st) != 0 || !S_ISSOCK(st.st_mode))
+        return;
+    size_t got = 0;
+    while (got < TT_REPORT_NONCE_LEN) {
+        ssize_t n = read((int)fd, report_nonce + got, TT_REPORT_NONCE_LEN - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        got += (size_t)n;
+    }
+    report_nonce[TT_REPORT_NONCE_LEN] = '\0';
+    int hi = fcntl((int)fd, F_DUPFD_CLOEXEC, 900);
+    if (hi < 0)
+        hi = fcntl((int)fd, F_DUPFD_CLOEXEC, 3);
+    if (hi < 0)
+        return;
+    close((int)fd);
+    report_fd = hi;
+    unsetenv(TT_ENV_REPORT_FD);
+}
+
+/* ---------------------------------------------------------------- output in the verdict */
+
+static bool output_event(const tt_report_event *re)
+{
+    return re->ev.kind == TT_EV_IO && re->ev.dir == TT_IO_OUT &&
+           (re->ev.arg == TT_CH_STDOUT || re->ev.arg == TT_CH_STDERR);
+}
+
+/* A line of output as a report shows it: in quotes, control bytes and quotes escaped, "..."
+ * where the event holds more than its preview. */
+static void quote_line(char *buf, size_t cap, const tt_report_event *re)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    if (cap < 8)
+        return;
+    buf[o++] = '"';
+    for (uint32_t i = 0; i < re->preview_len && o + 6 < cap; i++) {
+        unsigned char c = re->preview[i];
+        if (c == '\n' && i + 1 == re->preview_len && re->ev.payload_len == re->preview_len)
+            break; /* the line's own newline */
+        if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
+            buf[o++] = '\\';
+            if (c == '"' || c == '\\') {
+                buf[o++] = (char)c;
+                continue;
+            }
+            buf[o++] = 'x';
+            buf[o++] = hex[c >> 4];
+            buf[o++] = hex[c & 15];
+        } else {
+            buf[o++] = (char)c;
+        }
+    }
+    buf[o++] = '"';
+    if (re->ev.payload_len > re->preview_len && o + 4 < cap) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o] = '\0';
+}
+
+/* A divergence of the program's output is said as such: which stream, and the first differing
+ * line, expected against actual. That is when both are output (the line differs), when the
+ * program writes past the end of the recording, or (close_report) when the recording has output
+ * left that the program did not write. A call where output was recorded, or output where a call
+ * was, is a divergence of calls and keeps its reason. */
+static void output_reason(tt_divergence *d)
+{
+    bool exp_out = d->has_expected && output_event(&d->expected);
+    bool act_out = output_event(&d->actual);
+    bool ended = d->actual.ev.kind == TT_EV_SESSION_END; /* close_report: the program ended */
+    if (!(exp_out && act_out) && !(act_out && !d->has_expected) && !(exp_out && ended))
+        return;
+    const tt_report_event *which = act_out ? &d->actual : &d->expected;
+    const char *stream = which->ev.arg == TT_CH_STDOUT ? "stdout" : "stderr";
+    char e[TT_REPORT_PREVIEW * 4 + 16], a[TT_REPORT_PREVIEW * 4 + 16];
+    if (exp_out)
+        quote_line(e, sizeof e, &d->expected);
+    else if (d->has_expected)
+        snprintf(e, sizeof e, "no output here (a %s call)", tt_event_kind_name(d->expected.ev.kind));
+    else
+        snprintf(e, sizeof e, "no more output");
+    if (act_out)
+        quote_line(a, sizeof a, &d->actual);
+    else
+        snprintf(a, sizeof a, "no output here (a %s call)", tt_event_kind_name(d->actual.ev.kind));
+    d->reason = TT_DIV_OUTPUT;
+    char m[sizeof e + sizeof a + 64];
+    snprintf(m, sizeof m, "the program's output differs on %s: expected %s, actual %s", stream,
+             e, a);
+    snprintf(d->message, sizeof d->message, "%.*s", (int)sizeof d->message - 1, m);
 }
 
 void tt_rt_failed(int rc, const char *what)
@@ -212,6 +359,7 @@ void tt_rt_failed(int rc, const char *what)
         tt_backtrace(bt, sizeof bt, 1);
         if (tt_replay_divergence(s, &d) != TT_OK)
             memset(&d, 0, sizeof d);
+        output_reason(&d);
         size_t n = tt_divergence_format(s, &d, text, sizeof text);
         fprintf(stderr, "tinytrace: in %s: %.*s  backtrace of the diverging call:\n%s", what,
                 (int)n, text, bt);
@@ -235,6 +383,8 @@ void tt_rt_failed(int rc, const char *what)
         }
     }
 }
+
+static void note_processes(tt_session *s);
 
 /* ---------------------------------------------------------------- crash handling */
 
@@ -361,6 +511,7 @@ static void crash_handler(int sig, siginfo_t *info, void *uctx)
         tt_error_info err;
         atomic_store_explicit(&tt_rt_live, NULL, memory_order_release);
         tt_session_mark_crashed_(s);
+        note_processes(s);
         tt_session_finish_(s, &err); /* not freed: other threads may still hold it */
     }
     /* die as the program would have: default action, signal unblocked, raised again */
@@ -510,6 +661,116 @@ static void on_thread(tt_session *s)
 
 /* ---------------------------------------------------------------- life */
 
+/* ---------------------------------------------------------------- processes
+ *
+ * What ran unrecorded (preload/process.c): children are counted by the traced process itself;
+ * the first child's command line comes from posix_spawn, system or popen, or, for a fork, from
+ * the child when it execs. The child writes it into a page shared with the parent (mapped at
+ * start, inherited by fork), once: the first to move `named` from 0 to 1 copies its line and
+ * then publishes 2. */
+struct child_page {
+    _Atomic uint32_t named;    /* 0 empty, 1 being written, 2 cmd holds the first child's line */
+    char cmd[512];
+};
+static struct child_page *g_child_page;
+static pthread_mutex_t g_child_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_first_cmd[512];     /* the first child's or untraceable exec's line (child_lock) */
+static bool g_first_is_fork;      /* ... to be read from the page (child_lock) */
+
+static void child_page_map(void)
+{
+    void *p = mmap(NULL, sizeof *g_child_page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+    g_child_page = p == MAP_FAILED ? NULL : p;
+}
+
+bool tt_rt_is_traced_process(void)
+{
+    return cur() != NULL && syscall(SYS_getpid) == g_pid;
+}
+
+static void first_child(const char *cmd, bool fork)
+{
+    pthread_mutex_lock(&g_child_lock);
+    if (!g_first_cmd[0] && !g_first_is_fork) {
+        if (cmd)
+            snprintf(g_first_cmd, sizeof g_first_cmd, "%s", cmd);
+        else
+            g_first_is_fork = fork;
+    }
+    pthread_mutex_unlock(&g_child_lock);
+}
+
+void tt_rt_child_untraced(const char *cmd)
+{
+    if (!tt_rt_is_traced_process())
+        return;
+    /* relaxed: a count, read at close after every thread that made a child has finished its
+     * call (close waits for them through the session) */
+    atomic_fetch_add_explicit(&g_children, 1, memory_order_relaxed);
+    first_child(cmd, cmd == NULL);
+}
+
+void tt_rt_child_exec(const char *cmd)
+{
+    struct child_page *pg = g_child_page;
+    uint32_t empty = 0;
+    if (!pg || g_pid == 0 || syscall(SYS_getpid) == g_pid)
+        return;
+    /* the page is shared with other processes: the CAS makes one writer, the release store of
+     * 2 publishes its bytes to the parent's acquire load at close */
+    if (atomic_compare_exchange_strong_explicit(&pg->named, &empty, 1, memory_order_acq_rel,
+                                                memory_order_relaxed)) {
+        snprintf(pg->cmd, sizeof pg->cmd, "%s", cmd);
+        atomic_store_explicit(&pg->named, 2, memory_order_release);
+    }
+}
+
+/* The first child's line, for the manifest and the report ("" when there was no child). */
+static void first_child_cmd(char *out, size_t cap)
+{
+    pthread_mutex_lock(&g_child_lock);
+    if (g_first_cmd[0])
+        snprintf(out, cap, "%s", g_first_cmd);
+    else if (g_first_is_fork && g_child_page &&
+             atomic_load_explicit(&g_child_page->named, memory_order_acquire) == 2)
+        snprintf(out, cap, "%s", g_child_page->cmd);
+    else if (g_first_is_fork)
+        snprintf(out, cap, "a fork of this program, which execed nothing");
+    else
+        out[0] = '\0';
+    pthread_mutex_unlock(&g_child_lock);
+}
+
+/* Record: the counts into the manifest and the first line as a META object, before close. */
+static void note_processes(tt_session *s)
+{
+    uint32_t n = atomic_load_explicit(&g_children, memory_order_relaxed);
+    uint32_t u = atomic_load_explicit(&g_untraceable, memory_order_relaxed);
+    if (!n && !u)
+        return;
+    char cmd[512], meta[600];
+    first_child_cmd(cmd, sizeof cmd);
+    snprintf(meta, sizeof meta, "untraced=%s", cmd);
+    uint32_t id;
+    tt_intern(s, TT_OBJ_META, meta, &id);
+    tt_session_note_processes_(s, n, u);
+}
+
+static void rt_close(bool flush_stdio);
+
+void tt_rt_exec_untraceable(const char *cmd)
+{
+    atomic_fetch_add_explicit(&g_untraceable, 1, memory_order_relaxed);
+    first_child(cmd, false);
+    /* the exec leaves nothing of this image: the file is finished now, under the guard the
+     * caller holds (the close must not record its own calls) */
+    int was = guard;
+    guard = 0;
+    rt_close(false);
+    guard = was;
+}
+
 static void fork_child(void)
 {
     /* The child is not traced: its copy of the session shares the parent's file descriptor and
@@ -619,13 +880,12 @@ static void rt_init(void)
         if (unlink(partial) == 0)
             rc = tt_session_open(&cfg, &s, &err);
     }
-    if (rc == TT_E_CONFIG || (rc != TT_OK && secure_getenv(TT_ENV_REPORT))) {
+    if (rc != TT_OK && tt_session_mode_of_(&cfg) == TT_MODE_REPLAY)
+        report_channel_open();
+    if (rc == TT_E_CONFIG || (rc != TT_OK && report_fd >= 0)) {
         /* a bad setting, or a replay that cannot start, is refused before the program runs */
         fprintf(stderr, "tinytrace: %s\n", err.message);
-        if (secure_getenv(TT_ENV_REPORT)) {
-            snprintf(report_path, sizeof report_path, "%s", secure_getenv(TT_ENV_REPORT));
-            write_report(NULL, "error", rc, err.message, NULL, NULL, 0);
-        }
+        write_report(NULL, TT_REPORT_STATUS_ERROR, rc, err.message, NULL, NULL, 0);
         fflush(stderr);
         exit_now(2);
     }
@@ -639,15 +899,20 @@ static void rt_init(void)
     g_pid = getpid();
     opt_alloc = env_flag(TT_ENV_ALLOC);
     opt_check_output = env_flag(TT_ENV_CHECK_OUTPUT);
+    if (g_mode == TT_MODE_REPLAY && !opt_check_output) {
+        /* `replay --no-check-output`: the recorded output is stepped over, not compared */
+        tt_replay_skip_out_channel_(s, TT_CH_STDOUT);
+        tt_replay_skip_out_channel_(s, TT_CH_STDERR);
+    }
     opt_keep_going = env_flag(TT_ENV_KEEP_GOING);
-    const char *rp = secure_getenv(TT_ENV_REPORT);
-    if (rp)
-        snprintf(report_path, sizeof report_path, "%s", rp);
+    if (g_mode == TT_MODE_REPLAY)
+        report_channel_open();
     /* after every getenv: a program with its own environment code (bash) may not find
      * variables set before it has loaded the environment */
     setenv(TT_ENV_PID, me, 1);
     if (g_mode == TT_MODE_RECORD)
         record_meta(s);
+    child_page_map();
     install_crash_handlers();
     pthread_atfork(NULL, NULL, fork_child);
     tt_hooks_attach(s);
@@ -660,7 +925,41 @@ static void rt_init(void)
     guard = 0;
 }
 
-static void rt_close(bool flush_stdio);
+
+/* The verdict at the end of a replay. A recording with output left over that the program never
+ * wrote is a divergence of its output, not an early end: the program ran to its end and said
+ * less (or else) than it did when recorded. */
+static void close_report(tt_session *s, int rc, const tt_error_info *err,
+                         const tt_divergence *last, uint64_t divergences)
+{
+    tt_divergence left;
+    memset(&left, 0, sizeof left);
+    if (rc == TT_E_UNCONSUMED && divergences == 0 && tt_replay_first_left_(s, &left.expected) == TT_OK &&
+        output_event(&left.expected)) {
+        left.has_expected = 1;
+        left.tp = left.expected.ev.tp;
+        left.actual.ev.kind = TT_EV_SESSION_END;
+        output_reason(&left);
+        snprintf(left.message, sizeof left.message, "the program's output ended before the "
+                 "recorded one: %.*s", 180, err->message);
+        char e[TT_REPORT_PREVIEW * 4 + 16];
+        quote_line(e, sizeof e, &left.expected);
+        fprintf(stderr, "tinytrace: the program's output differs on %s: it ended where the "
+                "recording goes on with %s\n",
+                left.expected.ev.arg == TT_CH_STDOUT ? "stdout" : "stderr", e);
+        write_report(s, TT_REPORT_STATUS_DIVERGED, TT_E_DIVERGED, left.message, &left, NULL, 1);
+        return;
+    }
+    if (rc == TT_OK && divergences == 0)
+        write_report(s, TT_REPORT_STATUS_MATCHED, rc, "replay matched the recording", NULL, NULL, 0);
+    else if (rc == TT_OK)
+        write_report(s, TT_REPORT_STATUS_DIVERGED, TT_E_DIVERGED,
+                     "divergences were counted; the last one is shown", last, NULL, divergences);
+    else if (rc == TT_E_UNCONSUMED)
+        write_report(s, TT_REPORT_STATUS_UNCONSUMED, rc, err->message, last, NULL, divergences);
+    else
+        write_report(s, TT_REPORT_STATUS_ERROR, rc, err->message, last, NULL, divergences);
+}
 
 __attribute__((destructor(101))) static void rt_fini(void)
 {
@@ -704,23 +1003,18 @@ static void rt_close(bool flush_stdio)
     if (g_mode == TT_MODE_REPLAY) {
         tt_replay_progress_get(s, &p);
         /* --keep-going: the report shows the last divergence counted */
-        if (p.divergences && tt_replay_divergence(s, &d) == TT_OK)
+        if (p.divergences && tt_replay_divergence(s, &d) == TT_OK) {
+            output_reason(&d);
             last = &d;
+        }
     }
-    /* finish first, close (free) after the report: its events name the session's objects */
-    int rc = tt_session_finish(s, &err);
-    if (g_mode == TT_MODE_REPLAY) {
-        if (rc == TT_OK && p.divergences == 0)
-            write_report(s, TT_REPORT_STATUS_MATCHED, rc, "replay matched the recording", NULL, NULL, 0);
-        else if (rc == TT_OK)
-            write_report(s, TT_REPORT_STATUS_DIVERGED, TT_E_DIVERGED,
-                         "divergences were counted; the last one is shown", last, NULL,
-                         p.divergences);
-        else if (rc == TT_E_UNCONSUMED)
-            write_report(s, TT_REPORT_STATUS_UNCONSUMED, rc, err.message, last, NULL, p.divergences);
-        else
-            write_report(s, TT_REPORT_STATUS_ERROR, rc, err.message, last, NULL, p.divergences);
-    }
+    if (g_mode == TT_MODE_RECORD)
+        note_processes(s);
+    /* finish first, close (free) after the report: its events name the session's objects.
+     * The runtime finishes the process's session even when the program holds it too. */
+    int rc = tt_session_finish_(s, &err);
+    if (g_mode == TT_MODE_REPLAY)
+        close_report(s, rc, &err, last, p.divergences);
     tt_session_close(s, NULL);
     if (rc != TT_OK)
         fprintf(stderr, "tinytrace: %s\n", err.message);

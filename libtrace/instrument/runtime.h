@@ -84,6 +84,19 @@ bool tt_rt_check_output(void);
  * Called by the runtime before it publishes the session. */
 void tt_hooks_attach(tt_session *s);
 
+/* ---- processes the traced one starts (preload/process.c) ----
+ * Callers hold the guard. */
+/* True in the process the runtime traces (not in a child of it, nor after exit began). */
+bool tt_rt_is_traced_process(void);
+/* The traced process started a child that runs untraced; @cmd its command line, or NULL when
+ * the child will say it at its exec (tt_rt_child_exec). */
+void tt_rt_child_untraced(const char *cmd);
+/* In a child of the traced process, about to exec @cmd: names the first child, once. */
+void tt_rt_child_exec(const char *cmd);
+/* The traced process is about to exec @cmd, which the runtime cannot follow: the recording (or
+ * the replay) ends here, counted, and the file is finished. */
+void tt_rt_exec_untraceable(const char *cmd);
+
 /* Called when a recording call made on the program's behalf returned @rc != TT_OK. For
  * TT_E_DIVERGED it writes the report (stderr, and TINYTRACE_REPORT as JSON) and, unless
  * TINYTRACE_KEEP_GOING is set, ends the process with TT_RT_EXIT_DIVERGED. Other errors are

@@ -500,6 +500,8 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
     m->ticks_per_sec = tt_calib_end(&w->calib, TT_CALIB_MIN_NS, m->ticks_per_sec);
     m->stall_count = atomic_load(&w->stalls);
     m->threads_refused = atomic_load(&s->threads_refused);
+    m->children_untraced = atomic_load(&s->children_untraced);
+    m->execs_untraceable = atomic_load(&s->execs_untraceable);
     m->stall_ns = atomic_load(&w->stall_ns);
     m->flags |= TT_MF_FINALIZED;
     if (w->write_errno) {

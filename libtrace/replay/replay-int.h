@@ -45,6 +45,13 @@ struct tt_replayer {
     pthread_mutex_t lock;                /* bound, last */
     tt_divergence last;
     bool has_last;
+    /* io OUT channels whose recorded events are stepped over like structural ones (the
+     * runtime's output, when the replay does not compare it): set before any thread runs */
+    uint64_t skip_out[4];
+    uint32_t nskip_out;
+    /* close: the first recorded event no call consumed */
+    tt_report_event first_left;
+    bool has_first_left;
 };
 
 /* report.c: the event @ev as a report line's event (its payload's first bytes copied) */

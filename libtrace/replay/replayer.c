@@ -20,10 +20,41 @@ static void rp_destroy(tt_session *s);
 static int replay_event(tt_session *s, struct tt_rp_thread *t, const tt_event *act,
                         void *in_buf, size_t in_cap, size_t *in_len);
 
-static bool structural(uint8_t kind)
+static bool structural_kind(uint8_t kind)
 {
     return kind == TT_EV_SESSION_START || kind == TT_EV_SESSION_END ||
            kind == TT_EV_THREAD_START || kind == TT_EV_THREAD_END;
+}
+
+/* Events no call meets: structural ones, and io OUT on a channel the replay does not compare. */
+static bool stepped_over(const struct tt_replayer *rp, const tt_event *ev)
+{
+    if (structural_kind(ev->kind))
+        return true;
+    if (ev->kind != TT_EV_IO || ev->dir != TT_IO_OUT)
+        return false;
+    for (uint32_t i = 0; i < rp->nskip_out; i++)
+        if (rp->skip_out[i] == ev->arg)
+            return true;
+    return false;
+}
+
+int tt_replay_skip_out_channel_(tt_session *s, uint64_t channel)
+{
+    struct tt_replayer *rp = s->be == &tt_replay_backend ? s->rp : NULL;
+    if (!rp || rp->nskip_out == sizeof rp->skip_out / sizeof rp->skip_out[0])
+        return TT_E_INVAL;
+    rp->skip_out[rp->nskip_out++] = channel;
+    return TT_OK;
+}
+
+int tt_replay_first_left_(tt_session *s, tt_report_event *out)
+{
+    struct tt_replayer *rp = s->be == &tt_replay_backend ? s->rp : NULL;
+    if (!rp || !rp->has_first_left)
+        return TT_E_INVAL;
+    *out = rp->first_left;
+    return TT_OK;
 }
 
 /* Ordered replay: steps @rec's cursor over structural events and publishes the time of its
@@ -32,7 +63,7 @@ static int publish_next(struct tt_replayer *rp, uint32_t rec, tt_error_info *err
 {
     tt_event ev;
     int rc;
-    while ((rc = tt_reader_peek(rp->r, rec, &ev, err)) == TT_OK && structural(ev.kind))
+    while ((rc = tt_reader_peek(rp->r, rec, &ev, err)) == TT_OK && stepped_over(rp, &ev))
         tt_reader_advance(rp->r, rec);
     uint64_t t = rc == TT_OK ? ev.time : UINT64_MAX;
     /* release: a thread that sees this time sees that @rec is done with everything before it */
@@ -304,6 +335,7 @@ static int diverge(tt_session *s, struct tt_rp_thread *t, tt_diverge_reason why,
         [TT_DIV_DIRECTION] = "the io direction differs", [TT_DIV_END] = "the recording of this thread ended",
         [TT_DIV_THREAD] = "the recording has no thread left for this one",
         [TT_DIV_ORDER] = "this thread's turn did not come in time",
+        [TT_DIV_OUTPUT] = "the program's output differs",
     };
     if (why == TT_DIV_PAYLOAD && exp && exp->kind == TT_EV_CHECKPOINT) {
         uint32_t prov;
@@ -386,7 +418,7 @@ static int replay_event(tt_session *s, struct tt_rp_thread *t, const tt_event *a
             return diverge(s, t, TT_DIV_END, NULL, act, 0);
         if (rc != TT_OK)
             return rc;
-        if (!structural(ev.kind))
+        if (!stepped_over(rp, &ev))
             break;
         tt_reader_advance(rp->r, rt->rec);
     }
@@ -457,11 +489,13 @@ static int rp_finish(tt_session *s, tt_error_info *err)
         tt_event ev;
         int rc;
         while ((rc = tt_reader_next(rp->r, i, &ev, &e2)) == TT_OK) {
-            if (structural(ev.kind))
+            if (stepped_over(rp, &ev))
                 continue;
             if (!have_first) {
                 first = ev;
                 have_first = true;
+                tt_report_event_set(&rp->first_left, &ev);
+                rp->has_first_left = true;
             }
             left++;
         }
@@ -516,7 +550,7 @@ int tt_replay_progress_get(tt_session *s, tt_replay_progress *out)
         tt_error_info e;
         tt_event ev;
         while (tt_reader_peek(rp->r, t->rec, &ev, &e) == TT_OK) {
-            if (!structural(ev.kind)) {
+            if (!stepped_over(rp, &ev)) {
                 out->has_next = 1;
                 out->next = ev;
                 out->next.payload = NULL;

@@ -237,7 +237,7 @@ extern char **environ;
 static const char *const known_vars[] = {
     "MODE", "FILE", "CALLER", "BUFFER_KB", "MEMORY_MB", "BLOCK_KB", "MAX_EVENT_MB",
     "MAX_THREADS", "ORDERED", "ORDER_TIMEOUT_MS", "DIVERGENCE", "ALLOC", "CHECK_OUTPUT",
-    "KEEP_GOING", "PID", "PRELOAD", "PROGRESS_MS", "REPORT",
+    "KEEP_GOING", "PID", "PRELOAD", "PROGRESS_MS", "REPORT_FD",
 };
 
 static int check_names(tt_error_info *err)

@@ -175,6 +175,8 @@ struct tt_session {
     _Atomic uint64_t divergences;
     /* threads refused past max_threads (each counted once): their events are not recorded */
     _Atomic uint32_t threads_refused;
+    /* processes that ran unrecorded, as the runtime counted them (tt_session_note_processes_) */
+    _Atomic uint32_t children_untraced, execs_untraceable;
 
     struct tt_intern_table names;
 
@@ -236,5 +238,13 @@ void tt_session_set_fn_resolver_(tt_session *s, tt_fn_resolver fn);
 void tt_session_set_thread_hook_(tt_session *s, void (*fn)(tt_session *));
 /* Marks a recording as finalized by the crash handler. */
 void tt_session_mark_crashed_(tt_session *s);
+/* The runtime's count of children that ran untraced and of execs it could not follow, for the
+ * manifest (before finish). */
+void tt_session_note_processes_(tt_session *s, uint32_t children, uint32_t untraceable);
+/* Replay (replay/replayer.c): recorded io OUT events on @channel are stepped over, not compared
+ * (the runtime's output when the replay does not check it). Before any thread replays. */
+int tt_replay_skip_out_channel_(tt_session *s, uint64_t channel);
+/* Replay, after finish: the first recorded event that no call consumed. */
+int tt_replay_first_left_(tt_session *s, tt_report_event *out);
 
 #endif

@@ -175,6 +175,13 @@ void tt_session_set_thread_hook_(tt_session *s, void (*fn)(tt_session *))
     atomic_store_explicit(&s->on_thread, fn, memory_order_release);
 }
 
+void tt_session_note_processes_(tt_session *s, uint32_t children, uint32_t untraceable)
+{
+    /* relaxed: read by finish, on this thread or after the handshake of close */
+    atomic_store_explicit(&s->children_untraced, children, memory_order_relaxed);
+    atomic_store_explicit(&s->execs_untraceable, untraceable, memory_order_relaxed);
+}
+
 void tt_session_mark_crashed_(tt_session *s)
 {
     s->be->mark_crashed(s);

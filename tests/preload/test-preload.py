@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import signal
 import subprocess
 import sys
@@ -58,14 +59,48 @@ def base_env():
     return env
 
 
-def run(args, stdin=b"", env=None, cwd=None):
+def run(args, stdin=b"", env=None, cwd=None, pass_fds=()):
     args = [str(a) for a in args]
     try:
         p = subprocess.run(args, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           env=env, cwd=cwd, timeout=TIMEOUT)
+                           env=env, cwd=cwd, timeout=TIMEOUT, pass_fds=pass_fds)
         return Result(args, p.returncode, p.stdout, p.stderr)
     except subprocess.TimeoutExpired as e:
         return Result(args, "timeout", e.stdout or b"", e.stderr or b"")
+
+
+class Channel:
+    """The report channel as `tinytrace replay` makes it (protocol.h): a socket pair, the nonce
+    written into the program's end, TINYTRACE_REPORT_FD naming it; the last line that carries
+    the nonce is the report, saved to @path."""
+    NONCE = b"0123456789abcdef" * 2
+
+    def __init__(self, env, path):
+        self.path = path
+        self.tool, self.prog = socket.socketpair()
+        self.tool.sendall(self.NONCE)
+        self.prog.set_inheritable(True)
+        env["TINYTRACE_REPORT_FD"] = str(self.prog.fileno())
+        self.fds = (self.prog.fileno(),)
+
+    def collect(self):
+        self.prog.close()
+        self.tool.settimeout(TIMEOUT)
+        data = b""
+        try:
+            while True:
+                b = self.tool.recv(65536)
+                if not b:
+                    break
+                data += b
+        except OSError:
+            pass
+        self.tool.close()
+        key = b'"nonce": "' + self.NONCE + b'"'
+        lines = [ln for ln in data.split(b"\n") if key in ln]
+        if lines:
+            with open(self.path, "wb") as f:
+                f.write(lines[-1] + b"\n")
 
 
 class Case:
@@ -90,12 +125,15 @@ class Case:
     def traced(self, mode, args, stdin=b"", extra=None):
         env = base_env()
         env.update({"LD_PRELOAD": PRELOAD, "TINYTRACE_MODE": mode, "TINYTRACE_FILE": self.trace})
-        if mode == "replay":
-            if os.path.exists(self.report):
-                os.unlink(self.report)
-            env["TINYTRACE_REPORT"] = self.report
         env.update(extra or {})
-        return run(args, stdin, env, self.work)
+        if mode != "replay":
+            return run(args, stdin, env, self.work)
+        if os.path.exists(self.report):
+            os.unlink(self.report)
+        ch = Channel(env, self.report)
+        r = run(args, stdin, env, self.work, pass_fds=ch.fds)
+        ch.collect()
+        return r
 
     def record(self, args, stdin=b"", extra=None):
         r = self.traced("record", args, stdin, extra)
@@ -183,9 +221,12 @@ def case_stdin():
         try:
             env = base_env()
             env.update({"LD_PRELOAD": PRELOAD, "TINYTRACE_MODE": "replay",
-                        "TINYTRACE_FILE": c.trace, "TINYTRACE_REPORT": c.report})
+                        "TINYTRACE_FILE": c.trace})
+            ch = Channel(env, c.report)
             p = subprocess.run([READ_STDIN], stdin=slave, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env=env, cwd=c.work, timeout=TIMEOUT)
+                               stderr=subprocess.PIPE, env=env, cwd=c.work, timeout=TIMEOUT,
+                               pass_fds=ch.fds)
+            ch.collect()
             r = Result([READ_STDIN], p.returncode, p.stdout, p.stderr)
         finally:
             os.close(master)

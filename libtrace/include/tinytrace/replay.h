@@ -46,10 +46,12 @@ typedef enum tt_diverge_reason {
     TT_DIV_END,           /* the recording of this thread ended */
     TT_DIV_THREAD,        /* more threads than the recording had */
     TT_DIV_ORDER,         /* ordered replay: waited too long for this thread's turn */
+    TT_DIV_OUTPUT,        /* the program's output differs (stdout, stderr): given by the runtime
+                           * of `tinytrace replay` to a divergence on its output channels */
 } tt_diverge_reason;
 
 #define TT_REPORT_HISTORY 8
-#define TT_REPORT_PREVIEW 32
+#define TT_REPORT_PREVIEW 160  /* enough for a line of output */
 
 /* One event in a report, with the first bytes of its payload copied. */
 typedef struct tt_report_event {

@@ -51,6 +51,8 @@ extern "C" {
 #define TT_MF_TSC 0x10u       /* time is in TSC ticks (else in nanoseconds) */
 
 /* Manifest: decoded form of the file's first 512 bytes. */
+#define TT_AUTH_LEN 32
+
 typedef struct tt_manifest {
     uint32_t version;
     uint32_t flags;
@@ -85,6 +87,17 @@ typedef struct tt_manifest {
     /* version 2: the index directory chunk (tinytrace/index.h); both 0 when the file has no
      * index tables (version 1, recovered, or recorded into caller storage) */
     uint64_t index_offset, index_length;
+    /* processes that ran without being recorded: children started by fork, vfork, posix_spawn,
+     * system or popen, which the runtime does not follow (replay runs them live), and execs of
+     * programs the runtime cannot be loaded into (static, setuid): their part of the run is
+     * not in the file. The first such child's command line is the META object "untraced=…". */
+    uint32_t children_untraced;
+    uint32_t execs_untraceable;
+    /* a MAC over the manifest (this field zero) and the object table, made by the tool that
+     * recorded the file with its user's key (HMAC-SHA256): all zero when there is none. The
+     * library only carries it; `tinytrace replay` checks it (docs/REPLAY.md, "Traces from
+     * elsewhere"). */
+    uint8_t auth[TT_AUTH_LEN];
 } tt_manifest;
 
 /* ThreadEntry: one row of the thread table. */
@@ -287,6 +300,25 @@ typedef enum tt_partial_state {
 /* Looks at @name in directory @dirfd (AT_FDCWD: the current one); *@pid (may be NULL) gets the
  * pid of its name, which says nothing of liveness (the lock does). Thread-safe. */
 TT_API tt_partial_state tt_partial_probe(int dirfd, const char *name, long *pid);
+
+/* ---- the MAC of a trace ----
+ * A trace can carry a MAC (tt_manifest.auth) that its recorder made with a key of its own; the
+ * library does not compute it (no cryptography in the library): it says which bytes count and
+ * stores the result. docs/FORMAT.md §3 lists the bytes. */
+
+/* Called with the covered bytes in order, in pieces; returns 0 to go on. */
+typedef int (*tt_auth_visit_fn)(void *ctx, const void *data, size_t len);
+
+/* Feeds @fn the bytes the MAC of the trace in @src covers: the manifest with its MAC and its
+ * checksum taken as zero, then the object table chunk. The manifest is decoded and checked
+ * first. Thread-safe; reads through @src only. */
+TT_API int tt_trace_auth_input(const tt_source *src, tt_auth_visit_fn fn, void *ctx,
+                               tt_error_info *err);
+
+/* Stores @mac in the manifest of the finalized trace at @path (a version 2 file), with the
+ * manifest checksum made anew, and syncs it. */
+TT_API int tt_trace_auth_set(const char *path, const uint8_t mac[TT_AUTH_LEN],
+                             tt_error_info *err);
 
 /* ---- writer limits, capacity and storage ---- */
 

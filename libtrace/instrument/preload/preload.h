@@ -86,7 +86,8 @@ typedef void (*fnptr)(void);
     X(fgetws) X(fgetws_unlocked) X(__fgetws_chk) X(__fgetws_unlocked_chk) X(ungetwc)           \
     X(fputwc) X(putwc) X(putwchar) X(fputwc_unlocked) X(putwc_unlocked) X(putwchar_unlocked)   \
     X(fputws) X(fputws_unlocked) X(vfwprintf) X(__vfwprintf_chk) X(vfwscanf)                   \
-    X(__isoc99_vfwscanf) X(fwide)
+    X(__isoc99_vfwscanf) X(fwide)                                                              \
+    X(fork) X(execve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(system) X(popen) X(clone)
 
 enum real_fn {
 #define X(n) RF_##n,
