@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <grp.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -193,6 +194,27 @@ Test(session, open_fails_in_a_missing_directory_naming_the_path)
     expect_open_fails_naming(path, tt_test_path("missing"));
     char listing[256];
     cr_assert_eq(list_dir(tt_test_dir, listing, sizeof listing), 0, "left behind: %s", listing);
+}
+
+/* The rename at close would replace a device node, a FIFO or a directory with the trace. */
+Test(session, open_refuses_a_final_name_that_is_not_a_regular_file)
+{
+    const char *fifo = tt_test_path("a.fifo");
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    expect_open_fails_naming(fifo, fifo);
+    struct stat st;
+    cr_assert_eq(lstat(fifo, &st), 0);
+    cr_assert(S_ISFIFO(st.st_mode), "the FIFO was replaced");
+    const char *dir = tt_test_path("a.dir");
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    expect_open_fails_naming(dir, dir);
+    cr_assert_eq(lstat(dir, &st), 0);
+    cr_assert(S_ISDIR(st.st_mode), "the directory was replaced");
+    if (mknod(tt_test_path("a.dev"), S_IFCHR | 0600, makedev(1, 3)) == 0) { /* /dev/null's */
+        expect_open_fails_naming(tt_test_path("a.dev"), tt_test_path("a.dev"));
+        cr_assert_eq(lstat(tt_test_path("a.dev"), &st), 0);
+        cr_assert(S_ISCHR(st.st_mode), "the device node was replaced");
+    }
 }
 
 Test(session, open_fails_under_a_regular_file_naming_the_path)

@@ -205,6 +205,12 @@ static int open_file(tt_session *s, struct tt_writer *w, tt_error_info *err)
             path = abs;
         }
     }
+    /* the rename at close replaces whatever has the final name: never a device, a FIFO, a
+     * socket or a directory (`record -o /dev/null` as root replaced the device node) */
+    struct stat fst;
+    if (lstat(path, &fst) == 0 && !S_ISREG(fst.st_mode) && !S_ISLNK(fst.st_mode))
+        return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX, "%s: not a regular file: a trace does not "
+                       "replace it", path);
     snprintf(w->final_path, sizeof w->final_path, "%s", path);
     if (tt_partial_name(path, (long)getpid(), w->temp_path, sizeof w->temp_path) != TT_OK)
         return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX, "%s: path too long", path);
