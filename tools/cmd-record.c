@@ -46,6 +46,8 @@ static const char usage[] =
     "  -o, --output FILE   the trace file (default: PROG's base name + \".tt\", here)\n"
     "  -a, --alloc         also record allocations (malloc, free, ...); replay compares sizes\n"
     "  -c, --check-output  accepted for older scripts: the output is always recorded\n"
+    "  --aslr              keep address-space randomization (by default it is off, in the\n"
+    "                      recording and in its replay, so that addresses replay too)\n"
     "  --buffer-kb N       one thread's buffer, KiB (4 to 65536, a multiple of 4)\n"
     "  --memory-mb N       all buffers together, MiB (1 to 65536; at least two buffers)\n"
     "  -h, --help          print this help\n"
@@ -221,11 +223,11 @@ static int summarize(const char *shown, const char *abs, const struct file_id *b
 /* What the command line asks for. */
 struct record {
     const char *output;
-    int alloc, check_output;
+    int alloc, check_output, aslr;
     uint64_t buffer_kb, memory_mb; /* 0: the library's default */
 };
 
-enum { OPT_BUFFER = 256, OPT_MEMORY };
+enum { OPT_BUFFER = 256, OPT_MEMORY, OPT_ASLR };
 
 static int take_option(void *ctx, const char *prog, int c, const char *arg)
 {
@@ -247,6 +249,9 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
         return TOOL_EXIT_OK;
     case OPT_MEMORY:
         return tool_parse_u64(prog, "--memory-mb", arg, 1, 65536, &o->memory_mb);
+    case OPT_ASLR:
+        o->aslr = 1;
+        return TOOL_EXIT_OK;
     default:
         return tool_usage_hint(prog);
     }
@@ -261,9 +266,10 @@ static int set_environment(const struct record *o, const char *abs, const char *
     char caller[TT_CALLER_MAX], num[32];
 
     /* the options that change what is recorded, for replay to read back (protocol.h) */
-    snprintf(caller, sizeof caller, TT_CALLER_RECORD "%s%s",
+    snprintf(caller, sizeof caller, TT_CALLER_RECORD "%s%s%s",
              o->alloc ? " " TT_CALLER_OPT_ALLOC : "",
-             o->check_output ? " " TT_CALLER_OPT_CHECK_OUTPUT : "");
+             o->check_output ? " " TT_CALLER_OPT_CHECK_OUTPUT : "",
+             o->aslr ? " " TT_CALLER_OPT_ASLR : "");
     if (tool_setenv("TINYTRACE_MODE", "record") || tool_setenv("TINYTRACE_FILE", abs) ||
         tool_setenv(TT_ENV_ALLOC, o->alloc ? "1" : NULL) ||
         tool_setenv(TT_ENV_CHECK_OUTPUT, o->check_output ? "1" : NULL) ||
@@ -292,6 +298,7 @@ int cmd_record(int argc, char **argv)
         {"check-output", no_argument, NULL, 'c'},
         {"buffer-kb", required_argument, NULL, OPT_BUFFER},
         {"memory-mb", required_argument, NULL, OPT_MEMORY},
+        {"aslr", no_argument, NULL, OPT_ASLR},
         {NULL, 0, NULL, 0},
     };
     static const tool_verb verb = {.usage = usage,
@@ -336,8 +343,14 @@ int cmd_record(int argc, char **argv)
     if ((rc = tool_set_preload_env(preload)) != TOOL_EXIT_OK)
         return rc;
 
+    char **envp;
+    int settings_fd;
+    if ((rc = tool_child_env(NULL, &envp, &settings_fd)) != TOOL_EXIT_OK)
+        return rc;
     file_id_get(abs, &before);
-    rc = tool_run_program(argv[first], prog_path, argv + first, NULL, &pid, &status);
+    rc = tool_run_program(argv[first], prog_path, argv + first, envp, NULL, o.aslr, &pid,
+                          &status);
+    close(settings_fd);
     if (rc != TOOL_EXIT_OK)
         return rc;
     rc = summarize(o.output, abs, &before, pid, status);

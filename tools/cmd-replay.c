@@ -45,7 +45,7 @@
 
 static const char usage[] =
     "Usage: tinytrace replay FILE [--report OUT.json] [--keep-going] [--ordered]\n"
-    "                        [--no-check-output] [--trust] [--allow-build-mismatch]\n"
+    "                        [--no-check-output] [--trust] [--aslr] [--allow-build-mismatch]\n"
     "                        [-- PROG [ARGS...]]\n"
     "\n"
     "Runs the program recorded in trace FILE again, under the tinytrace runtime: the calls\n"
@@ -77,6 +77,8 @@ static const char usage[] =
     "                             without it)\n"
     "  --trust                    run the command line FILE names although FILE was not\n"
     "                             recorded by this user on this machine\n"
+    "  --aslr                     keep address-space randomization (off by default, as when\n"
+    "                             recording, unless FILE was recorded with --aslr)\n"
     "  --allow-build-mismatch     run PROG even if its build-id differs from the recorded one\n"
     "  -h, --help                 print this help\n"
     "\n"
@@ -94,7 +96,7 @@ static const char usage[] =
     "6 for a system error or when PROG ended without leaving a report (killed by a signal\n"
     "before the runtime could write it).\n";
 
-enum { OPT_ORDERED = 256, OPT_ALLOW_MISMATCH, OPT_TRUST, OPT_NO_OUTPUT };
+enum { OPT_ORDERED = 256, OPT_ALLOW_MISMATCH, OPT_TRUST, OPT_NO_OUTPUT, OPT_ASLR };
 
 static const struct option options[] = {
     {"report", required_argument, NULL, 'r'},
@@ -104,6 +106,7 @@ static const struct option options[] = {
     {"allow-build-mismatch", no_argument, NULL, OPT_ALLOW_MISMATCH},
     {"trust", no_argument, NULL, OPT_TRUST},
     {"no-check-output", no_argument, NULL, OPT_NO_OUTPUT},
+    {"aslr", no_argument, NULL, OPT_ASLR},
     {NULL, 0, NULL, 0},
 };
 
@@ -149,6 +152,9 @@ struct meta {
     uint64_t argc;
     int found;    /* any META object at all */
     char *untraced; /* the first process that ran unrecorded ("untraced="), or NULL */
+    char *execfn;   /* the path execve was given ("execfn=") */
+    char **env;     /* the environment the program saw ("env[i]="), envc + 1 entries */
+    uint64_t envc;
 };
 
 static void meta_free(struct meta *mt)
@@ -159,6 +165,11 @@ static void meta_free(struct meta *mt)
     free(mt->argv);
     free(mt->cwd);
     free(mt->untraced);
+    free(mt->execfn);
+    if (mt->env != NULL)
+        for (uint64_t i = 0; i < mt->envc; i++)
+            free(mt->env[i]);
+    free(mt->env);
     memset(mt, 0, sizeof *mt);
 }
 
@@ -236,6 +247,21 @@ static int meta_read(const tool_trace *t, struct meta *mt)
                     return meta_corrupt(t->path, "a second cwd (object %" PRIu32 ")", id);
                 if ((mt->cwd = dup_n(name + 4, len - 4)) == NULL)
                     goto nomem;
+            } else if (pass == 0 && len >= 7 && memcmp(name, "execfn=", 7) == 0) {
+                if (mt->execfn == NULL && (mt->execfn = dup_n(name + 7, len - 7)) == NULL)
+                    goto nomem;
+            } else if (pass == 0 && len >= 5 && memcmp(name, "envc=", 5) == 0) {
+                if (parse_dec(name + 5, len - 5, &mt->envc) != 0 || mt->envc > count)
+                    return meta_corrupt(t->path, "a bad envc (object %" PRIu32 ")", id);
+            } else if (pass == 1 && len >= 4 && memcmp(name, "env[", 4) == 0 && mt->env) {
+                close = memchr(name, ']', len);
+                eq = close != NULL && (size_t)(close - name) + 1 < len ? close + 1 : NULL;
+                if (eq == NULL || *eq != '=' ||
+                    parse_dec(name + 4, (size_t)(close - name) - 4, &idx) != 0 ||
+                    idx >= mt->envc || mt->env[idx] != NULL)
+                    return meta_corrupt(t->path, "a bad env entry (object %" PRIu32 ")", id);
+                if ((mt->env[idx] = dup_n(eq + 1, len - (size_t)(eq + 1 - name))) == NULL)
+                    goto nomem;
             } else if (pass == 0 && len >= 9 && memcmp(name, "untraced=", 9) == 0) {
                 if (mt->untraced == NULL && (mt->untraced = dup_n(name + 9, len - 9)) == NULL)
                     goto nomem;
@@ -258,11 +284,16 @@ static int meta_read(const tool_trace *t, struct meta *mt)
                 return TOOL_EXIT_OK; /* no command line: the caller decides */
             if ((mt->argv = calloc((size_t)mt->argc + 1, sizeof *mt->argv)) == NULL)
                 goto nomem;
+            if (mt->envc && (mt->env = calloc((size_t)mt->envc + 1, sizeof *mt->env)) == NULL)
+                goto nomem;
         }
     }
     for (uint64_t i = 0; i < mt->argc; i++)
         if (mt->argv[i] == NULL)
             return meta_corrupt(t->path, "argv[%" PRIu64 "] is missing", i);
+    for (uint64_t i = 0; mt->env != NULL && i < mt->envc; i++)
+        if (mt->env[i] == NULL)
+            return meta_corrupt(t->path, "env[%" PRIu64 "] is missing", i);
     return TOOL_EXIT_OK;
 nomem:
     tool_error("out of memory");
@@ -271,14 +302,14 @@ nomem:
 
 /* The options `tinytrace record` noted in the caller string; 0 when the trace was not made by
  * it (then the replay's own options are all we know). */
-static int recorded_options(const tt_manifest *m, int *alloc, int *check_output)
+static int recorded_options(const tt_manifest *m, int *alloc, int *check_output, int *aslr)
 {
     char caller[TT_CALLER_MAX + 1];
     char *save = NULL, *tok;
     size_t n = strlen(TT_CALLER_RECORD);
     memcpy(caller, m->caller, TT_CALLER_MAX);
     caller[TT_CALLER_MAX] = '\0';
-    *alloc = *check_output = 0;
+    *alloc = *check_output = *aslr = 0;
     if (strncmp(caller, TT_CALLER_RECORD, n) != 0 || (caller[n] != '\0' && caller[n] != ' '))
         return 0;
     for (tok = strtok_r(caller + n, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save)) {
@@ -286,6 +317,8 @@ static int recorded_options(const tt_manifest *m, int *alloc, int *check_output)
             *alloc = 1;
         else if (strcmp(tok, TT_CALLER_OPT_CHECK_OUTPUT) == 0)
             *check_output = 1;
+        else if (strcmp(tok, TT_CALLER_OPT_ASLR) == 0)
+            *aslr = 1;
     }
     return 1;
 }
@@ -598,7 +631,7 @@ static void print_field(const char *label, const char *s, size_t n)
 struct replay {
     const char *file;
     const char *report_out;
-    int keep_going, ordered, check_output, no_check_output, allow_mismatch, trust;
+    int keep_going, ordered, check_output, no_check_output, allow_mismatch, trust, aslr;
     char **prog_argv; /* after "--", or NULL */
 };
 
@@ -750,10 +783,24 @@ static int verdict(const tool_jdoc *d, const struct replay *o, const struct reco
 
 /* ---- the verb ---- */
 
+/* What will run: the command line, its directory, the program file, and the settings that
+ * follow the recording. */
+struct plan {
+    char **argv;
+    const char *dir;       /* NULL: the current one */
+    char path[PATH_MAX];   /* argv[0] found like execvp, or the recorded execve path */
+    int known;             /* the caller string says how the trace was recorded */
+    int alloc, check_output, aslr;
+    char **env;            /* the recorded environment, or NULL: the tool's own */
+};
+
 /* Runs the replay once everything was checked; returns the exit code. */
-static int run(const struct replay *o, const struct recorded *rec, int check_output,
-               const char *path, char **argv, const char *dir)
+static int run(const struct replay *o, const struct recorded *rec, const struct plan *p)
 {
+    int check_output = p->check_output;
+    const char *path = p->path, *dir = p->dir;
+    char **argv = p->argv, **envp;
+    int settings_fd;
     struct channel ch;
     char how[128];
     int rc, e, status = 0;
@@ -761,12 +808,15 @@ static int run(const struct replay *o, const struct recorded *rec, int check_out
     tool_jdoc d;
     char why[160];
 
-    if ((rc = channel_open(&ch)) != TOOL_EXIT_OK) {
+    if ((rc = channel_open(&ch)) != TOOL_EXIT_OK ||
+        (rc = tool_child_env(p->env, &envp, &settings_fd)) != TOOL_EXIT_OK) {
         channel_close(&ch, 0);
         free(ch.buf);
         return rc;
     }
-    rc = tool_run_program(argv[0], path, argv, dir, &pid, &status);
+    rc = tool_run_program(argv[0], path, argv, envp, dir, p->aslr, &pid, &status);
+    close(settings_fd);
+    free(envp);
     channel_close(&ch, 2000);
     if (rc != TOOL_EXIT_OK) {
         free(ch.buf);
@@ -848,6 +898,9 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
         break;
     case OPT_NO_OUTPUT:
         o->no_check_output = 1;
+        break;
+    case OPT_ASLR:
+        o->aslr = 1;
         break;
     default:
         return tool_usage_hint(prog);
@@ -978,13 +1031,6 @@ static void print_command(FILE *f, char *const argv[])
     }
 }
 
-struct plan {
-    char **argv;
-    const char *dir;       /* NULL: the current one */
-    char path[PATH_MAX];   /* argv[0] found like execvp */
-    int known;             /* the caller string says how the trace was recorded */
-    int alloc, check_output;
-};
 
 /* 2. what runs, and where; the options that decide which calls are interposed follow the
  * recording. 3. the program and its build. */
@@ -1027,7 +1073,8 @@ static int make_plan(const struct replay *o, const struct meta *mt, const struct
                                 "`tinytrace record`): give the program after '--'", o->file);
     }
 
-    p->known = recorded_options(m, &p->alloc, &p->check_output);
+    p->known = recorded_options(m, &p->alloc, &p->check_output, &p->aslr);
+    p->aslr |= o->aslr;
     if (p->known && o->check_output && !p->check_output)
         return tool_usage_error(prog, "%s was recorded without --check-output: there is no "
                                 "output to compare", o->file);
@@ -1041,6 +1088,16 @@ static int make_plan(const struct replay *o, const struct meta *mt, const struct
         tool_error("cannot run '%s'%s%s: %s", p->argv[0], p->dir ? " in " : "",
                    p->dir ? p->dir : "", strerror(e));
         return TOOL_EXIT_SYSTEM;
+    }
+    /* the recorded command line runs as it ran: the same execve path (it lies on the stack),
+     * the same environment (names, values, order), when it still names the program found */
+    if (o->prog_argv == NULL && mt->argv != NULL) {
+        struct stat a, b;
+        if (mt->execfn != NULL && stat(mt->execfn, &a) == 0 && stat(p->path, &b) == 0 &&
+            a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
+            strlen(mt->execfn) < sizeof p->path)
+            strcpy(p->path, mt->execfn);
+        p->env = mt->env;
     }
     return check_build(p->path, p->dir, m, o->allow_mismatch);
 }
@@ -1098,7 +1155,7 @@ int cmd_replay(int argc, char **argv)
             fputc(')', stderr);
         }
         fputc('\n', stderr);
-        rc = run(&o, &rec, plan.check_output, plan.path, plan.argv, plan.dir);
+        rc = run(&o, &rec, &plan);
         ran = 1;
     }
     /* never leave an earlier run's report behind: --report always holds this run's verdict */

@@ -13,6 +13,7 @@
  * timeout, a closed terminal) are passed on to the program, so it is never left running behind
  * a tool that has gone.
  */
+#include "protocol.h"
 #include "tool.h"
 
 #include <errno.h>
@@ -21,6 +22,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -300,8 +303,97 @@ struct exec_failure {
     int err;
 };
 
-int tool_run_program(const char *shown, const char *path, char *const argv[], const char *dir,
-                     pid_t *pid_out, int *status)
+/* ---- the program's environment ----
+ * The runtime's settings go to a memfd the program inherits, not into its environment (see
+ * TT_ENV_RT in protocol.h): the environment the program sees is the tool's own without any
+ * TINYTRACE_* variable, with LD_PRELOAD naming the runtime, or in a replay the recorded one, and
+ * then one variable of fixed length, last, that the runtime removes before main. */
+
+int tool_child_env(char *const *recorded, char ***envp_out, int *fd_out)
+{
+    extern char **environ;
+    size_t n = 0, text_len = 0, cap = 4096;
+    char *text = malloc(cap);
+    *envp_out = NULL;
+    *fd_out = -1;
+    if (text == NULL)
+        goto nomem;
+    /* the settings: every TINYTRACE_* of the tool's environment but the tool's own */
+    for (char **e = environ; *e; e++) {
+        if (strncmp(*e, "TINYTRACE_", 10) != 0 || strncmp(*e, "TINYTRACE_PRELOAD=", 18) == 0 ||
+            strncmp(*e, "TINYTRACE_PROGRESS_MS=", 22) == 0)
+            continue;
+        size_t l = strlen(*e + 10);
+        if (text_len + l + 2 > cap) {
+            while (text_len + l + 2 > cap)
+                cap *= 2;
+            char *nt = realloc(text, cap);
+            if (nt == NULL)
+                goto nomem;
+            text = nt;
+        }
+        memcpy(text + text_len, *e + 10, l);
+        text_len += l;
+        text[text_len++] = '\n';
+    }
+    int fd = memfd_create("tinytrace-settings", 0); /* inherited: no MFD_CLOEXEC */
+    if (fd < 0 || write(fd, text, text_len) != (ssize_t)text_len) {
+        tool_error("cannot hand the runtime its settings: %s", strerror(errno));
+        free(text);
+        if (fd >= 0)
+            close(fd);
+        return TOOL_EXIT_SYSTEM;
+    }
+    free(text);
+    text = NULL;
+    char *const *base = recorded != NULL ? recorded : environ;
+    const char *preload = getenv("LD_PRELOAD");
+    while (base[n] != NULL)
+        n++;
+    char **env = calloc(n + 3, sizeof *env);
+    char *rt = malloc(64), *pre = NULL;
+    if (env == NULL || rt == NULL)
+        goto nomem_fd;
+    size_t k = 0;
+    int have_preload = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(base[i], "TINYTRACE_", 10) == 0)
+            continue;
+        if (strncmp(base[i], "LD_PRELOAD=", 11) == 0) {
+            /* in place: the recorded position, with today's runtime library */
+            if (pre == NULL && preload != NULL &&
+                (pre = malloc(strlen(preload) + 12)) == NULL)
+                goto nomem_fd;
+            if (pre != NULL)
+                sprintf(pre, "LD_PRELOAD=%s", preload);
+            env[k++] = pre != NULL ? pre : base[i];
+            have_preload = 1;
+            continue;
+        }
+        env[k++] = base[i];
+    }
+    if (!have_preload && preload != NULL) {
+        if ((pre = malloc(strlen(preload) + 12)) == NULL)
+            goto nomem_fd;
+        sprintf(pre, "LD_PRELOAD=%s", preload);
+        env[k++] = pre;
+    }
+    snprintf(rt, 64, "%s=%010d", TT_ENV_RT, fd);
+    env[k++] = rt;
+    env[k] = NULL;
+    *envp_out = env;
+    *fd_out = fd;
+    return TOOL_EXIT_OK;
+nomem_fd:
+    close(fd);
+nomem:
+    free(text);
+    tool_error("out of memory");
+    return TOOL_EXIT_SYSTEM;
+}
+
+int tool_run_program(const char *shown, const char *path, char *const argv[],
+                     char *const envp[], const char *dir, int aslr, pid_t *pid_out, int *status)
 {
     static const int ignored[] = {SIGINT, SIGQUIT};
     static const int forwarded[] = {SIGTERM, SIGHUP};
@@ -345,9 +437,15 @@ int tool_run_program(const char *shown, const char *path, char *const argv[], co
         sigprocmask(SIG_SETMASK, &old_mask, NULL);
         close(pfd[0]);
         ef.stage = 0;
+        /* the same address space in record and replay: no randomization (kept across exec) */
+        if (!aslr)
+            personality((unsigned long)personality(0xffffffff) | ADDR_NO_RANDOMIZE);
         if (dir == NULL || chdir(dir) == 0) {
             ef.stage = 1;
-            execv(path, argv);
+            if (envp != NULL)
+                execve(path, argv, envp);
+            else
+                execv(path, argv);
         }
         ef.err = errno;
         if (write(pfd[1], &ef, sizeof ef) < 0) {

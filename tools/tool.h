@@ -363,11 +363,17 @@ int tool_set_preload_env(const char *preload);
 int tool_check_env(const char *prog);
 
 /* Runs @path with @argv (argv[0] as the program should see it) in directory @dir (NULL: the
- * current one) with the tool's environment, and waits for it like a shell waits for a foreground
- * job (see program.c). *@pid receives its process id, *@status its wait status. A program that could not be started
+ * current one) with @envp (NULL: the tool's environment), with ASLR off unless @aslr, and waits
+ * for it like a shell waits for a foreground job (see program.c). *@pid receives its process id, *@status its wait status. A program that could not be started
  * (chdir or exec failed) is reported, naming @shown or @path, and gives TOOL_EXIT_SYSTEM. */
-int tool_run_program(const char *shown, const char *path, char *const argv[], const char *dir,
-                     pid_t *pid, int *status);
+int tool_run_program(const char *shown, const char *path, char *const argv[],
+                     char *const envp[], const char *dir, int aslr, pid_t *pid, int *status);
+/* The environment of a program run under the runtime, and the runtime's settings: every
+ * TINYTRACE_* variable of the tool's environment goes into a memfd the program inherits (*@fd),
+ * none into the program's environment, which is @recorded (a replay: the recorded one) or the
+ * tool's own, LD_PRELOAD in place with today's runtime, and TT_ENV_RT last (protocol.h). The
+ * caller closes *@fd after the program ran. */
+int tool_child_env(char *const *recorded, char ***envp, int *fd);
 
 /* ---- trust (auth.c) ---- */
 

@@ -65,6 +65,23 @@ size_t tt_backtrace(char *buf, size_t cap, int skip);
  * "libname.so!symbol" elsewhere, "module+0xoffset" without a symbol. */
 void tt_symbolize(uintptr_t addr, char *buf, size_t cap);
 
+/* ---- the region (region.c): tinytrace's own address space ----
+ * Reserved once by the runtime (tt_region_init, the same size in record and replay); from then
+ * on tinytrace maps and allocates there, so the program's heap and mappings are the same in both
+ * modes. Before tt_region_init (a program linked with the library, a test), tt_region_map
+ * returns NULL and callers mmap as before. Thread-safe, not async-signal-safe. */
+bool tt_region_init(size_t size);
+bool tt_region_active(void);
+bool tt_region_contains(const void *p);
+void *tt_region_map(size_t len);             /* zeroed pages, read-write; NULL: none left */
+void tt_region_unmap(void *p, size_t len);
+void *tt_region_malloc(size_t n);
+void *tt_region_calloc(size_t n, size_t k);
+void *tt_region_realloc(void *p, size_t n);
+void *tt_region_memalign(size_t align, size_t n);
+void tt_region_free(void *p);
+size_t tt_region_usable(const void *p);
+
 /* ---- the tracer's own threads and calls (util.c) ----
  * Nonzero while tinytrace itself runs on this thread: the swapper holds it for its whole life,
  * the runtime and the interposers while they work. Anything that would record (an interposed

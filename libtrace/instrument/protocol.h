@@ -18,6 +18,16 @@
 #ifndef TT_INSTRUMENT_PROTOCOL_H
 #define TT_INSTRUMENT_PROTOCOL_H
 
+/* ---- the runtime's settings, from the tool ----
+ * `tinytrace record|replay` does not put its settings in the program's environment: it writes
+ * them, "NAME=VALUE" lines with the names below and the library's (MODE, FILE, CALLER,
+ * BUFFER_KB, ...) without their TINYTRACE_ prefix, into a memfd the program inherits, and sets
+ * one variable of fixed length, the last of the environment: TT_ENV_RT=<the descriptor, ten
+ * digits>. The runtime reads the settings and removes the variable before main, so the program
+ * sees the same environment in record and replay. A program run with TINYTRACE_MODE set by hand
+ * still reads the environment. */
+#define TT_ENV_RT "TINYTRACE_RT"
+
 /* ---- environment, set by the tool, read by the runtime at start ----
  * The session settings themselves (TINYTRACE_MODE, TINYTRACE_FILE, TINYTRACE_BUFFER_KB, ...)
  * are the library's (tt_config_from_env, session.h); these are the runtime's own. */
@@ -45,6 +55,7 @@
 #define TT_CALLER_RECORD "tinytrace record"
 #define TT_CALLER_OPT_ALLOC "--alloc"
 #define TT_CALLER_OPT_CHECK_OUTPUT "--check-output"
+#define TT_CALLER_OPT_ASLR "--aslr"
 
 /* ---- the report ---- */
 #define TT_REPORT_STATUS_MATCHED "matched"

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -43,6 +44,13 @@ static char report_nonce[TT_REPORT_NONCE_LEN + 1];
 static _Atomic int g_closing, g_closed;
 static _Atomic long g_crash_tid;
 static int g_crash_sig;
+
+/* The runtime's own descriptors go at or above this number, out of the way of the program's,
+ * which the kernel numbers from the lowest free one. */
+#define RT_FD_LOW 900
+
+/* The runtime's own address space (base/region.c): reserved, not committed. */
+#define RT_REGION (UINT64_C(64) << 30)
 
 /* the guard is the library's own per-thread flag, which the swapper holds for its whole life */
 #define guard tt_in_tracer
@@ -93,7 +101,7 @@ static _Noreturn void exit_now(int status)
 
 static bool env_flag(const char *name)
 {
-    const char *v = secure_getenv(name);
+    const char *v = tt_setting_(name);
     return v && *v && strcmp(v, "0") != 0;
 }
 
@@ -246,7 +254,7 @@ static void write_report(tt_session *s, const char *status, int code, const char
  * removed, so the program does not meet either. */
 static void report_channel_open(void)
 {
-    const char *v = secure_getenv(TT_ENV_REPORT_FD);
+    const char *v = tt_setting_(TT_ENV_REPORT_FD);
     if (!v)
         return;
     char *end;
@@ -264,14 +272,14 @@ static void report_channel_open(void)
         got += (size_t)n;
     }
     report_nonce[TT_REPORT_NONCE_LEN] = '\0';
-    int hi = fcntl((int)fd, F_DUPFD_CLOEXEC, 900);
+    int hi = fcntl((int)fd, F_DUPFD_CLOEXEC, RT_FD_LOW);
     if (hi < 0)
         hi = fcntl((int)fd, F_DUPFD_CLOEXEC, 3);
     if (hi < 0)
         return;
     close((int)fd);
     report_fd = hi;
-    unsetenv(TT_ENV_REPORT_FD);
+    unsetenv(TT_ENV_REPORT_FD); /* when it came through the environment */
 }
 
 /* ---------------------------------------------------------------- output in the verdict */
@@ -839,6 +847,128 @@ static void record_meta(tt_session *s)
     free(cmd);
 }
 
+/* ---------------------------------------------------------------- the program's world
+ *
+ * `tinytrace record|replay` hands the runtime its settings through a descriptor, not the
+ * environment: TT_ENV_RT, one variable of fixed length (the descriptor's number in ten digits),
+ * the last of the environment, removed before main. So the program sees the same environment,
+ * argv and auxv in both modes, and with ASLR off (the tool's default) its stack, heap and
+ * mappings are at the same addresses. The descriptor stays open, out of the way and inherited,
+ * so that an exec in the traced process (a shell running its last command, a wrapper script)
+ * hands the settings on. */
+static int g_rt_fd = -1;
+
+/* Reads the settings of TT_ENV_RT; false when there is none (then the environment is read, as
+ * a program run with TINYTRACE_MODE set by hand has it). */
+static bool rt_settings_load(void)
+{
+    const char *v = secure_getenv(TT_ENV_RT);
+    if (!v)
+        return false;
+    char *end;
+    long fd = strtol(v, &end, 10);
+    if (*end || fd < 0 || fd > INT32_MAX)
+        return false;
+    char text[16384];
+    ssize_t n = pread((int)fd, text, sizeof text - 1, 0);
+    if (n < 0)
+        return false;
+    tt_settings_load_(text, (size_t)n);
+    /* out of the program's way, so that its own descriptors are numbered as in the other mode;
+     * still inherited, for an exec of this process (tt_rt_exec_env) */
+    int hi = fcntl((int)fd, F_DUPFD, RT_FD_LOW);
+    if (hi >= 0) {
+        close((int)fd);
+        fd = hi;
+    }
+    g_rt_fd = (int)fd;
+    unsetenv(TT_ENV_RT);
+    return true;
+}
+
+/* The environment for an exec of the traced process: @envp with TT_ENV_RT again at its end, so
+ * that the program the process becomes is traced too; @envp itself when there is no descriptor.
+ * The array is malloc'd and never freed (the process is about to become another). */
+char *const *tt_rt_exec_env(char *const envp[])
+{
+    if (g_rt_fd < 0 || !tt_rt_is_traced_process())
+        return envp;
+    size_t n = 0;
+    while (envp && envp[n])
+        n++;
+    char **e = malloc((n + 2) * sizeof *e);
+    char *var = malloc(64);
+    if (!e || !var)
+        return envp;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(envp[i], TT_ENV_RT "=", sizeof TT_ENV_RT) != 0)
+            e[k++] = envp[i];
+    snprintf(var, 64, TT_ENV_RT "=%010d", g_rt_fd);
+    e[k++] = var;
+    e[k] = NULL;
+    return e;
+}
+
+/* Record: what the program sees of its world besides its arguments, as META objects: its
+ * environment (in order), the execve path and the 16 random bytes of the auxiliary vector. */
+static void record_world(tt_session *s)
+{
+    extern char **environ;
+    char buf[ARG_META_MAX + 32];
+    uint32_t id, n = 0;
+    for (char **e = environ; e && *e; e++) {
+        if (strlen(*e) > ARG_META_MAX)
+            continue;
+        snprintf(buf, sizeof buf, "env[%u]=%s", n++, *e);
+        tt_intern(s, TT_OBJ_META, buf, &id);
+    }
+    snprintf(buf, sizeof buf, "envc=%u", n);
+    tt_intern(s, TT_OBJ_META, buf, &id);
+    const char *fn = (const char *)getauxval(AT_EXECFN);
+    if (fn && strlen(fn) < 4096) {
+        snprintf(buf, sizeof buf, "execfn=%s", fn);
+        tt_intern(s, TT_OBJ_META, buf, &id);
+    }
+    const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
+    if (r) {
+        static const char hex[] = "0123456789abcdef";
+        char h[33];
+        for (int i = 0; i < 16; i++) {
+            h[2 * i] = hex[r[i] >> 4];
+            h[2 * i + 1] = hex[r[i] & 15];
+        }
+        h[32] = '\0';
+        snprintf(buf, sizeof buf, "auxv.random=%s", h);
+        tt_intern(s, TT_OBJ_META, buf, &id);
+    }
+}
+
+/* Replay: the recorded AT_RANDOM bytes where the program will read them. glibc took its stack
+ * guard and pointer guard from the live ones before this ran; what the program reads is the
+ * recording's. */
+static void replay_world(tt_session *s)
+{
+    unsigned char *r = (unsigned char *)getauxval(AT_RANDOM);
+    char name[64];
+    const char prefix[] = "auxv.random=";
+    for (uint32_t id = 1; r; id++) {
+        int len = tt_names_copy(s, id, name, sizeof name);
+        if (len < 0)
+            break;
+        if (len != (int)sizeof prefix - 1 + 32 || strncmp(name, prefix, sizeof prefix - 1) != 0)
+            continue;
+        for (int i = 0; i < 16; i++) {
+            unsigned hi, lo;
+            char c1 = name[sizeof prefix - 1 + 2 * i], c2 = name[sizeof prefix + 2 * i];
+            hi = c1 <= '9' ? (unsigned)(c1 - '0') : (unsigned)(c1 - 'a' + 10);
+            lo = c2 <= '9' ? (unsigned)(c2 - '0') : (unsigned)(c2 - 'a' + 10);
+            r[i] = (unsigned char)(hi << 4 | lo);
+        }
+        break;
+    }
+}
+
 #ifdef TT_RT_PRELOAD
 __attribute__((constructor(101)))
 #endif
@@ -851,14 +981,18 @@ static void rt_init(void)
         (void)!write(2, msg, sizeof msg - 1);
         return;
     }
-    const char *mode = secure_getenv("TINYTRACE_MODE");
+    bool from_tool = rt_settings_load();
+    const char *mode = tt_setting_("TINYTRACE_MODE");
     if (!mode || !*mode || !strcmp(mode, "off"))
         return;
+    /* before anything of ours is allocated or mapped, in record and replay alike: the same
+     * reservation, so the program's heap and mappings are at the same addresses in both */
+    tt_region_init(RT_REGION);
     /* Only the process that was started for tracing traces: a program it execs inherits the
      * environment, and would otherwise finish its own file under the same final name. */
     char me[32];
     snprintf(me, sizeof me, "%ld", (long)getpid());
-    const char *owner = secure_getenv(TT_ENV_PID);
+    const char *owner = from_tool ? NULL : secure_getenv(TT_ENV_PID);
     if (owner && strcmp(owner, me) != 0)
         return;
     guard = 1;
@@ -871,12 +1005,13 @@ static void rt_init(void)
         rc = tt_config_set(&cfg, TT_PARAM_DIVERGENCE, TT_DIVERGE_COUNT, &err);
     if (rc == TT_OK)
         rc = tt_session_open(&cfg, &s, &err);
-    if (rc == TT_E_IO && err.sys_errno == EEXIST && owner && tt_session_mode_of_(&cfg) == TT_MODE_RECORD) {
+    if (rc == TT_E_IO && err.sys_errno == EEXIST && (owner || from_tool) &&
+        tt_session_mode_of_(&cfg) == TT_MODE_RECORD) {
         /* This process was traced before an exec (a shell running its last command, a wrapper
          * script): the earlier image's file is ours and unfinished. The recording is of the
          * program the process became, so drop it and start again. */
         char partial[4200];
-        snprintf(partial, sizeof partial, "%s.%s.partial", secure_getenv("TINYTRACE_FILE"), me);
+        snprintf(partial, sizeof partial, "%s.%s.partial", tt_setting_("TINYTRACE_FILE"), me);
         if (unlink(partial) == 0)
             rc = tt_session_open(&cfg, &s, &err);
     }
@@ -908,10 +1043,16 @@ static void rt_init(void)
     if (g_mode == TT_MODE_REPLAY)
         report_channel_open();
     /* after every getenv: a program with its own environment code (bash) may not find
-     * variables set before it has loaded the environment */
-    setenv(TT_ENV_PID, me, 1);
-    if (g_mode == TT_MODE_RECORD)
+     * variables set before it has loaded the environment. Settings from the tool need no mark
+     * (no child inherits them), and the environment stays as the program would have it. */
+    if (!from_tool)
+        setenv(TT_ENV_PID, me, 1);
+    if (g_mode == TT_MODE_RECORD) {
         record_meta(s);
+        record_world(s);
+    } else {
+        replay_world(s);
+    }
     child_page_map();
     install_crash_handlers();
     pthread_atfork(NULL, NULL, fork_child);

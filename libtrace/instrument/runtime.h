@@ -91,6 +91,8 @@ bool tt_rt_is_traced_process(void);
 /* The traced process started a child that runs untraced; @cmd its command line, or NULL when
  * the child will say it at its exec (tt_rt_child_exec). */
 void tt_rt_child_untraced(const char *cmd);
+/* The environment for an exec of the traced process (it carries the settings on). */
+char *const *tt_rt_exec_env(char *const envp[]);
 /* In a child of the traced process, about to exec @cmd: names the first child, once. */
 void tt_rt_child_exec(const char *cmd);
 /* The traced process is about to exec @cmd, which the runtime cannot follow: the recording (or

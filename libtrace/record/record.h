@@ -101,6 +101,8 @@ struct tt_writer {
     uint8_t *pool;             /* without caller storage: the buffers' data, mapped at open */
     uint64_t pool_used, pool_len;
     uint64_t pool_ready;       /* swapper: the pool is faulted in up to here (pool_map) */
+    bool pool_in_region;       /* the pool is in the runtime's region (base/region.c) */
+    void *swapper_stack;       /* ... and so is the swapper's stack, or NULL */
     struct tt_calib calib;     /* the tick rate's first point, taken at open */
     uint8_t *threads_area;     /* caller storage for per-thread state */
     uint64_t threads_used, threads_len;

@@ -14,6 +14,10 @@
 
 #include "record.h"
 
+/* The swapper's stack when it comes from the region: its deepest path is the encoder and the
+ * symbol lookups of the hooks' resolver. */
+#define SWAPPER_STACK (2u << 20)
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
@@ -112,9 +116,21 @@ int tt_swapper_start(tt_session *s, struct tt_writer *w)
     static const int faults[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT };
     for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
         sigdelset(&all, faults[i]);
+    /* its stack from the runtime's region too: a thread's stack is a mapping, and a replay has
+     * no swapper, so the program's later mappings would land elsewhere in the two modes */
+    pthread_attr_t attr, *ap = NULL;
+    if ((w->swapper_stack = tt_region_map(SWAPPER_STACK + 4096)) != NULL &&
+        pthread_attr_init(&attr) == 0) {
+        /* a page below the stack that faults, as a thread stack's guard page does */
+        mprotect(w->swapper_stack, 4096, PROT_NONE);
+        if (pthread_attr_setstack(&attr, (uint8_t *)w->swapper_stack + 4096, SWAPPER_STACK) == 0)
+            ap = &attr;
+    }
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int prc = pthread_create(&w->swapper, NULL, swapper_main, s);
+    int prc = pthread_create(&w->swapper, ap, swapper_main, s);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (ap)
+        pthread_attr_destroy(ap);
     if (prc != 0)
         return prc;
     w->swapper_started = true;
@@ -131,4 +147,8 @@ void tt_swapper_stop(struct tt_writer *w)
     pthread_mutex_unlock(&w->qlock);
     pthread_join(w->swapper, NULL);
     w->swapper_started = false;
+    if (w->swapper_stack) {
+        tt_region_unmap(w->swapper_stack, SWAPPER_STACK + 4096);
+        w->swapper_stack = NULL;
+    }
 }

@@ -245,7 +245,11 @@ static void manifest_write(struct tt_writer *w)
 static int pool_map(struct tt_writer *w)
 {
     w->pool_len = w->nbufs_max * w->buffer_bytes;
-    void *p = mmap(NULL, w->pool_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    /* in the runtime's region when there is one: the program's mappings stay where they are */
+    void *p = tt_region_map(w->pool_len);
+    w->pool_in_region = p != NULL;
+    if (!p)
+        p = mmap(NULL, w->pool_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return -1;
     w->pool = p;
@@ -583,7 +587,8 @@ void tt_writer_free(tt_session *s)
         free(w->chunk);
         free(w->block);
         if (w->pool)
-            munmap(w->pool, w->pool_len);
+            w->pool_in_region ? tt_region_unmap(w->pool, w->pool_len)
+                              : (void)munmap(w->pool, w->pool_len);
     }
     tt_tables_free(w->tables);
     pthread_mutex_destroy(&w->qlock);

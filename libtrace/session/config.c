@@ -203,6 +203,52 @@ int tt_config_set_writer_storage(tt_config *cfg, void *storage, size_t len, tt_e
     return TT_OK;
 }
 
+/* ---------------------------------------------------------------- settings
+ *
+ * A TINYTRACE_* setting comes from the environment, or from the settings the runtime was handed
+ * by `tinytrace record|replay` through a descriptor (tt_settings_load_): then the program's
+ * environment holds none of them, and a program that opens its own session from the environment
+ * still finds the runtime's. Neither counts in a setuid or setgid process. */
+
+#define SETTINGS_MAX 32
+static char settings_text[16384];
+static const char *settings_key[SETTINGS_MAX], *settings_val[SETTINGS_MAX];
+static unsigned nsettings;
+
+int tt_settings_load_(const char *text, size_t len)
+{
+    if (len >= sizeof settings_text)
+        return TT_E_LIMIT;
+    memcpy(settings_text, text, len);
+    settings_text[len] = '\0';
+    nsettings = 0;
+    for (char *line = settings_text; *line && nsettings < SETTINGS_MAX;) {
+        char *nl = strchr(line, '\n'), *eq = strchr(line, '=');
+        if (nl)
+            *nl = '\0';
+        if (eq && (!nl || eq < nl)) {
+            *eq = '\0';
+            settings_key[nsettings] = line;
+            settings_val[nsettings++] = eq + 1;
+        }
+        if (!nl)
+            break;
+        line = nl + 1;
+    }
+    return TT_OK;
+}
+
+const char *tt_setting_(const char *name)
+{
+    const char *v = secure_getenv(name);
+    if (v || strncmp(name, "TINYTRACE_", 10) != 0 || tt_env_secure_())
+        return v;
+    for (unsigned i = 0; i < nsettings; i++)
+        if (strcmp(settings_key[i], name + 10) == 0)
+            return settings_val[i];
+    return NULL;
+}
+
 /* Parses a whole decimal number; no sign, no suffix, no overflow. */
 static bool parse_u64(const char *s, uint64_t *out)
 {
@@ -222,7 +268,7 @@ static bool parse_u64(const char *s, uint64_t *out)
 
 static int env_num(tt_config *cfg, const char *var, tt_param p, uint64_t unit, tt_error_info *err)
 {
-    const char *s = secure_getenv(var);
+    const char *s = tt_setting_(var);
     uint64_t v;
     if (!s)
         return TT_OK;
@@ -237,7 +283,7 @@ extern char **environ;
 static const char *const known_vars[] = {
     "MODE", "FILE", "CALLER", "BUFFER_KB", "MEMORY_MB", "BLOCK_KB", "MAX_EVENT_MB",
     "MAX_THREADS", "ORDERED", "ORDER_TIMEOUT_MS", "DIVERGENCE", "ALLOC", "CHECK_OUTPUT",
-    "KEEP_GOING", "PID", "PRELOAD", "PROGRESS_MS", "REPORT_FD",
+    "KEEP_GOING", "PID", "PRELOAD", "PROGRESS_MS", "REPORT_FD", "RT",
 };
 
 static int check_names(tt_error_info *err)
@@ -261,6 +307,7 @@ bool tt_env_secure_(void)
 {
     return getauxval(AT_SECURE) != 0;
 }
+
 
 bool tt_env_has_settings_(void)
 {
@@ -290,7 +337,7 @@ int tt_config_from_env(tt_config *cfg, tt_error_info *err)
     memcpy(&tmp, cfg, sizeof tmp);
     if (cfgw(&tmp)->magic != CFG_MAGIC)
         tt_config_init(&tmp);
-    const char *mode = secure_getenv("TINYTRACE_MODE");
+    const char *mode = tt_setting_("TINYTRACE_MODE");
     if (mode) {
         uint64_t m;
         if (!strcmp(mode, "off") || !strcmp(mode, "0") || !*mode)
@@ -304,12 +351,12 @@ int tt_config_from_env(tt_config *cfg, tt_error_info *err)
                            "TINYTRACE_MODE: '%s' is not one of off, record, replay", mode);
         cfgw(&tmp)->mode = (uint32_t)m;
     }
-    const char *file = secure_getenv("TINYTRACE_FILE");
+    const char *file = tt_setting_("TINYTRACE_FILE");
     if (file) {
         if ((rc = tt_config_set_str(&tmp, TT_PARAM_FILE, file, err)) != TT_OK)
             return tt_fail(err, rc, 0, UINT64_MAX, "TINYTRACE_FILE: %s", err ? err->message : "");
     }
-    const char *caller = secure_getenv("TINYTRACE_CALLER");
+    const char *caller = tt_setting_("TINYTRACE_CALLER");
     if (caller) {
         if ((rc = tt_config_set_str(&tmp, TT_PARAM_CALLER, caller, err)) != TT_OK)
             return tt_fail(err, rc, 0, UINT64_MAX, "TINYTRACE_CALLER: %s", err ? err->message : "");
@@ -322,7 +369,7 @@ int tt_config_from_env(tt_config *cfg, tt_error_info *err)
         (rc = env_num(&tmp, "TINYTRACE_ORDERED", TT_PARAM_ORDERED, 1, err)) ||
         (rc = env_num(&tmp, "TINYTRACE_ORDER_TIMEOUT_MS", TT_PARAM_ORDER_TIMEOUT_MS, 1, err)))
         return rc;
-    const char *div = secure_getenv("TINYTRACE_DIVERGENCE");
+    const char *div = tt_setting_("TINYTRACE_DIVERGENCE");
     if (div) {
         if (!strcmp(div, "abort") || !strcmp(div, "return"))
             cfgw(&tmp)->divergence = TT_DIVERGE_RETURN;

@@ -5,8 +5,15 @@
  * branch and a tail call to the real one. dlsym may itself allocate before the real calloc is
  * known (real.c): such requests are served from a small static arena, whose blocks are never
  * freed.
+ *
+ * What tinytrace allocates for itself (the guard is held: the runtime, the swapper, the
+ * interposers' own work, and glibc's allocations on their behalf) comes from the region
+ * (base/region.c), never from the program's heap, so that the heap is the same in record and
+ * replay. free and realloc know a region block by its address, whoever frees it.
  */
 #include "preload.h"
+
+#include "base.h"
 
 #include <malloc.h>
 #include <stdlib.h>
@@ -77,8 +84,16 @@ static void note_free(enum site k, const void *p)
     errno = e;
 }
 
+/* An allocation of tinytrace's own: the region, once the runtime has reserved it. */
+static inline bool ours(void)
+{
+    return UNLIKELY(tt_in_tracer) && tt_region_active();
+}
+
 TT_EXPORT void *malloc(size_t n)
 {
+    if (ours())
+        return tt_region_malloc(n);
     malloc_fn f = (malloc_fn)real_alloc(RF_malloc);
     if (UNLIKELY(!f))
         return boot_alloc(n);
@@ -90,6 +105,8 @@ TT_EXPORT void *malloc(size_t n)
 
 TT_EXPORT void *calloc(size_t n, size_t size)
 {
+    if (ours())
+        return tt_region_calloc(n, size);
     calloc_fn f = (calloc_fn)real_alloc(RF_calloc);
     if (UNLIKELY(!f)) {
         size_t total;
@@ -109,6 +126,8 @@ TT_EXPORT void *calloc(size_t n, size_t size)
 
 static void *realloc_common(enum site k, void *old, size_t n, bool rec)
 {
+    if (UNLIKELY(tt_region_contains(old)) || (!old && ours()))
+        return tt_region_realloc(old, n);
     if (UNLIKELY(is_boot(old))) {
         size_t was;
         memcpy(&was, (unsigned char *)old - 16, sizeof was);
@@ -149,6 +168,10 @@ TT_EXPORT void free(void *p)
 {
     if (UNLIKELY(!p || is_boot(p)))
         return;
+    if (UNLIKELY(tt_region_contains(p))) {
+        tt_region_free(p);
+        return;
+    }
     free_fn f = (free_fn)real_alloc(RF_free);
     if (UNLIKELY(!f))
         return; /* inside dlsym, before free is known: leak rather than guess */
@@ -159,6 +182,10 @@ TT_EXPORT void free(void *p)
 
 TT_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
+    if (ours()) {
+        *out = tt_region_memalign(align, n);
+        return *out ? 0 : ENOMEM;
+    }
     posix_memalign_fn f = (posix_memalign_fn)real_alloc(RF_posix_memalign);
     if (UNLIKELY(!f))
         return ENOMEM;
@@ -173,6 +200,8 @@ TT_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 #define ALLOC_UNSERVED(name, fn_type, params, args)                                            \
     TT_EXPORT void *name params                                                                \
     {                                                                                          \
+        if (ours())                                                                            \
+            return tt_region_memalign(ours_align, n);                                          \
         fn_type f = (fn_type)real_alloc(RF_##name);                                            \
         if (UNLIKELY(!f))                                                                      \
             return NULL;                                                                       \
@@ -181,7 +210,11 @@ TT_EXPORT int posix_memalign(void **out, size_t align, size_t n)
             note_alloc(S_##name, n, p);                                                        \
         return p;                                                                              \
     }
+#define ours_align align
 ALLOC_UNSERVED(aligned_alloc, aligned_alloc_fn, (size_t align, size_t n), (align, n))
 ALLOC_UNSERVED(memalign, aligned_alloc_fn, (size_t align, size_t n), (align, n))
+#undef ours_align
+#define ours_align 4096
 ALLOC_UNSERVED(valloc, malloc_fn, (size_t n), (n))
 ALLOC_UNSERVED(pvalloc, malloc_fn, (size_t n), (n))
+#undef ours_align

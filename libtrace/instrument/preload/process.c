@@ -127,27 +127,31 @@ static void join_argv(char *const argv[], char *out, size_t cap)
 
 /* ---------------------------------------------------------------- exec */
 
-/* Before this process execs @path with @argv: in a child, name the program; in the traced
- * process, end the recording when the program cannot be traced. */
-static void before_exec(const char *path, char *const argv[])
+/* Before this process execs @path with @argv and @envp: in a child, name the program; in the
+ * traced process, end the recording when the program cannot be traced, or else hand the
+ * runtime's settings on to it. Returns the environment to exec with. */
+static char *const *before_exec(const char *path, char *const argv[], char *const envp[])
 {
     if (!tt_rt_guard_enter())
-        return;
+        return envp;
     char cmd[512];
     join_argv(argv, cmd, sizeof cmd);
     if (tt_rt_is_traced_process()) {
         if (!traceable(path, 0))
             tt_rt_exec_untraceable(cmd[0] ? cmd : path);
+        else
+            envp = tt_rt_exec_env(envp);
     } else {
         tt_rt_child_exec(cmd[0] ? cmd : path);
     }
     tt_rt_guard_leave();
+    return envp;
 }
 
 TT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-    before_exec(path, argv);
-    return REAL(execve, execve_fn)(path, argv, envp);
+    char *const *e = before_exec(path, argv, envp);
+    return REAL(execve, execve_fn)(path, argv, e);
 }
 
 TT_EXPORT int execv(const char *path, char *const argv[])
@@ -159,8 +163,8 @@ TT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
     char buf[PATH_MAX];
     const char *path = search_path(file, buf, sizeof buf);
-    before_exec(path, argv);
-    return REAL(execvpe, int (*)(const char *, char *const[], char *const[]))(file, argv, envp);
+    char *const *e = before_exec(path, argv, envp);
+    return REAL(execvpe, int (*)(const char *, char *const[], char *const[]))(file, argv, e);
 }
 
 TT_EXPORT int execvp(const char *file, char *const argv[])

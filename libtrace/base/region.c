@@ -1,0 +1,258 @@
+/* The region: address space tinytrace keeps for itself, so that the program's does not move.
+ *
+ * With ASLR off, a program's heap and mappings land at the same addresses in two runs as long as
+ * everything that maps or allocates before and around it does the same. The runtime does not:
+ * a recording maps a buffer pool and starts a swapper thread, a replay allocates a reader sized
+ * by the trace. So the runtime reserves one range of address space at start, of the same size in
+ * both modes (PROT_NONE, MAP_NORESERVE: it costs nothing until used), and takes everything of its
+ * own from there: the buffer pool, the swapper's stack, and every malloc made while the tracer's
+ * guard is held (the preload library's allocator routes them here; free and realloc recognise the
+ * range). The program's heap (brk) and its own mmaps never see tinytrace.
+ *
+ * Pages are committed with mprotect as they are handed out and given back with
+ * MADV_DONTNEED + PROT_NONE onto a free list of runs. Small blocks (up to 32 KiB) come from
+ * size classes of powers of two, carved from 64 KiB runs; each block has a 16-byte header that
+ * says its class (or, for a large block, its run). One mutex: this is the tracer's own memory,
+ * off every hot path (the recording thread's buffers are allocated once).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "base.h"
+
+#define PAGE 4096u
+#define RUN (64u * 1024u)           /* small blocks are carved from runs of this size */
+#define MIN_SHIFT 4                  /* 16-byte blocks */
+#define MAX_SHIFT 15                 /* 32 KiB blocks; larger ones get their own run */
+#define NCLASS (MAX_SHIFT - MIN_SHIFT + 1)
+#define HEADER 16u
+#define LARGE_TAG UINT64_C(0x6c61726765000000) /* "large"; low 24 bits: the run starts this many
+                                                * pages before the header's page */
+#define LARGE_MASK UINT64_C(0xffffffffff000000)
+
+struct header {
+    uint64_t tag;   /* class index for a small block; LARGE_TAG | 0 for a large one */
+    uint64_t len;   /* large: the run's length (the run begins at the header's page) */
+};
+
+struct free_run {
+    uintptr_t at;
+    size_t len;
+};
+
+/* set once, before any thread but the runtime's: relaxed loads elsewhere are enough, because
+ * the values are published by the pthread_create or the program start that follows them */
+static _Atomic uintptr_t region_base;
+static _Atomic size_t region_size;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t top;                          /* first never-used byte (lock) */
+static struct free_run runs[1024];             /* freed runs, first fit (lock) */
+static unsigned nruns;
+static void *free_lists[NCLASS];               /* small blocks (lock) */
+
+bool tt_region_init(size_t size)
+{
+    if (atomic_load_explicit(&region_base, memory_order_relaxed))
+        return true;
+    void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return false;
+    top = (uintptr_t)p;
+    atomic_store_explicit(&region_size, size, memory_order_relaxed);
+    atomic_store_explicit(&region_base, (uintptr_t)p, memory_order_release);
+    return true;
+}
+
+bool tt_region_active(void)
+{
+    return atomic_load_explicit(&region_base, memory_order_relaxed) != 0;
+}
+
+bool tt_region_contains(const void *p)
+{
+    uintptr_t b = atomic_load_explicit(&region_base, memory_order_relaxed);
+    return b && (uintptr_t)p - b < atomic_load_explicit(&region_size, memory_order_relaxed);
+}
+
+/* @len bytes (a multiple of PAGE) of committed, zeroed pages; under the lock. */
+static void *pages_locked(size_t len)
+{
+    for (unsigned i = 0; i < nruns; i++) {
+        if (runs[i].len < len)
+            continue;
+        uintptr_t at = runs[i].at;
+        runs[i].at += len;
+        runs[i].len -= len;
+        if (!runs[i].len)
+            runs[i] = runs[--nruns];
+        if (mprotect((void *)at, len, PROT_READ | PROT_WRITE) != 0)
+            return NULL;
+        return (void *)at; /* zero: it was given back with MADV_DONTNEED */
+    }
+    uintptr_t b = atomic_load_explicit(&region_base, memory_order_relaxed);
+    size_t size = atomic_load_explicit(&region_size, memory_order_relaxed);
+    if (len > size - (top - b))
+        return NULL;
+    uintptr_t at = top;
+    if (mprotect((void *)at, len, PROT_READ | PROT_WRITE) != 0)
+        return NULL;
+    top += len;
+    return (void *)at;
+}
+
+static void unpages_locked(void *p, size_t len)
+{
+    madvise(p, len, MADV_DONTNEED);
+    mprotect(p, len, PROT_NONE);
+    if (nruns < sizeof runs / sizeof runs[0])
+        runs[nruns++] = (struct free_run){ (uintptr_t)p, len };
+    /* else the run is lost to reuse, not to the program: it stays reserved */
+}
+
+static size_t round_pages(size_t n)
+{
+    return (n + PAGE - 1) & ~(size_t)(PAGE - 1);
+}
+
+void *tt_region_map(size_t len)
+{
+    if (!tt_region_active() || len == 0 || len > SIZE_MAX - PAGE)
+        return NULL;
+    pthread_mutex_lock(&lock);
+    void *p = pages_locked(round_pages(len));
+    pthread_mutex_unlock(&lock);
+    return p;
+}
+
+void tt_region_unmap(void *p, size_t len)
+{
+    if (!p || !len)
+        return;
+    pthread_mutex_lock(&lock);
+    unpages_locked(p, round_pages(len));
+    pthread_mutex_unlock(&lock);
+}
+
+static unsigned class_of(size_t n)
+{
+    unsigned c = 0;
+    while (((size_t)1 << (c + MIN_SHIFT)) < n)
+        c++;
+    return c;
+}
+
+void *tt_region_malloc(size_t n)
+{
+    if (n > SIZE_MAX - RUN)
+        return NULL;
+    size_t need = n + HEADER;
+    struct header *h;
+    pthread_mutex_lock(&lock);
+    if (need <= ((size_t)1 << MAX_SHIFT)) {
+        unsigned c = class_of(need);
+        size_t bs = (size_t)1 << (c + MIN_SHIFT);
+        if (!free_lists[c]) {
+            uint8_t *run = pages_locked(RUN);
+            for (size_t o = 0; run && o + bs <= RUN; o += bs) {
+                *(void **)(void *)(run + o) = free_lists[c];
+                free_lists[c] = run + o;
+            }
+        }
+        h = free_lists[c];
+        if (h) {
+            free_lists[c] = *(void **)(void *)h;
+            h->tag = c;
+            h->len = bs;
+        }
+    } else {
+        size_t len = round_pages(need);
+        h = pages_locked(len);
+        if (h) {
+            h->tag = LARGE_TAG;
+            h->len = len;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return h ? (uint8_t *)h + HEADER : NULL;
+}
+
+size_t tt_region_usable(const void *p)
+{
+    const struct header *h = (const struct header *)((const uint8_t *)p - HEADER);
+    if ((h->tag & LARGE_MASK) == LARGE_TAG) {
+        uintptr_t hpage = (uintptr_t)h & ~(uintptr_t)(PAGE - 1);
+        uintptr_t run = hpage - (h->tag & ~LARGE_MASK) * PAGE;
+        return run + h->len - (uintptr_t)p;
+    }
+    return h->len - HEADER;
+}
+
+void tt_region_free(void *p)
+{
+    if (!p)
+        return;
+    struct header *h = (struct header *)((uint8_t *)p - HEADER);
+    pthread_mutex_lock(&lock);
+    if ((h->tag & LARGE_MASK) == LARGE_TAG) {
+        uintptr_t hpage = (uintptr_t)h & ~(uintptr_t)(PAGE - 1);
+        unpages_locked((void *)(hpage - (h->tag & ~LARGE_MASK) * PAGE), h->len);
+    } else if (h->tag < NCLASS) {
+        unsigned c = (unsigned)h->tag;
+        *(void **)(void *)h = free_lists[c];
+        free_lists[c] = h;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void *tt_region_calloc(size_t n, size_t k)
+{
+    if (k && n > SIZE_MAX / k)
+        return NULL;
+    void *p = tt_region_malloc(n * k);
+    if (p)
+        memset(p, 0, n * k); /* a small block may be a reused one */
+    return p;
+}
+
+void *tt_region_realloc(void *p, size_t n)
+{
+    if (!p)
+        return tt_region_malloc(n);
+    size_t have = tt_region_usable(p);
+    if (n <= have)
+        return p;
+    void *q = tt_region_malloc(n);
+    if (q) {
+        memcpy(q, p, have);
+        tt_region_free(p);
+    }
+    return q;
+}
+
+void *tt_region_memalign(size_t align, size_t n)
+{
+    if (align <= HEADER)
+        return tt_region_malloc(n);
+    if (align & (align - 1) || align > RUN || n > SIZE_MAX - 2 * (size_t)RUN)
+        return NULL;
+    /* a run of its own: the user block at the first @align boundary a page into the run, the
+     * header just before it, and in the header's tag how many pages the run begins before the
+     * header's page (free() needs the run's start) */
+    size_t len = round_pages(n + PAGE + align);
+    pthread_mutex_lock(&lock);
+    uint8_t *run = pages_locked(len);
+    pthread_mutex_unlock(&lock);
+    if (!run)
+        return NULL;
+    uintptr_t user = ((uintptr_t)run + PAGE + align - 1) & ~(uintptr_t)(align - 1);
+    struct header *h = (struct header *)(user - HEADER);
+    uintptr_t hpage = (uintptr_t)h & ~(uintptr_t)(PAGE - 1);
+    h->tag = LARGE_TAG | ((hpage - (uintptr_t)run) / PAGE);
+    h->len = len;
+    return (void *)user;
+}
