@@ -1,7 +1,11 @@
-/* The registry of the tracer's own descriptors (base/fds.c), through the C API. */
+/* The registry of the tracer's own descriptors (base/fds.c) and the writer's use of it
+ * (record/writer.c), through the C API: no preload library here, so the test itself plays the
+ * program that closes the trace's descriptor behind the writer's back, or puts its own file on
+ * the number, as a raw system call would. */
 #include "common.h"
 
 #include "harness.h"
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -10,12 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "base.h"
+#include "format.h"
 
 TestSuite(fdregistry);
+TestSuite(fdwriter, .init = tt_test_dir_setup, .fini = tt_test_dir_teardown);
 
 static int devnull(void)
 {
@@ -219,4 +226,308 @@ Test(fdregistry, reads_lock_free_while_reservations_change, .timeout = 60)
                        : rv == (void *)2 ? "a list out of order" : "never saw a reservation");
     }
     tt_fd_release(keep);
+}
+
+/* ---------------------------------------------------------------- the writer */
+
+#define PAYLOAD 1000u
+
+static int open_record(const char *path, tt_session **s)
+{
+    tt_error_info err;
+    int rc = tt_test_open_record_file(path, s, &err);
+    cr_assert_eq(rc, TT_OK, "open: %s", err.message);
+    return rc;
+}
+
+/* User events @from..@to-1, each with its own bytes. */
+static void record_range(tt_session *s, uint32_t from, uint32_t to)
+{
+    static _Thread_local uint8_t buf[PAYLOAD];
+    for (uint32_t i = from; i < to; i++) {
+        tt_test_fill(buf, PAYLOAD, i);
+        int rc = tt_user(s, i, buf, PAYLOAD);
+        cr_assert_eq(rc, TT_OK, "event %u: %s", i, tt_error_name(rc));
+    }
+}
+
+/* Hands this thread's buffer over and waits until the swapper wrote it: the next write goes
+ * through the descriptor the test is about to take. */
+static void written(tt_session *s)
+{
+    tt_session_stats a, b;
+    tt_session_stats_get(s, &a);
+    cr_assert_eq(tt_session_flush_thread(s), TT_OK);
+    uint64_t t0 = tt_test_now_ns();
+    do {
+        usleep(1000);
+        tt_session_stats_get(s, &b);
+        cr_assert_lt(tt_test_now_ns() - t0, 10000000000ull, "the swapper wrote nothing");
+    } while (b.bytes_written == a.bytes_written);
+}
+
+/* The trace's one descriptor, as a program finds it: the one open on a .partial file. */
+static int trace_fd(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    cr_assert_not_null(d);
+    int found = -1, n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        char link[300], target[4096];
+        snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+        ssize_t len = readlink(link, target, sizeof target - 1);
+        if (len > 8 && memcmp(target + len - 8, ".partial", 8) == 0) {
+            found = atoi(e->d_name);
+            n++;
+        }
+    }
+    closedir(d);
+    cr_assert_eq(n, 1, "%d descriptors on a .partial file", n);
+    return found;
+}
+
+/* The file at @path verifies, and holds user events 0..@n-1 of every thread, each with its own
+ * bytes (tag i, payload tt_test_fill(i)), @threads times over. */
+static void check_all_events(const char *path, uint32_t n, uint32_t threads)
+{
+    tt_source src;
+    tt_error_info err;
+    cr_assert_eq(tt_source_file(&src, path, &err), TT_OK, "%s", err.message);
+    tt_verify_result vr;
+    int rc = tt_verify(&src, NULL, &vr);
+    tt_source_close(&src);
+    cr_assert_eq(rc, TT_OK, "verify: %s at %llu", vr.message, (unsigned long long)vr.offset);
+
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_file(&tr, path, TT_CURSORS_SEQUENTIAL, &err), TT_OK, "%s",
+                 err.message);
+    uint32_t *seen = calloc(n, sizeof *seen);
+    uint64_t users = 0;
+    tt_test_events ev; /* the sequential cursor: every thread's events */
+    tt_test_read_cursor(&tr, 0, &ev);
+    cr_assert_eq(ev.end_code, TT_E_END, "%s", ev.err.message);
+    for (size_t i = 0; i < ev.n; i++) {
+        const tt_event *e = &ev.v[i].ev;
+        if (e->kind != TT_EV_USER)
+            continue;
+        cr_assert_lt(e->arg, (uint64_t)n);
+        cr_assert_eq(e->payload_len, PAYLOAD);
+        cr_assert_eq(tt_test_check_fill(ev.v[i].payload, PAYLOAD, e->arg), PAYLOAD,
+                     "event %llu has other bytes", (unsigned long long)e->arg);
+        seen[e->arg]++;
+        users++;
+    }
+    tt_test_events_free(&ev);
+    tt_test_reader_close(&tr);
+    for (uint32_t i = 0; i < n; i++)
+        cr_assert_eq(seen[i], threads, "event %u is in the file %u times, not %u", i, seen[i],
+                     threads);
+    cr_assert_eq(users, (uint64_t)n * threads);
+    free(seen);
+}
+
+Test(fdwriter, puts_its_descriptor_high_with_close_on_exec_and_reserved)
+{
+    const char *path = tt_test_path("high.tt");
+    tt_session *s;
+    open_record(path, &s);
+    int fd = trace_fd();
+    struct rlimit rl;
+    cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    rlim_t top = rl.rlim_cur < 1024 ? rl.rlim_cur : 1024;
+    cr_assert(fd >= (int)top - 16 && fd < (int)top, "the trace is on fd %d", fd);
+    cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    int r[TT_FD_SLOTS];
+    cr_assert_eq(tt_fd_reserved_in(0, ~0U, r, TT_FD_SLOTS), 1u);
+    cr_assert_eq(r[0], fd, "fd %d is reserved, the trace is on %d", r[0], fd);
+    tt_error_info err;
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+    cr_assert(!tt_fd_is_reserved(fd), "still reserved after close");
+    cr_assert_eq(fcntl(fd, F_GETFD), -1, "still open after close");
+}
+
+Test(fdwriter, reopens_its_file_when_the_program_closes_the_descriptor)
+{
+    const char *path = tt_test_path("closed.tt");
+    tt_session *s;
+    open_record(path, &s);
+    record_range(s, 0, 3000);
+    written(s);
+    int fd = trace_fd();
+    cr_assert_eq(close(fd), 0); /* behind the writer's back, as a raw system call would */
+    record_range(s, 3000, 6000);
+    written(s);
+    cr_assert_eq(close(trace_fd()), 0); /* and again, with the last events still to write */
+    record_range(s, 6000, 9000);
+    tt_error_info err;
+    int rc = tt_session_close(s, &err);
+    cr_assert_eq(rc, TT_OK, "close: %s (%s)", tt_error_name(rc), err.message);
+    check_all_events(path, 9000, 1);
+    DIR *d = opendir(tt_test_dir);
+    cr_assert_not_null(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        cr_assert_null(strstr(e->d_name, ".partial"), "left behind: %s", e->d_name);
+    closedir(d);
+}
+
+Test(fdwriter, reopens_its_file_while_a_fork_child_holds_the_old_descriptor)
+{
+    const char *path = tt_test_path("forked.tt");
+    tt_session *s;
+    open_record(path, &s);
+    record_range(s, 0, 2000);
+    written(s);
+    int gate[2];
+    cr_assert_eq(pipe(gate), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) { /* holds its copy of the descriptor, and with it the lock, until told */
+        char c;
+        close(gate[1]);
+        _exit(read(gate[0], &c, 1) < 0);
+    }
+    close(gate[0]);
+    cr_assert_eq(close(trace_fd()), 0);
+    record_range(s, 2000, 4000);
+    written(s); /* reopened while the child's description holds the lock */
+    cr_assert(tt_partial_locked(trace_fd()), "the file looks dead to gc");
+    close(gate[1]);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    record_range(s, 4000, 5000);
+    tt_error_info err;
+    int rc = tt_session_close(s, &err);
+    cr_assert_eq(rc, TT_OK, "close: %s (%s)", tt_error_name(rc), err.message);
+    check_all_events(path, 5000, 1);
+}
+
+/* The preload library's dup2 over the trace's number, from another thread, over and over:
+ * tt_fd_move, then the program's own file on the old number. A write that went to the old number
+ * after the move would land in /dev/null, and the file would lack it. */
+struct dup2_arg {
+    atomic_int stop;
+    int moves;
+};
+
+static void *dup2_main(void *p)
+{
+    struct dup2_arg *a = p;
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    while (!atomic_load(&a->stop)) {
+        int r[TT_FD_SLOTS];
+        if (tt_fd_reserved_in(0, ~0U, r, TT_FD_SLOTS) != 1)
+            return (void *)1;
+        if (tt_fd_move(r[0]) != 0 || tt_fd_is_reserved(r[0]))
+            return (void *)2;
+        if (dup2(null, r[0]) != r[0])
+            return (void *)3;
+        close(r[0]); /* free again: the writer's next move may come back to it */
+        a->moves++;
+    }
+    close(null);
+    return NULL;
+}
+
+struct rec_arg {
+    tt_session *s;
+    uint32_t n;
+};
+
+static void *rec_main(void *p)
+{
+    struct rec_arg *a = p;
+    record_range(a->s, 0, a->n);
+    tt_session_thread_end(a->s);
+    return NULL;
+}
+
+Test(fdwriter, keeps_every_event_while_the_program_dup2s_over_its_descriptor, .timeout = 120)
+{
+    const char *path = tt_test_path("moved.tt");
+    tt_session *s;
+    open_record(path, &s);
+    struct dup2_arg d = { 0, 0 };
+    pthread_t mover, rec[3];
+    struct rec_arg ra = { s, 6000 };
+    cr_assert_eq(pthread_create(&mover, NULL, dup2_main, &d), 0);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(pthread_create(&rec[i], NULL, rec_main, &ra), 0);
+    for (int i = 0; i < 3; i++)
+        pthread_join(rec[i], NULL);
+    atomic_store(&d.stop, 1);
+    void *rv;
+    pthread_join(mover, &rv);
+    cr_assert_null(rv, "the mover failed (%p)", rv);
+    cr_assert_gt(d.moves, 0);
+    tt_error_info err;
+    int rc = tt_session_close(s, &err);
+    cr_assert_eq(rc, TT_OK, "close: %s (%s)", tt_error_name(rc), err.message);
+    cr_log_info("%d moves", d.moves);
+    check_all_events(path, 6000, 3);
+}
+
+Test(fdwriter, never_writes_its_manifest_into_a_file_the_program_put_on_its_number)
+{
+    const char *path = tt_test_path("replaced.tt");
+    const char *other = tt_test_path("program-file");
+    static const char mine[] = "the program's own file: its first bytes stay its own";
+    int ofd = open(other, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    cr_assert_geq(ofd, 0);
+    cr_assert_eq(write(ofd, mine, sizeof mine), (ssize_t)sizeof mine);
+    tt_session *s;
+    open_record(path, &s);
+    record_range(s, 0, 3000);
+    written(s);
+    int fd = trace_fd();
+    cr_assert_eq(dup2(ofd, fd), fd); /* past the guard, as a raw system call would */
+    record_range(s, 3000, 4000);
+    tt_error_info err;
+    int rc = tt_session_close(s, &err);
+    cr_assert_eq(rc, TT_E_IO, "close: %s (%s)", tt_error_name(rc), err.message);
+    cr_assert_eq(err.sys_errno, EBADF);
+    char num[32];
+    snprintf(num, sizeof num, "(fd %d)", fd);
+    cr_assert(strstr(err.message, "put a file of its own on the trace file's descriptor") &&
+                  strstr(err.message, num) && strstr(err.message, "marked incomplete"),
+              "close message: %s", err.message);
+    cr_assert_geq(err.offset, 512u);
+
+    char head[sizeof mine];
+    cr_assert_eq(pread(ofd, head, sizeof head, 0), (ssize_t)sizeof head);
+    cr_assert_arr_eq(head, mine, sizeof mine, "the program's file was overwritten at 0");
+    close(ofd);
+    tt_test_reader tr;
+    rc = tt_test_reader_open_file(&tr, path, TT_CURSORS_SEQUENTIAL, &err);
+    cr_assert_eq(rc, TT_E_INCOMPLETE, "the trace: %s (%s)", tt_error_name(rc), err.message);
+}
+
+Test(fdwriter, says_the_program_closed_its_descriptor_when_no_number_is_left)
+{
+    const char *path = tt_test_path("full.tt");
+    tt_session *s;
+    open_record(path, &s);
+    record_range(s, 0, 2000);
+    written(s);
+    struct rlimit rl;
+    cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    rl.rlim_cur = 1024;
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    int fd = trace_fd();
+    cr_assert_eq(close(fd), 0);
+    int null = devnull();
+    while (dup(null) >= 0) /* the program takes every number left */
+        ;
+    record_range(s, 2000, 2200);
+    tt_error_info err;
+    int rc = tt_session_close(s, &err);
+    cr_assert_eq(rc, TT_E_IO, "close: %s (%s)", tt_error_name(rc), err.message);
+    cr_assert_eq(err.sys_errno, EBADF);
+    char num[32];
+    snprintf(num, sizeof num, "(fd %d)", fd);
+    cr_assert(strstr(err.message, "the program closed the trace file's descriptor") &&
+                  strstr(err.message, num) && strstr(err.message, strerror(EMFILE)),
+              "close message: %s", err.message);
+    cr_assert(strstr(err.message, "could not be written") && !strstr(err.message, "is marked"),
+              "close message: %s", err.message);
+    cr_assert_geq(err.offset, 512u, "the offset of the first failed write");
 }
