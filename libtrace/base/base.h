@@ -99,6 +99,12 @@ size_t tt_fd_reserved_in(unsigned first, unsigned last, int *out, size_t cap);
  * above); returns 0 (moved, or @fd was not reserved), or the errno of a move that failed (the
  * owner let the number go). Thread-safe; not async-signal-safe. */
 int tt_fd_move(int fd);
+/* What a move function does with its descriptor @fd of @slot, under its owner's lock: a
+ * duplicate on a high number (tt_fd_high) takes its place in the registry, and @fd is closed.
+ * Returns the new number, or -1 with errno when none was free: then @fd is closed all the
+ * same (the number goes, so that the program's dup2 finds what it would have found) and the
+ * slot holds no number. */
+int tt_fd_relocate(int slot, int fd);
 /* A duplicate of @fd with FD_CLOEXEC on a high number: the lowest free one from a little below
  * min(soft RLIMIT_NOFILE, 1024), else the lowest above 2. Returns it, or -1 with errno (EMFILE:
  * no number free); @fd stays open. */

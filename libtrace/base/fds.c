@@ -19,6 +19,7 @@
  * mutex, so a release waits for a move in progress: after tt_fd_release no move function of
  * that slot runs, and its owner may close and free what the context points to.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -177,6 +178,16 @@ int tt_fd_move(int fd)
         rc = slots[i].move(slots[i].ctx, fd);
     pthread_mutex_unlock(&lock);
     return rc;
+}
+
+int tt_fd_relocate(int slot, int fd)
+{
+    int hi = tt_fd_high(fd);
+    int e = errno;
+    tt_fd_swap(slot, hi);
+    close(fd);
+    errno = e;
+    return hi;
 }
 
 int tt_fd_high(int fd)

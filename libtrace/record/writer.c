@@ -73,8 +73,6 @@ int tt_writer_capacity_of(const tt_writer_limits *lim, tt_writer_capacity *cap, 
     return TT_OK;
 }
 
-/* ---------------------------------------------------------------- sinks */
-
 /* ---------------------------------------------------------------- the file's descriptor */
 
 /* Whether w->fd is still the trace file. Under fd_lock. */
@@ -151,15 +149,12 @@ static int fd_move(void *ctx, int fd)
     int e = 0;
     pthread_mutex_lock(&w->fd_lock);
     if (w->fd == fd) {
-        int hi = tt_fd_high(fd);
-        if (hi < 0) { /* no number free: the number goes, the next write tries to reopen */
+        w->fd = tt_fd_relocate(w->fd_slot, fd);
+        if (w->fd < 0) { /* no number free: the next write tries to reopen */
             e = errno;
             w->fd_lost = fd;
             w->reopen_errno = e;
         }
-        w->fd = hi;
-        tt_fd_swap(w->fd_slot, hi);
-        close(fd);
     }
     pthread_mutex_unlock(&w->fd_lock);
     return e;

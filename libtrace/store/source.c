@@ -108,12 +108,9 @@ static int fd_move(void *ctx, int fd)
     int e = 0;
     pthread_mutex_lock(&fc->lock);
     if (fc->fd == fd) {
-        int hi = tt_fd_high(fd);
-        if (hi < 0) /* no number free: reads fail from now on (EBADF), and say so */
+        fc->fd = tt_fd_relocate(fc->slot, fd);
+        if (fc->fd < 0) /* no number free: reads fail from now on (EBADF), and say so */
             e = errno;
-        fc->fd = hi;
-        tt_fd_swap(fc->slot, hi);
-        close(fd);
     }
     pthread_mutex_unlock(&fc->lock);
     return e;

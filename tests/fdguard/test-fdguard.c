@@ -109,13 +109,8 @@ static int move_fn(void *ctx, int fd)
     struct mover *m = ctx;
     m->calls++;
     m->seen_fd = fd;
-    int hi = tt_fd_high(fd);
-    if (hi < 0)
-        return errno;
-    m->fd = hi;
-    tt_fd_swap(m->slot, hi);
-    close(fd);
-    return 0;
+    m->fd = tt_fd_relocate(m->slot, fd);
+    return m->fd < 0 ? errno : 0;
 }
 
 Test(fdregistry, moves_through_the_owner_and_never_after_a_release)
@@ -251,19 +246,30 @@ static void record_range(tt_session *s, uint32_t from, uint32_t to)
     }
 }
 
-/* Hands this thread's buffer over and waits until the swapper wrote it: the next write goes
- * through the descriptor the test is about to take. */
-static void written(tt_session *s)
+/* Hands this thread's buffer over and waits until the swapper wrote all @n user events (and
+ * the session's and the thread's start): the next write goes through the descriptor the test
+ * is about to take. The swapper counts a buffer's events after the write that empties its
+ * queue (swapper.c). */
+static void written(tt_session *s, uint64_t n)
 {
-    tt_session_stats a, b;
-    tt_session_stats_get(s, &a);
+    tt_session_stats st;
     cr_assert_eq(tt_session_flush_thread(s), TT_OK);
     uint64_t t0 = tt_test_now_ns();
-    do {
+    for (tt_session_stats_get(s, &st); st.events < n + 2; tt_session_stats_get(s, &st)) {
+        cr_assert_lt(tt_test_now_ns() - t0, 10000000000ull, "the swapper wrote %llu events",
+                     (unsigned long long)st.events);
         usleep(1000);
-        tt_session_stats_get(s, &b);
-        cr_assert_lt(tt_test_now_ns() - t0, 10000000000ull, "the swapper wrote nothing");
-    } while (b.bytes_written == a.bytes_written);
+    }
+}
+
+/* A recording into @path with user events 0..@n-1 already written to the file. */
+static tt_session *recording(const char *path, uint32_t n)
+{
+    tt_session *s;
+    open_record(path, &s);
+    record_range(s, 0, n);
+    written(s, n);
+    return s;
 }
 
 /* The trace's one descriptor, as a program finds it: the one open on a .partial file. */
@@ -349,14 +355,11 @@ Test(fdwriter, puts_its_descriptor_high_with_close_on_exec_and_reserved)
 Test(fdwriter, reopens_its_file_when_the_program_closes_the_descriptor)
 {
     const char *path = tt_test_path("closed.tt");
-    tt_session *s;
-    open_record(path, &s);
-    record_range(s, 0, 3000);
-    written(s);
+    tt_session *s = recording(path, 3000);
     int fd = trace_fd();
     cr_assert_eq(close(fd), 0); /* behind the writer's back, as a raw system call would */
     record_range(s, 3000, 6000);
-    written(s);
+    written(s, 6000);
     cr_assert_eq(close(trace_fd()), 0); /* and again, with the last events still to write */
     record_range(s, 6000, 9000);
     tt_error_info err;
@@ -373,10 +376,7 @@ Test(fdwriter, reopens_its_file_when_the_program_closes_the_descriptor)
 Test(fdwriter, reopens_its_file_while_a_fork_child_holds_the_old_descriptor)
 {
     const char *path = tt_test_path("forked.tt");
-    tt_session *s;
-    open_record(path, &s);
-    record_range(s, 0, 2000);
-    written(s);
+    tt_session *s = recording(path, 2000);
     int gate[2];
     cr_assert_eq(pipe(gate), 0);
     pid_t pid = fork();
@@ -389,7 +389,7 @@ Test(fdwriter, reopens_its_file_while_a_fork_child_holds_the_old_descriptor)
     close(gate[0]);
     cr_assert_eq(close(trace_fd()), 0);
     record_range(s, 2000, 4000);
-    written(s); /* reopened while the child's description holds the lock */
+    written(s, 4000); /* reopened while the child's description holds the lock */
     cr_assert(tt_partial_locked(trace_fd()), "the file looks dead to gc");
     close(gate[1]);
     int st;
@@ -466,6 +466,21 @@ Test(fdwriter, keeps_every_event_while_the_program_dup2s_over_its_descriptor, .t
     check_all_events(path, 6000, 3);
 }
 
+/* Closes @s, which lost the trace's descriptor @fd: TT_E_IO, EBADF, the offset of the first
+ * failed write (past the manifest), a message that says @what with the number, and @also. */
+static void check_lost(tt_session *s, int fd, const char *what, const char *also,
+                       tt_error_info *err)
+{
+    int rc = tt_session_close(s, err);
+    cr_assert_eq(rc, TT_E_IO, "close: %s (%s)", tt_error_name(rc), err->message);
+    cr_assert_eq(err->sys_errno, EBADF);
+    char num[32];
+    snprintf(num, sizeof num, "(fd %d)", fd);
+    cr_assert(strstr(err->message, what) && strstr(err->message, num) &&
+                  strstr(err->message, also), "close message: %s", err->message);
+    cr_assert_geq(err->offset, 512u, "the offset of the first failed write");
+}
+
 Test(fdwriter, never_writes_its_manifest_into_a_file_the_program_put_on_its_number)
 {
     const char *path = tt_test_path("replaced.tt");
@@ -474,40 +489,27 @@ Test(fdwriter, never_writes_its_manifest_into_a_file_the_program_put_on_its_numb
     int ofd = open(other, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     cr_assert_geq(ofd, 0);
     cr_assert_eq(write(ofd, mine, sizeof mine), (ssize_t)sizeof mine);
-    tt_session *s;
-    open_record(path, &s);
-    record_range(s, 0, 3000);
-    written(s);
+    tt_session *s = recording(path, 3000);
     int fd = trace_fd();
     cr_assert_eq(dup2(ofd, fd), fd); /* past the guard, as a raw system call would */
     record_range(s, 3000, 4000);
     tt_error_info err;
-    int rc = tt_session_close(s, &err);
-    cr_assert_eq(rc, TT_E_IO, "close: %s (%s)", tt_error_name(rc), err.message);
-    cr_assert_eq(err.sys_errno, EBADF);
-    char num[32];
-    snprintf(num, sizeof num, "(fd %d)", fd);
-    cr_assert(strstr(err.message, "put a file of its own on the trace file's descriptor") &&
-                  strstr(err.message, num) && strstr(err.message, "marked incomplete"),
-              "close message: %s", err.message);
-    cr_assert_geq(err.offset, 512u);
+    check_lost(s, fd, "put a file of its own on the trace file's descriptor",
+               "the file is marked incomplete", &err);
 
     char head[sizeof mine];
     cr_assert_eq(pread(ofd, head, sizeof head, 0), (ssize_t)sizeof head);
     cr_assert_arr_eq(head, mine, sizeof mine, "the program's file was overwritten at 0");
     close(ofd);
     tt_test_reader tr;
-    rc = tt_test_reader_open_file(&tr, path, TT_CURSORS_SEQUENTIAL, &err);
+    int rc = tt_test_reader_open_file(&tr, path, TT_CURSORS_SEQUENTIAL, &err);
     cr_assert_eq(rc, TT_E_INCOMPLETE, "the trace: %s (%s)", tt_error_name(rc), err.message);
 }
 
 Test(fdwriter, says_the_program_closed_its_descriptor_when_no_number_is_left)
 {
     const char *path = tt_test_path("full.tt");
-    tt_session *s;
-    open_record(path, &s);
-    record_range(s, 0, 2000);
-    written(s);
+    tt_session *s = recording(path, 2000);
     struct rlimit rl;
     cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
     rl.rlim_cur = 1024;
@@ -519,15 +521,7 @@ Test(fdwriter, says_the_program_closed_its_descriptor_when_no_number_is_left)
         ;
     record_range(s, 2000, 2200);
     tt_error_info err;
-    int rc = tt_session_close(s, &err);
-    cr_assert_eq(rc, TT_E_IO, "close: %s (%s)", tt_error_name(rc), err.message);
-    cr_assert_eq(err.sys_errno, EBADF);
-    char num[32];
-    snprintf(num, sizeof num, "(fd %d)", fd);
-    cr_assert(strstr(err.message, "the program closed the trace file's descriptor") &&
-                  strstr(err.message, num) && strstr(err.message, strerror(EMFILE)),
-              "close message: %s", err.message);
-    cr_assert(strstr(err.message, "could not be written") && !strstr(err.message, "is marked"),
-              "close message: %s", err.message);
-    cr_assert_geq(err.offset, 512u, "the offset of the first failed write");
+    check_lost(s, fd, "the program closed the trace file's descriptor", strerror(EMFILE), &err);
+    cr_assert(strstr(err.message, "the final manifest could not be written either") &&
+                  !strstr(err.message, "is marked"), "close message: %s", err.message);
 }

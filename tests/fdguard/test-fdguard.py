@@ -14,8 +14,8 @@ replay still reads the trace. Last, a program that takes every descriptor below 
 RLIMIT_NOFILE of 1024 leaves no number for the trace: the recording is then lost, and the
 message must say that the program closed the trace file's descriptor.
 
-Every check runs, failures are collected and listed at the end; the exit status is 1 if any
-failed. Each case works in its own temporary directory, removed afterwards.
+Every check runs (tests/integration/ttproc.py); the exit status is 1 if any failed. Each case
+works in its own temporary directory, removed afterwards.
 """
 
 import json
@@ -26,6 +26,11 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import ttproc  # noqa: E402  (check() and the list of failures)
+
+check = ttproc.check
+
 TIMEOUT = 120   # seconds for one command: a hang is a failure, not a stuck test run
 STATUS = 42     # prog-fdguard's own exit status
 RANDOM = 10     # its getrandom calls
@@ -33,17 +38,6 @@ RANDOM = 10     # its getrandom calls
 MODES = ["none", "close-range", "close-range-unshare", "close-range-cloexec", "closefrom",
          "close-loop", "dup2-all", "fcntl-all", "syscall-close-range", "syscall-close-loop",
          "syscall-dup2-all"]
-
-failures = []
-
-
-def check(cond, what, detail=""):
-    if cond:
-        print("ok   " + what)
-    else:
-        print("FAIL " + what + (("\n     " + str(detail).replace("\n", "\n     ")) if detail else ""))
-        failures.append(what)
-    return cond
 
 
 class Result:
@@ -131,7 +125,7 @@ def no_room():
         shutil.rmtree(work, ignore_errors=True)
 
 
-def main():
+def main(tmp):
     global TT, PRELOAD, PROG
     TT, PRELOAD, PROG = (os.path.abspath(a) for a in sys.argv[1:4])
     for mode in MODES:
@@ -141,12 +135,7 @@ def main():
     case("close-range", 20000)
     case("dup2-all", 20000)
     no_room()
-    if failures:
-        print("\n%d failed:\n  %s" % (len(failures), "\n  ".join(failures)))
-        return 1
-    print("\nall passed")
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    ttproc.run_main(main, "tt-fdguard-")
