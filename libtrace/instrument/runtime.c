@@ -37,7 +37,8 @@ static tt_mode g_mode;
 static pid_t g_pid;
 static bool opt_alloc, opt_check_output, opt_keep_going;
 /* the report channel (protocol.h): a socket, and the nonce every report line carries */
-static int report_fd = -1;
+static _Atomic int report_fd = -1;
+static int report_slot = -1;
 static char report_nonce[TT_REPORT_NONCE_LEN + 1];
 /* 0: open; 1: closing at exit (g_closed once done); 2: a crash is being finalized, by the
  * thread g_crash_tid, which ends the process */
@@ -249,6 +250,17 @@ static void write_report(tt_session *s, const char *status, int code, const char
     free(text);
 }
 
+/* The fd registry's move (base/fds.c): the program dup2s onto the channel's number. */
+static int report_fd_move(void *ctx, int fd)
+{
+    (void)ctx;
+    if (report_fd != fd)
+        return 0;
+    int hi = tt_fd_relocate(report_slot, fd);
+    report_fd = hi;
+    return hi < 0 ? errno : 0;
+}
+
 /* The tool's end of the report channel, from TT_ENV_REPORT_FD: a socket that holds the nonce.
  * It is moved out of the program's way (a high descriptor, close-on-exec) and the variable is
  * removed, so the program does not meet either. */
@@ -279,6 +291,8 @@ static void report_channel_open(void)
         return;
     close((int)fd);
     report_fd = hi;
+    /* reserved: a program that closes every descriptor (close_range, closefrom) spares it */
+    report_slot = tt_fd_reserve(hi, report_fd_move, NULL);
     unsetenv(TT_ENV_REPORT_FD); /* when it came through the environment */
 }
 
@@ -856,7 +870,21 @@ static void record_meta(tt_session *s)
  * mappings are at the same addresses. The descriptor stays open, out of the way and inherited,
  * so that an exec in the traced process (a shell running its last command, a wrapper script)
  * hands the settings on. */
-static int g_rt_fd = -1;
+static _Atomic int g_rt_fd = -1;
+static int g_rt_slot = -1;
+
+/* The fd registry's move: the settings descriptor stays inherited (tt_rt_exec_env). */
+static int rt_fd_move(void *ctx, int fd)
+{
+    (void)ctx;
+    if (g_rt_fd != fd)
+        return 0;
+    int hi = tt_fd_relocate(g_rt_slot, fd);
+    if (hi >= 0)
+        fcntl(hi, F_SETFD, 0);
+    g_rt_fd = hi;
+    return hi < 0 ? errno : 0;
+}
 
 /* Reads the settings of TT_ENV_RT; false when there is none (then the environment is read, as
  * a program run with TINYTRACE_MODE set by hand has it). */
@@ -882,6 +910,7 @@ static bool rt_settings_load(void)
         fd = hi;
     }
     g_rt_fd = (int)fd;
+    g_rt_slot = tt_fd_reserve((int)fd, rt_fd_move, NULL);
     unsetenv(TT_ENV_RT);
     return true;
 }

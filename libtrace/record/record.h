@@ -79,7 +79,19 @@ static inline struct tt_rec_thread *tt_rec_of(struct tt_thread *t)
 
 struct tt_writer {
     /* sink */
+    bool file;                 /* the sink is the file (fd may be -1 for a while: lost) */
+    /* The file's descriptor: read and changed under fd_lock only, by the swapper's writes, the
+     * closing thread, and the move the fd registry asks for when the program puts a file on
+     * its number (writer.c, base/fds.c) */
+    pthread_mutex_t fd_lock;
     int fd;
+    int fd_slot;               /* its slot in the fd registry, -1: none */
+    uint64_t file_dev, file_ino; /* the .partial file's, for reopening it by name */
+    uint64_t checked_off;      /* the file holds everything written before this (fd_check) */
+    int fd_lost;               /* the number the program took from us, -1: never */
+    int reopen_errno;          /* why the file could not be opened again, 0: it could */
+    bool fd_replaced;          /* fd_check found another file on the number */
+    bool fd_relock;            /* reopened while the old description held the lock (fd_regain) */
     char final_path[4096];
     char temp_path[4096 + 32];
     tt_memory_sink *msink;

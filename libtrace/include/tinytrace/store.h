@@ -126,7 +126,9 @@ typedef struct tt_source {
     tt_read_fn read;   /* positional read; *got < len only at end of data */
     void *ctx;
     uint64_t size;     /* total bytes available */
-    int fd;            /* file sources: owned, closed by tt_source_close; else -1 */
+    int fd;            /* file sources: owned, closed by tt_source_close; else -1. The
+                        * descriptor it was opened on: the source may move it (a program that
+                        * dup2s onto its number), so read through @read, not this */
     char name[256];    /* for messages */
     const void *mem;   /* memory sources */
 } tt_source;

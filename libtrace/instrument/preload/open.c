@@ -1,16 +1,14 @@
-/* Opening and closing: open, open64, openat and openat64 remember whether the new fd is on a
- * random device, close forgets it (fds.c). Nothing is recorded here. fopen, which must return a
- * stream whose reads reach the interposers, is in stdio.c.
+/* Opening: open, open64, openat and openat64 remember whether the new fd is on a random device
+ * (fds.c); close, which forgets it, is the fd guard's (fdguard.c). Nothing is recorded here.
+ * fopen, which must return a stream whose reads reach the interposers, is in stdio.c.
  */
 #include "preload.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
-#include <unistd.h>
 
 typedef int (*open_fn)(const char *, int, ...);
 typedef int (*openat_fn)(int, const char *, int, ...);
-typedef int (*close_fn)(int);
 
 static inline bool needs_mode(int flags)
 {
@@ -38,9 +36,3 @@ OPEN_LIKE(openat, openat_fn, (int dirfd, const char *path, int flags, ...),
           (dirfd, path, flags, mode))
 OPEN_LIKE(openat64, openat_fn, (int dirfd, const char *path, int flags, ...),
           (dirfd, path, flags, mode))
-
-TT_EXPORT int close(int fd)
-{
-    tt_pl_fd_mark(fd, false);
-    return REAL(close, close_fn)(fd);
-}

@@ -36,9 +36,11 @@
  * session (not traced, a forked child, after exit began).
  *
  * The families, one file each: real.c (the real functions), common.c (sites, the input record
- * and replay), clock.c, random.c, fds.c (which fds are inputs), read.c, open.c (opening and
- * closing), stdio.c (the replaced streams), wchar.c (wide characters), output.c, identity.c
- * (pid, host name), syscall.c (syscall()), alloc.c, life.c (constructor and destructor).
+ * and replay), clock.c, random.c, fds.c (which fds are inputs), read.c, open.c (opening),
+ * fdguard.c (close, close_range, closefrom, dup*, fcntl: the tracer's own descriptors kept out
+ * of the program's way), stdio.c (the replaced streams), wchar.c (wide characters), output.c,
+ * identity.c (pid, host name), syscall.c (syscall()), alloc.c, life.c (constructor and
+ * destructor).
  */
 #ifndef TT_INSTRUMENT_PRELOAD_H
 #define TT_INSTRUMENT_PRELOAD_H
@@ -79,6 +81,7 @@ typedef void (*fnptr)(void);
     X(clock_gettime) X(gettimeofday) X(time) X(timespec_get) X(clock)                          \
     X(getrandom) X(getentropy) X(arc4random) X(arc4random_buf) X(arc4random_uniform)           \
     X(open) X(open64) X(openat) X(openat64) X(close) X(fopen) X(fopen64)                       \
+    X(close_range) X(closefrom) X(dup) X(dup2) X(dup3) X(fcntl) X(fcntl64)                     \
     X(read) X(readv) X(recv) X(recvfrom) X(recvmsg) X(write) X(writev)                         \
     X(getpid) X(gethostname) X(uname) X(kill) X(syscall)                                       \
     X(fwrite) X(fputc) X(putc) X(fputs) X(fflush) X(fread) X(getc) X(ungetc)                  \
