@@ -104,6 +104,19 @@ static inline uint8_t tt_tag_full(uint8_t tag, uint64_t *step)
     return (uint8_t)(((tag & TT_TAG_SHORT_EXIT) ? TT_EV_EXIT : TT_EV_ENTER) | TT_TAG_FSAME);
 }
 
+/* The kinds a file of @version may hold: 1-13, and from version 3 also 14 (sync). */
+static inline unsigned tt_kind_max(uint32_t version)
+{
+    return version >= 3 ? 14u : 13u;
+}
+
+/* The OUT bit of a full tag: io (TT_IO_OUT) and sync (the operation took its object's turn);
+ * on any other kind it is corrupt. */
+static inline int tt_out_allowed(unsigned kind)
+{
+    return kind == 10 /* TT_EV_IO */ || kind == 14 /* TT_EV_SYNC */;
+}
+
 #define TT_THREAD_ROW 48u
 
 /* Index tables (version 2, tables.c / index.c, docs/FORMAT.md §14). */
