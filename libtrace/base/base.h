@@ -4,9 +4,10 @@
  * What belongs here: error values (tt_fail fills a tt_error_info), the clock (tt_ticks, the tick
  * rate's calibration, CLOCK_MONOTONIC), the one hash (XXH3, hash.c is the only file that
  * includes xxhash), the running executable's build-id, backtraces and symbol names (unwind.c is
- * the only file that includes libunwind), the per-thread "inside tinytrace" flag, and the
- * compiler hints, and the registry of the tracer's own file descriptors (fds.c). A function goes here when two layers need it and it needs nothing above the
- * public headers. Never installed; see docs/ARCHITECTURE.md for the layers.
+ * the only file that includes libunwind), the per-thread "inside tinytrace" flag, the compiler
+ * hints, the runtime's own address space (region.c) and the registry of the tracer's own file
+ * descriptors (fds.c). A function goes here when two layers need it and it needs nothing above
+ * the public headers. Never installed; see docs/ARCHITECTURE.md for the layers.
  */
 #ifndef TT_BASE_H
 #define TT_BASE_H

@@ -93,6 +93,12 @@ bool tt_rt_check_output(void)
     return opt_check_output;
 }
 
+bool tt_rt_real_sleep(void)
+{
+    tt_session *s = cur();
+    return s && s->cfg.real_sleep != 0;
+}
+
 /* Ends the process at once, past the interposed _exit below. */
 static _Noreturn void exit_now(int status)
 {
@@ -570,12 +576,6 @@ static void install_crash_handlers(void)
 static __thread char thread_path[96];
 static __thread unsigned thread_children;
 
-struct start_args {
-    void *(*fn)(void *);
-    void *arg;
-    char path[96];
-};
-
 static void name_thread(const char *path)
 {
     snprintf(thread_path, sizeof thread_path, "%s", path);
@@ -618,40 +618,15 @@ static void altstack_thread(void)
         munmap(st, ALTSTACK_BYTES);
 }
 
-static void *thread_trampoline(void *p)
+void tt_rt_thread_child_path(char *out, size_t cap)
 {
-    struct start_args a = *(struct start_args *)p;
-    free(p);
-    guard = 1;
-    altstack_thread();
-    name_thread(a.path);
-    guard = 0;
-    return a.fn(a.arg);
+    snprintf(out, cap, "%.80s/%u", thread_path[0] ? thread_path : "main", ++thread_children);
 }
 
-typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-
-__attribute__((visibility("default"))) int pthread_create(pthread_t *th, const pthread_attr_t *attr,
-                                                          void *(*fn)(void *), void *arg)
+void tt_rt_thread_begin(const char *path)
 {
-    static pthread_create_fn real;
-    if (!real)
-        real = (pthread_create_fn)(uintptr_t)dlsym(RTLD_NEXT, "pthread_create");
-    if (guard || !cur())
-        return real(th, attr, fn, arg);
-    guard = 1;
-    struct start_args *a = malloc(sizeof *a);
-    guard = 0;
-    if (!a)
-        return real(th, attr, fn, arg);
-    a->fn = fn;
-    a->arg = arg;
-    snprintf(a->path, sizeof a->path, "%.80s/%u", thread_path[0] ? thread_path : "main",
-             ++thread_children);
-    int rc = real(th, attr, thread_trampoline, a);
-    if (rc != 0)
-        free(a);
-    return rc;
+    altstack_thread();
+    name_thread(path);
 }
 
 #endif /* TT_RT_PRELOAD */
@@ -1069,8 +1044,10 @@ static void rt_init(void)
         tt_replay_skip_out_channel_(s, TT_CH_STDERR);
     }
     opt_keep_going = env_flag(TT_ENV_KEEP_GOING);
-    if (g_mode == TT_MODE_REPLAY)
+    if (g_mode == TT_MODE_REPLAY) {
+        tt_replay_stop_at_exit_(s);
         report_channel_open();
+    }
     /* after every getenv: a program with its own environment code (bash) may not find
      * variables set before it has loaded the environment. Settings from the tool need no mark
      * (no child inherits them), and the environment stays as the program would have it. */
@@ -1165,6 +1142,10 @@ static void rt_close(bool flush_stdio)
     if (flush_stdio)
         fflush(NULL);
     guard = 1;
+    /* in the recording, every thread's events came before the close: let the others make
+     * theirs before they stop being replayed */
+    if (g_mode == TT_MODE_REPLAY)
+        tt_replay_drain_(s);
     atomic_store_explicit(&tt_rt_live, NULL, memory_order_release);
     tt_error_info err;
     tt_replay_progress p = { 0 };

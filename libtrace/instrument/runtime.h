@@ -99,6 +99,16 @@ void tt_rt_child_exec(const char *cmd);
  * the replay) ends here, counted, and the file is finished. */
 void tt_rt_exec_untraceable(const char *cmd);
 
+/* ---- threads (preload/thread.c starts them) ----
+ * Callers hold the guard. */
+/* The creation path of the next thread the calling thread creates ("main/2"), into @out. */
+void tt_rt_thread_child_path(char *out, size_t cap);
+/* In a new thread, before it runs the program's code: its alternate signal stack, and its
+ * name @path in the session, by which replay pairs it with its recorded thread. */
+void tt_rt_thread_begin(const char *path);
+/* Replay: the sleeps sleep for real (TINYTRACE_REAL_SLEEP), not just return. */
+bool tt_rt_real_sleep(void);
+
 /* Called when a recording call made on the program's behalf returned @rc != TT_OK. For
  * TT_E_DIVERGED it writes the report (stderr, and TINYTRACE_REPORT as JSON) and, unless
  * TINYTRACE_KEEP_GOING is set, ends the process with TT_RT_EXIT_DIVERGED. Other errors are

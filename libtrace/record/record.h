@@ -70,6 +70,8 @@ struct tt_rec_thread {
     uint64_t first_time;
     uint64_t last_time;
     bool has_time;
+    /* schedule chaos (sync.c): this thread's random state; its own */
+    uint64_t chaos_rng;
 };
 
 static inline struct tt_rec_thread *tt_rec_of(struct tt_thread *t)
@@ -131,6 +133,9 @@ struct tt_writer {
     uint64_t file_off;
     uint64_t wb_off;           /* file: writeback started up to here (block_flush) */
 
+    /* schedule chaos (sync.c), or NULL */
+    struct tt_chaos *chaos;
+
     /* index tables, built by the swapper (tables.c); NULL: the file gets none */
     struct tt_tables *tables;
 
@@ -188,6 +193,14 @@ void tt_writer_stats(tt_session *s, tt_session_stats *st);
 /* The owner's side of a steal: with busy set, waits out a thief that is looking at @t's buffer
  * and takes its writes (t->buf, pos, end) in, then clears the flag. */
 void tt_writer_steal_ack_(tt_session *s, struct tt_rec_thread *t) TT_HIDDEN;
+
+/* ---- sync.c: synchronization operations and schedule chaos ---- */
+int tt_rec_sync_begin(tt_session *s, struct tt_thread *t, tt_sync *op, struct tt_sync_obj *e);
+int tt_rec_sync_end(tt_session *s, struct tt_thread *t, tt_sync *op, int result, int took);
+/* The chaos state of TT_PARAM_CHAOS (nothing when it is off), its META object interned. */
+int tt_chaos_open(tt_session *s);
+void tt_chaos_free(tt_session *s);
+void tt_chaos_thread_end(tt_session *s, struct tt_rec_thread *t);
 
 /* ---- swapper.c ---- */
 int tt_swapper_start(tt_session *s, struct tt_writer *w);

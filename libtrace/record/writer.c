@@ -535,7 +535,7 @@ int tt_writer_open(tt_session *s, tt_error_info *err)
     }
 
     /* close uses an asymmetric barrier, so the hot path needs no fence (see tt_writer_close) */
-    if (tt_tables_open(s, &w->tables) != TT_OK) {
+    if (tt_tables_open(s, &w->tables) != TT_OK || tt_chaos_open(s) != TT_OK) {
         if (w->file)
             unlink(w->temp_path);
         tt_writer_free(s);
@@ -758,6 +758,7 @@ void tt_writer_free(tt_session *s)
     if (!w)
         return;
     tt_swapper_stop(w);
+    tt_chaos_free(s);
     if (w->file)
         file_close(w);
     if (!w->storage) {

@@ -90,7 +90,29 @@ typedef void (*fnptr)(void);
     X(fputwc) X(putwc) X(putwchar) X(fputwc_unlocked) X(putwc_unlocked) X(putwchar_unlocked)   \
     X(fputws) X(fputws_unlocked) X(vfwprintf) X(__vfwprintf_chk) X(vfwscanf)                   \
     X(__isoc99_vfwscanf) X(fwide)                                                              \
-    X(fork) X(execve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(system) X(popen) X(clone)
+    X(fork) X(execve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(system) X(popen) X(clone)    \
+    SYNC_FUNCS(X)
+
+/* sync.c, thread.c, sleep.c */
+#define SYNC_FUNCS(X)                                                                          \
+    X(pthread_mutex_lock) X(pthread_mutex_trylock) X(pthread_mutex_timedlock)                  \
+    X(pthread_mutex_clocklock) X(pthread_mutex_unlock) X(pthread_mutex_init)                   \
+    X(pthread_mutex_destroy)                                                                   \
+    X(pthread_rwlock_rdlock) X(pthread_rwlock_wrlock) X(pthread_rwlock_tryrdlock)              \
+    X(pthread_rwlock_trywrlock) X(pthread_rwlock_timedrdlock) X(pthread_rwlock_timedwrlock)    \
+    X(pthread_rwlock_clockrdlock) X(pthread_rwlock_clockwrlock) X(pthread_rwlock_unlock)       \
+    X(pthread_rwlock_init) X(pthread_rwlock_destroy)                                           \
+    X(pthread_cond_wait) X(pthread_cond_timedwait) X(pthread_cond_clockwait)                   \
+    X(pthread_cond_signal) X(pthread_cond_broadcast) X(pthread_cond_init)                      \
+    X(pthread_cond_destroy)                                                                    \
+    X(sem_wait) X(sem_trywait) X(sem_timedwait) X(sem_clockwait) X(sem_post) X(sem_init)       \
+    X(sem_destroy)                                                                             \
+    X(pthread_barrier_wait) X(pthread_barrier_init) X(pthread_barrier_destroy)                 \
+    X(pthread_spin_lock) X(pthread_spin_trylock) X(pthread_spin_unlock) X(pthread_spin_init)   \
+    X(pthread_spin_destroy) X(pthread_once)                                                    \
+    X(pthread_create) X(pthread_join) X(pthread_tryjoin_np) X(pthread_timedjoin_np)            \
+    X(pthread_clockjoin_np) X(pthread_detach) X(pthread_exit)                                  \
+    X(sched_yield) X(nanosleep) X(clock_nanosleep) X(usleep) X(sleep)
 
 enum real_fn {
 #define X(n) RF_##n,
@@ -127,7 +149,22 @@ static inline fnptr tt_pl_real(enum real_fn id)
     X(read) X(readv) X(recv) X(recvfrom) X(recvmsg)                                            \
     X(getpid) X(gethostname) X(uname) X(write)                                                 \
     X(malloc) X(calloc) X(realloc) X(free) X(posix_memalign) X(aligned_alloc) X(memalign)      \
-    X(valloc) X(pvalloc) X(reallocarray)
+    X(valloc) X(pvalloc) X(reallocarray)                                                       \
+    SYNC_SITES(X)
+
+#define SYNC_SITES(X)                                                                          \
+    X(pthread_mutex_lock) X(pthread_mutex_trylock) X(pthread_mutex_timedlock)                  \
+    X(pthread_mutex_clocklock) X(pthread_mutex_unlock)                                         \
+    X(pthread_rwlock_rdlock) X(pthread_rwlock_wrlock) X(pthread_rwlock_tryrdlock)              \
+    X(pthread_rwlock_trywrlock) X(pthread_rwlock_timedrdlock) X(pthread_rwlock_timedwrlock)    \
+    X(pthread_rwlock_clockrdlock) X(pthread_rwlock_clockwrlock) X(pthread_rwlock_unlock)       \
+    X(pthread_cond_wait) X(pthread_cond_timedwait) X(pthread_cond_clockwait)                   \
+    X(pthread_cond_signal) X(pthread_cond_broadcast)                                           \
+    X(sem_wait) X(sem_trywait) X(sem_timedwait) X(sem_clockwait) X(sem_post)                   \
+    X(pthread_barrier_wait) X(pthread_spin_lock) X(pthread_spin_trylock) X(pthread_spin_unlock) \
+    X(pthread_once) X(pthread_create) X(pthread_join) X(pthread_tryjoin_np)                    \
+    X(pthread_timedjoin_np) X(pthread_clockjoin_np) X(pthread_detach) X(pthread_exit)          \
+    X(sched_yield) X(nanosleep) X(clock_nanosleep) X(usleep) X(sleep)
 
 /* clock_gettime on a clock other than CLOCK_REALTIME: the clock is part of the site, so a
  * replay that reads another clock than the recording did diverges (dynamic CPU-time clocks,
@@ -143,7 +180,11 @@ static inline fnptr tt_pl_real(enum real_fn id)
     Y(clock_realtime_alarm, "clock_gettime(CLOCK_REALTIME_ALARM)")                             \
     Y(clock_boottime_alarm, "clock_gettime(CLOCK_BOOTTIME_ALARM)")                             \
     Y(clock_tai, "clock_gettime(CLOCK_TAI)")                                                   \
-    Y(clock_other, "clock_gettime(another clock)")
+    Y(clock_other, "clock_gettime(another clock)")                                             \
+    Y(cond_release, "condition wait: release")                                                 \
+    Y(cond_reacquire, "condition wait: reacquire")                                             \
+    Y(thread_start, "thread start")                                                            \
+    Y(thread_end, "thread exit")
 
 enum site {
 #define X(n) S_##n,
