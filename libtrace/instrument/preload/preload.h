@@ -87,7 +87,8 @@ typedef void (*fnptr)(void);
     X(fputwc) X(putwc) X(putwchar) X(fputwc_unlocked) X(putwc_unlocked) X(putwchar_unlocked)   \
     X(fputws) X(fputws_unlocked) X(vfwprintf) X(__vfwprintf_chk) X(vfwscanf)                   \
     X(__isoc99_vfwscanf) X(fwide)                                                              \
-    X(fork) X(execve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(system) X(popen) X(clone)
+    X(fork) X(execve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(system) X(popen) X(clone)    \
+    X(getppid) X(gettid) X(tgkill) X(sigqueue)
 
 enum real_fn {
 #define X(n) RF_##n,
@@ -124,7 +125,8 @@ static inline fnptr tt_pl_real(enum real_fn id)
     X(read) X(readv) X(recv) X(recvfrom) X(recvmsg)                                            \
     X(getpid) X(gethostname) X(uname) X(write)                                                 \
     X(malloc) X(calloc) X(realloc) X(free) X(posix_memalign) X(aligned_alloc) X(memalign)      \
-    X(valloc) X(pvalloc) X(reallocarray)
+    X(valloc) X(pvalloc) X(reallocarray)                                                       \
+    X(getppid) X(gettid)
 
 /* clock_gettime on a clock other than CLOCK_REALTIME: the clock is part of the site, so a
  * replay that reads another clock than the recording did diverges (dynamic CPU-time clocks,
@@ -141,6 +143,7 @@ static inline fnptr tt_pl_real(enum real_fn id)
     Y(clock_boottime_alarm, "clock_gettime(CLOCK_BOOTTIME_ALARM)")                             \
     Y(clock_tai, "clock_gettime(CLOCK_TAI)")                                                   \
     Y(clock_other, "clock_gettime(another clock)")
+
 
 enum site {
 #define X(n) S_##n,
@@ -275,6 +278,10 @@ static inline FILE *tt_pl_redirect(FILE *fp)
         }
     return fp;
 }
+
+/* identity.c: the live id of an id a replay handed out (a pid, a ppid, a tid); any other id
+ * as it is. Async-signal-safe. */
+pid_t tt_pl_id_live(pid_t id);
 
 #pragma GCC visibility pop
 

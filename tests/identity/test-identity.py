@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""The whole process identity (issue 15): a program's pid, ppid and tids replay byte for byte, 10
+times of 10, while a live run prints something else; and the ids it learned still reach the live
+process.
+
+Usage: test-identity.py TINYTRACE PRELOAD PROBE_IDENTITY
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+TT, PRELOAD, PROBE = map(os.path.abspath, sys.argv[1:4])
+TIMEOUT = 60
+failures = []
+
+
+def check(cond, what, detail=""):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        if detail:
+            print("     " + str(detail).replace("\n", "\n     ")[:3000])
+        failures.append(what)
+    return cond
+
+
+class Case:
+    def __enter__(self):
+        self.d = tempfile.mkdtemp(prefix="tt-identity-")
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("TINYTRACE_")}
+        self.env.update(TINYTRACE_PRELOAD=PRELOAD, XDG_DATA_HOME=os.path.join(self.d, "keys"))
+        return self
+
+    def __exit__(self, *exc):
+        shutil.rmtree(self.d, ignore_errors=True)
+        return False
+
+    def tt(self, *args):
+        return subprocess.run([TT] + list(args), capture_output=True, text=True, env=self.env,
+                              cwd=self.d, timeout=TIMEOUT)
+
+    def live(self, argv):
+        return subprocess.run(argv, capture_output=True, text=True, env=self.env, cwd=self.d,
+                              timeout=TIMEOUT).stdout
+
+
+def record_and_replay(argv, what, expect=()):
+    """Records @argv, checks the recorded output holds each string of @expect, replays it 10
+    times (exit 0 and the recorded stdout each time) and runs it live once (other output).
+    Returns the recorded output."""
+    with Case() as c:
+        r = c.tt("record", "-o", "t.tt", "--", *argv)
+        if not check(r.returncode == 0, "%s: recorded" % what, r.stdout + r.stderr):
+            return ""
+        rec = r.stdout
+        for e in expect:
+            check(e in rec, "%s: the recording prints %r" % (what, e), rec)
+        same, last = 0, None
+        for _ in range(10):
+            rr = c.tt("replay", "t.tt")
+            ok = rr.returncode == 0 and rr.stdout == rec
+            same += ok
+            if not ok:
+                last = rr
+        check(same == 10, "%s: 10 of 10 replays print the recorded output (%d did)" % (what, same),
+              last and "exit %d\n%s%s" % (last.returncode, last.stdout, last.stderr))
+        live = c.live(argv)
+        check(live != rec, "%s: a live run prints something else" % what, live)
+        return rec
+
+
+def the_ids_replay_and_reach_the_live_process():
+    rec = record_and_replay([PROBE, "ids"], "pid, ppid, tids",
+                            ["main thread's tid is the pid", "kill(pid, 0) 0\n",
+                             "kill(ppid, 0) 0\n", "tgkill(pid, tid, 0) 0\n",
+                             "syscall(SYS_tkill, tid, 0) 0\n", "delivered 1\n",
+                             "worker tid", "is not the pid", "syscall(SYS_tkill, worker, 0) 0\n",
+                             "the worker got SIGUSR1: 1\n"])
+    pid = rec.split()[1] if rec.startswith("pid ") else "?"
+    check("syscall: pid %s ppid " % pid in rec, "syscall() gives the same ids as libc", rec)
+
+
+def bash_random_replays():
+    # bash seeds $RANDOM from gettimeofday, getpid, getppid and an address
+    bash = shutil.which("bash")
+    if not bash:
+        print("SKIP bash $RANDOM: no bash")
+        return
+    record_and_replay([bash, "-c", "echo $RANDOM $RANDOM"], "bash $RANDOM")
+
+
+def main():
+    the_ids_replay_and_reach_the_live_process()
+    bash_random_replays()
+    print("%d failure(s)" % len(failures) if failures else "all checks passed")
+    return 1 if failures else 0
+
+
+sys.exit(main())
