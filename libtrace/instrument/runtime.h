@@ -34,6 +34,8 @@ enum tt_rt_channel {
     TT_CH_HOSTNAME = 6,   /* gethostname */
     TT_CH_STDOUT = 7,     /* writes to fd 1, compared with --check-output */
     TT_CH_STDERR = 8,     /* writes to fd 2 */
+    TT_CH_USAGE = 9,      /* getrusage, times, sysinfo, getloadavg */
+    TT_CH_CPU = 10,       /* sched_getcpu, getcpu */
 };
 
 /* The process-wide session, or NULL when the runtime is not active (no TINYTRACE_MODE, off

@@ -1,6 +1,8 @@
-/* Prints what a process learns of itself, section by section (the arguments):
- *   ids    its pid, ppid and tids (through libc and through syscall()), and whether signals
- *          sent to those ids reach it, its parent and its second thread.
+/* Prints what a process learns of itself, section by section (the arguments: ids, usage, proc):
+ *   ids    its pid, ppid and tids (through libc and through syscall()), the CPU it runs on, and
+ *          whether signals sent to those ids reach it, its parent and its second thread;
+ *   usage  getrusage, times, sysinfo, getloadavg and clock_getres;
+ *   proc   pseudo-files read by read, pread, stdio and getline, and /proc/<its ids>/ paths.
  * Under `tinytrace replay` every line must be the recorded one; a live run prints others. */
 #include <errno.h>
 #include <pthread.h>
@@ -10,7 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <sys/times.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t got_self;
@@ -61,6 +67,10 @@ static void ids(void)
     printf("syscall: pid %ld ppid %ld tid %ld\n", syscall(SYS_getpid), syscall(SYS_getppid),
            syscall(SYS_gettid));
     printf("main thread's tid %s the pid\n", tid == pid ? "is" : "is not");
+    unsigned cpu = 0, node = 0;
+    int c = sched_getcpu();
+    int g = getcpu(&cpu, &node);
+    printf("sched_getcpu %d getcpu %d cpu %u node %u\n", c, g, cpu, node);
 
     /* signals to the ids it learned */
     printf("kill(pid, 0) %s\n", res(kill(pid, 0)));
@@ -96,6 +106,39 @@ static void ids_end(void)
     printf("the worker got SIGUSR1: %d\n", (int)got_thread);
 }
 
+static void usage(void)
+{
+    struct rusage ru;
+    int rc = getrusage(RUSAGE_SELF, &ru);
+    printf("getrusage %d: utime %ld.%06ld stime %ld.%06ld maxrss %ld minflt %ld nvcsw %ld\n", rc,
+           (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec, (long)ru.ru_stime.tv_sec,
+           (long)ru.ru_stime.tv_usec, ru.ru_maxrss, ru.ru_minflt, ru.ru_nvcsw);
+    struct tms t;
+    clock_t ticks = times(&t);
+    printf("times %ld: utime %ld stime %ld\n", (long)ticks, (long)t.tms_utime, (long)t.tms_stime);
+    printf("times(NULL) %ld\n", (long)times(NULL));
+    struct sysinfo si;
+    rc = sysinfo(&si);
+    printf("sysinfo %d: uptime %ld freeram %lu procs %u loads %lu\n", rc, si.uptime, si.freeram,
+           (unsigned)si.procs, si.loads[0]);
+    double avg[3] = { 0 };
+    int n = getloadavg(avg, 3);
+    printf("getloadavg %d: %.17g %.17g %.17g\n", n, avg[0], avg[1], avg[2]);
+    static const struct {
+        clockid_t id;
+        const char *name;
+    } clocks[] = { { CLOCK_REALTIME, "REALTIME" }, { CLOCK_MONOTONIC, "MONOTONIC" },
+                   { CLOCK_PROCESS_CPUTIME_ID, "PROCESS_CPUTIME_ID" },
+                   { CLOCK_MONOTONIC_COARSE, "MONOTONIC_COARSE" } };
+    for (size_t i = 0; i < sizeof clocks / sizeof clocks[0]; i++) {
+        struct timespec r = { 0, 0 };
+        rc = clock_getres(clocks[i].id, &r);
+        printf("clock_getres(%s) %d: %ld.%09ld\n", clocks[i].name, rc, (long)r.tv_sec,
+               r.tv_nsec);
+    }
+    printf("clock_getres(REALTIME, NULL) %d\n", clock_getres(CLOCK_REALTIME, NULL));
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -104,6 +147,8 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "ids")) {
             ids();
             with_ids = 1;
+        } else if (!strcmp(argv[i], "usage")) {
+            usage();
         } else {
             fprintf(stderr, "probe-identity: unknown section %s\n", argv[i]);
             return 2;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The whole process identity (issue 15): a program's pid, ppid and tids replay byte for byte, 10
-times of 10, while a live run prints something else; and the ids it learned still reach the live
-process.
+"""The whole process identity (issue 15): a program's pid, ppid and tids, its resource use, the
+CPU it runs on and the pseudo-files it reads replay byte for byte, 10 times of 10, while a live
+run prints something else; and the ids it learned still reach the live process.
 
 Usage: test-identity.py TINYTRACE PRELOAD PROBE_IDENTITY
 """
@@ -45,10 +45,16 @@ class Case:
                               timeout=TIMEOUT).stdout
 
 
-def record_and_replay(argv, what, expect=()):
-    """Records @argv, checks the recorded output holds each string of @expect, replays it 10
-    times (exit 0 and the recorded stdout each time) and runs it live once (other output).
-    Returns the recorded output."""
+# the channels of runtime.h, as `tinytrace dump` prints them
+CH_CLOCK, CH_PID, CH_USAGE, CH_CPU = 1, 5, 9, 10
+
+
+def record_and_replay(argv, what, expect=(), sites=()):
+    """Records @argv, checks the recorded output holds each string of @expect and the trace an
+    input event at each (site, channel) of @sites (so a value that happens to be the same in
+    every run is still seen to come from the recording), replays it 10 times (exit 0 and the
+    recorded stdout each time) and runs it live once (other output). Returns the recorded
+    output."""
     with Case() as c:
         r = c.tt("record", "-o", "t.tt", "--", *argv)
         if not check(r.returncode == 0, "%s: recorded" % what, r.stdout + r.stderr):
@@ -56,6 +62,10 @@ def record_and_replay(argv, what, expect=()):
         rec = r.stdout
         for e in expect:
             check(e in rec, "%s: the recording prints %r" % (what, e), rec)
+        dump = c.tt("dump", "--kind", "io", "t.tt").stdout
+        for site, ch in sites:
+            check(" io:in - %s %d " % (site, ch) in dump,
+                  "%s: %s is recorded on channel %d" % (what, site, ch), dump[:2000])
         same, last = 0, None
         for _ in range(10):
             rr = c.tt("replay", "t.tt")
@@ -71,14 +81,27 @@ def record_and_replay(argv, what, expect=()):
 
 
 def the_ids_replay_and_reach_the_live_process():
-    rec = record_and_replay([PROBE, "ids"], "pid, ppid, tids",
+    rec = record_and_replay([PROBE, "ids"], "pid, ppid, tids, CPU",
                             ["main thread's tid is the pid", "kill(pid, 0) 0\n",
                              "kill(ppid, 0) 0\n", "tgkill(pid, tid, 0) 0\n",
                              "syscall(SYS_tkill, tid, 0) 0\n", "delivered 1\n",
                              "worker tid", "is not the pid", "syscall(SYS_tkill, worker, 0) 0\n",
-                             "the worker got SIGUSR1: 1\n"])
+                             "the worker got SIGUSR1: 1\n"],
+                            [("getpid", CH_PID), ("getppid", CH_PID), ("gettid", CH_PID),
+                             ("sched_getcpu", CH_CPU), ("getcpu", CH_CPU)])
     pid = rec.split()[1] if rec.startswith("pid ") else "?"
     check("syscall: pid %s ppid " % pid in rec, "syscall() gives the same ids as libc", rec)
+
+
+def resource_use_and_clock_resolution_replay():
+    record_and_replay([PROBE, "usage"], "getrusage, times, sysinfo, getloadavg, clock_getres",
+                      ["getrusage 0:", "sysinfo 0:", "getloadavg 3:",
+                       "clock_getres(MONOTONIC) 0:", "clock_getres(REALTIME, NULL) 0\n"],
+                      [("getrusage", CH_USAGE), ("times", CH_USAGE), ("sysinfo", CH_USAGE),
+                       ("getloadavg", CH_USAGE), ("clock_getres", CH_CLOCK),
+                       ("clock_getres(CLOCK_MONOTONIC)", CH_CLOCK),
+                       ("clock_getres(CLOCK_PROCESS_CPUTIME_ID)", CH_CLOCK),
+                       ("clock_getres(CLOCK_MONOTONIC_COARSE)", CH_CLOCK)])
 
 
 def bash_random_replays():
@@ -92,6 +115,7 @@ def bash_random_replays():
 
 def main():
     the_ids_replay_and_reach_the_live_process()
+    resource_use_and_clock_resolution_replay()
     bash_random_replays()
     print("%d failure(s)" % len(failures) if failures else "all checks passed")
     return 1 if failures else 0

@@ -88,7 +88,8 @@ typedef void (*fnptr)(void);
     X(fputws) X(fputws_unlocked) X(vfwprintf) X(__vfwprintf_chk) X(vfwscanf)                   \
     X(__isoc99_vfwscanf) X(fwide)                                                              \
     X(fork) X(execve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(system) X(popen) X(clone)    \
-    X(getppid) X(gettid) X(tgkill) X(sigqueue)
+    X(getppid) X(gettid) X(tgkill) X(sigqueue) X(getrusage) X(times) X(sysinfo) X(getloadavg) \
+    X(sched_getcpu) X(getcpu) X(clock_getres)
 
 enum real_fn {
 #define X(n) RF_##n,
@@ -126,7 +127,8 @@ static inline fnptr tt_pl_real(enum real_fn id)
     X(getpid) X(gethostname) X(uname) X(write)                                                 \
     X(malloc) X(calloc) X(realloc) X(free) X(posix_memalign) X(aligned_alloc) X(memalign)      \
     X(valloc) X(pvalloc) X(reallocarray)                                                       \
-    X(getppid) X(gettid)
+    X(getppid) X(gettid) X(getrusage) X(times) X(sysinfo) X(getloadavg) X(sched_getcpu)      \
+    X(getcpu)
 
 /* clock_gettime on a clock other than CLOCK_REALTIME: the clock is part of the site, so a
  * replay that reads another clock than the recording did diverges (dynamic CPU-time clocks,
@@ -144,11 +146,26 @@ static inline fnptr tt_pl_real(enum real_fn id)
     Y(clock_tai, "clock_gettime(CLOCK_TAI)")                                                   \
     Y(clock_other, "clock_gettime(another clock)")
 
+/* clock_getres, one site per clock as for clock_gettime, the clocks in CLOCK_SITES' order with
+ * CLOCK_REALTIME first (clock.c counts on it) */
+#define CLOCK_RES_SITES(Y)                                                                     \
+    Y(res_realtime, "clock_getres")                                                            \
+    Y(res_monotonic, "clock_getres(CLOCK_MONOTONIC)")                                          \
+    Y(res_process_cputime, "clock_getres(CLOCK_PROCESS_CPUTIME_ID)")                          \
+    Y(res_thread_cputime, "clock_getres(CLOCK_THREAD_CPUTIME_ID)")                            \
+    Y(res_monotonic_raw, "clock_getres(CLOCK_MONOTONIC_RAW)")                                  \
+    Y(res_realtime_coarse, "clock_getres(CLOCK_REALTIME_COARSE)")                              \
+    Y(res_monotonic_coarse, "clock_getres(CLOCK_MONOTONIC_COARSE)")                            \
+    Y(res_boottime, "clock_getres(CLOCK_BOOTTIME)")                                            \
+    Y(res_realtime_alarm, "clock_getres(CLOCK_REALTIME_ALARM)")                                \
+    Y(res_boottime_alarm, "clock_getres(CLOCK_BOOTTIME_ALARM)")                                \
+    Y(res_tai, "clock_getres(CLOCK_TAI)")                                                      \
+    Y(res_other, "clock_getres(another clock)")
 
 enum site {
 #define X(n) S_##n,
 #define Y(n, name) S_##n,
-    SITES(X) CLOCK_SITES(Y)
+    SITES(X) CLOCK_SITES(Y) CLOCK_RES_SITES(Y)
 #undef X
 #undef Y
     S_COUNT_
