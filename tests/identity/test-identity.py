@@ -113,10 +113,21 @@ def bash_random_replays():
     record_and_replay([bash, "-c", "echo $RANDOM $RANDOM"], "bash $RANDOM")
 
 
+def uuidgen_replays():
+    # util-linux mixes getpid and getppid into the bytes it takes from getrandom
+    uuidgen = shutil.which("uuidgen")
+    if not uuidgen:
+        print("SKIP uuidgen: not installed (Debian package uuid-runtime, in .ci/packages)")
+        return
+    record_and_replay([uuidgen], "uuidgen", sites=[("getppid", CH_PID)])
+    record_and_replay([uuidgen, "-r"], "uuidgen -r", sites=[("getppid", CH_PID)])
+
+
 def main():
     the_ids_replay_and_reach_the_live_process()
     resource_use_and_clock_resolution_replay()
     bash_random_replays()
+    uuidgen_replays()
     print("%d failure(s)" % len(failures) if failures else "all checks passed")
     return 1 if failures else 0
 
