@@ -36,6 +36,7 @@ enum tt_rt_channel {
     TT_CH_STDERR = 8,     /* writes to fd 2 */
     TT_CH_USAGE = 9,      /* getrusage, times, sysinfo, getloadavg */
     TT_CH_CPU = 10,       /* sched_getcpu, getcpu */
+    TT_CH_PSEUDO = 11,    /* opening, reading and seeking /proc and /sys files (pseudo.c) */
 };
 
 /* The process-wide session, or NULL when the runtime is not active (no TINYTRACE_MODE, off

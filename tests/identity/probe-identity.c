@@ -5,6 +5,7 @@
  *   proc   pseudo-files read by read, pread, stdio and getline, and /proc/<its ids>/ paths.
  * Under `tinytrace replay` every line must be the recorded one; a live run prints others. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -58,6 +59,20 @@ static void *worker(void *arg)
     sem_wait(&worker_go); /* stay alive until the main thread has looked at /proc/<tid> */
     sem_post(&worker_done);
     return NULL;
+}
+
+static void first_line(const char *what, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char line[512] = "";
+    if (!f) {
+        printf("%s: fopen: %s\n", what, strerror(errno));
+        return;
+    }
+    if (!fgets(line, sizeof line, f))
+        strcpy(line, "(nothing)\n");
+    printf("%s: %s", what, line);
+    fclose(f);
 }
 
 static void ids(void)
@@ -139,6 +154,141 @@ static void usage(void)
     printf("clock_getres(REALTIME, NULL) %d\n", clock_getres(CLOCK_REALTIME, NULL));
 }
 
+/* Reads @path with open and one read, prints the lines that start with one of @keys (all of
+ * them when @keys is NULL). */
+static void read_lines(const char *what, const char *path, const char *const *keys)
+{
+    char buf[8192];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        printf("%s: open: %s\n", what, strerror(errno));
+        return;
+    }
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n < 0) {
+        printf("%s: read: %s\n", what, strerror(errno));
+        return;
+    }
+    buf[n] = '\0';
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+        for (const char *const *k = keys; !keys || *k; k++) {
+            if (!keys || !strncmp(line, *k, strlen(*k))) {
+                printf("%s: %s\n", what, line);
+                break;
+            }
+        }
+}
+
+static void proc(void)
+{
+    pid_t pid = getpid(), tid = gettid();
+    char path[128], buf[4096];
+
+    first_line("/proc/self/stat by fgets", "/proc/self/stat");
+    static const char *const status_keys[] = { "Pid:", "PPid:", "Tgid:", "VmRSS:",
+                                               "voluntary_ctxt_switches:", NULL };
+    read_lines("/proc/self/status by read", "/proc/self/status", status_keys);
+
+    FILE *f = fopen("/proc/uptime", "re");
+    double up = 0, idle = 0;
+    int got = f ? fscanf(f, "%lf %lf", &up, &idle) : -1;
+    printf("/proc/uptime by fscanf: %d %.2f %.2f, ftell %ld\n", got, up, idle, f ? ftell(f) : -1L);
+    if (f)
+        fclose(f);
+
+    int fd = open("/proc/loadavg", O_RDONLY);
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    buf[n > 0 ? n : 0] = '\0';
+    printf("/proc/loadavg by pread: %zd %s", n, buf);
+    n = pread(fd, buf, 8, 5);
+    buf[n > 0 ? n : 0] = '\0';
+    printf("/proc/loadavg by pread at 5: %zd [%s]\n", n, buf);
+    close(fd);
+
+    f = fopen("/proc/meminfo", "r");
+    char *line = NULL;
+    size_t cap = 0;
+    for (int i = 0; f && i < 3 && getline(&line, &cap, f) > 0; i++)
+        printf("/proc/meminfo by getline: %s", line);
+    free(line);
+    if (f)
+        fclose(f);
+
+    f = fopen("/proc/stat", "r");
+    size_t r = f ? fread(buf, 1, 64, f) : 0;
+    printf("/proc/stat by fread: %zu [%.*s]\n", r, (int)r, buf);
+    if (f)
+        fclose(f);
+
+    fd = open("/proc/self/stat", O_RDONLY);
+    f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    printf("/proc/self/stat by fdopen and fgets: %s", f && fgets(buf, sizeof buf, f) ? buf : "-\n");
+    if (f)
+        fclose(f);
+
+    /* seeks: in a replay the fd is never read, the offsets are the recorded ones */
+    fd = open("/proc/uptime", O_RDONLY);
+    n = read(fd, buf, sizeof buf);
+    long cur = (long)lseek(fd, 0, SEEK_CUR), set = (long)lseek(fd, 0, SEEK_SET);
+    ssize_t again = read(fd, buf, sizeof buf);
+    printf("/proc/uptime read %zd, SEEK_CUR %ld, SEEK_SET %ld, read again %zd\n", n, cur, set,
+           again);
+    close(fd);
+
+    /* relative to a directory fd of /proc */
+    int dir = open("/proc/self", O_RDONLY | O_DIRECTORY);
+    fd = openat(dir, "stat", O_RDONLY);
+    n = read(fd, buf, 40);
+    printf("openat(/proc/self, stat): %.*s\n", (int)(n > 0 ? n : 0), buf);
+    close(fd);
+    close(dir);
+
+    /* a file of /sys that changes, where there is one */
+    static const char *const sys_files[] = { "/sys/fs/cgroup/memory.current",
+                                             "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+                                             "/sys/kernel/mm/transparent_hugepage/enabled" };
+    for (size_t i = 0; i < sizeof sys_files / sizeof sys_files[0]; i++)
+        if (access(sys_files[i], R_OK) == 0) {
+            first_line(sys_files[i], sys_files[i]);
+            break;
+        }
+
+    /* /proc/<the ids it learned>/: the live process's and threads' files */
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    read_lines("/proc/<pid>/stat", path, NULL);
+    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+    read_lines("/proc/<pid>/task/<tid>/stat", path, NULL);
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    n = readlink(path, buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    printf("readlink(/proc/<pid>/exe): %s\n", n > 0 ? strrchr(buf, '/') + 1 : strerror(errno));
+    snprintf(path, sizeof path, "/proc/%d/status", (int)getppid());
+    static const char *const name_key[] = { "Name:", NULL };
+    read_lines("/proc/<ppid>/status", path, name_key);
+    if (worker_tid) {
+        snprintf(path, sizeof path, "/proc/%d/comm", (int)worker_tid);
+        fd = open(path, O_WRONLY);
+        ssize_t w = fd >= 0 ? write(fd, "renamed", 7) : -1;
+        if (fd >= 0)
+            close(fd);
+        char name[32] = "";
+        pthread_getname_np(worker_thread, name, sizeof name); /* glibc reads it live */
+        printf("the worker's comm written through /proc/<tid>: %zd, its name now %s\n", w,
+               name);
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)worker_tid);
+        read_lines("/proc/<worker tid>/stat", path, NULL);
+    }
+}
+
+/* /proc/<pid>/stat of a process that is gone when the replay runs: a stand-in opens instead. */
+static void gone(const char *pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%s/stat", pid);
+    read_lines("/proc/<gone pid>/stat", path, NULL);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -149,6 +299,10 @@ int main(int argc, char **argv)
             with_ids = 1;
         } else if (!strcmp(argv[i], "usage")) {
             usage();
+        } else if (!strcmp(argv[i], "proc")) {
+            proc();
+        } else if (!strcmp(argv[i], "gone") && i + 1 < argc) {
+            gone(argv[++i]);
         } else {
             fprintf(stderr, "probe-identity: unknown section %s\n", argv[i]);
             return 2;

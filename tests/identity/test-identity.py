@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The whole process identity (issue 15): a program's pid, ppid and tids, its resource use, the
-CPU it runs on and the pseudo-files it reads replay byte for byte, 10 times of 10, while a live
-run prints something else; and the ids it learned still reach the live process.
+CPU it runs on and the pseudo-files of /proc and /sys it reads replay byte for byte, 10 times of
+10, while a live run prints something else; and the ids it learned still reach the live
+process and its files.
 
 Usage: test-identity.py TINYTRACE PRELOAD PROBE_IDENTITY
 """
@@ -46,15 +47,15 @@ class Case:
 
 
 # the channels of runtime.h, as `tinytrace dump` prints them
-CH_CLOCK, CH_PID, CH_USAGE, CH_CPU = 1, 5, 9, 10
+CH_CLOCK, CH_PID, CH_USAGE, CH_CPU, CH_PSEUDO = 1, 5, 9, 10, 11
 
 
-def record_and_replay(argv, what, expect=(), sites=()):
+def record_and_replay(argv, what, expect=(), sites=(), before_replay=None):
     """Records @argv, checks the recorded output holds each string of @expect and the trace an
     input event at each (site, channel) of @sites (so a value that happens to be the same in
     every run is still seen to come from the recording), replays it 10 times (exit 0 and the
-    recorded stdout each time) and runs it live once (other output). Returns the recorded
-    output."""
+    recorded stdout each time) and runs it live once (other output); @before_replay runs between
+    the recording and the replays. Returns the recorded output."""
     with Case() as c:
         r = c.tt("record", "-o", "t.tt", "--", *argv)
         if not check(r.returncode == 0, "%s: recorded" % what, r.stdout + r.stderr):
@@ -66,6 +67,8 @@ def record_and_replay(argv, what, expect=(), sites=()):
         for site, ch in sites:
             check(" io:in - %s %d " % (site, ch) in dump,
                   "%s: %s is recorded on channel %d" % (what, site, ch), dump[:2000])
+        if before_replay:
+            before_replay()
         same, last = 0, None
         for _ in range(10):
             rr = c.tt("replay", "t.tt")
@@ -104,6 +107,52 @@ def resource_use_and_clock_resolution_replay():
                        ("clock_getres(CLOCK_MONOTONIC_COARSE)", CH_CLOCK)])
 
 
+PSEUDO_SITES = [("open", CH_PSEUDO), ("openat", CH_PSEUDO), ("fopen", CH_PSEUDO),
+                ("read", CH_PSEUDO), ("pread", CH_PSEUDO), ("lseek", CH_PSEUDO)]
+
+
+def pseudo_files_replay_and_proc_paths_reach_the_live_process():
+    # a process that is gone when the replays run: its /proc/<pid>/stat is opened on a stand-in
+    helper = subprocess.Popen(["sleep", "120"])
+    try:
+        def end_helper():
+            helper.kill()
+            helper.wait()
+
+        rec = record_and_replay(
+            [PROBE, "ids", "proc", "gone", str(helper.pid)], "pseudo-files, /proc/<id>",
+            ["/proc/self/stat by fgets: ", "(probe-identity) R", "/proc/self/status by read: PPid:",
+             "/proc/uptime by fscanf: 2 ", "/proc/loadavg by pread: ",
+             "/proc/meminfo by getline: MemTotal:", "/proc/stat by fread: 64 [cpu ",
+             "/proc/self/stat by fdopen and fgets: ", ", SEEK_SET 0, read again ",
+             "openat(/proc/self, stat): ", "readlink(/proc/<pid>/exe): probe-identity\n",
+             "/proc/<ppid>/status: Name:\ttinytrace\n",
+             "written through /proc/<tid>: 7, its name now renamed\n",
+             "/proc/<gone pid>/stat: %d (sleep)" % helper.pid],
+            PSEUDO_SITES, before_replay=end_helper)
+        pid = rec.split()[1] if rec.startswith("pid ") else "?"
+        check("/proc/self/stat by fgets: %s (probe-identity)" % pid in rec,
+              "/proc/self/stat names the recorded pid", rec)
+    finally:
+        if helper.poll() is None:
+            helper.kill()
+            helper.wait()
+
+
+def python_ppid_and_uptime_replay():
+    code = 'import os; print(os.getppid(), open("/proc/uptime").read())'
+    record_and_replay([sys.executable, "-c", code], "python3 getppid and /proc/uptime",
+                      sites=[("getppid", CH_PID), ("open", CH_PSEUDO), ("read", CH_PSEUDO)])
+
+
+def cat_of_proc_files_replays():
+    cat = shutil.which("cat")
+    if cat:
+        record_and_replay([cat, "/proc/uptime", "/proc/loadavg", "/proc/self/stat"],
+                          "cat /proc/uptime /proc/loadavg /proc/self/stat",
+                          sites=[("open", CH_PSEUDO), ("read", CH_PSEUDO)])
+
+
 def bash_random_replays():
     # bash seeds $RANDOM from gettimeofday, getpid, getppid and an address
     bash = shutil.which("bash")
@@ -126,6 +175,9 @@ def uuidgen_replays():
 def main():
     the_ids_replay_and_reach_the_live_process()
     resource_use_and_clock_resolution_replay()
+    pseudo_files_replay_and_proc_paths_reach_the_live_process()
+    python_ppid_and_uptime_replay()
+    cat_of_proc_files_replays()
     bash_random_replays()
     uuidgen_replays()
     print("%d failure(s)" % len(failures) if failures else "all checks passed")

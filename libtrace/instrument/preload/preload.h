@@ -38,7 +38,8 @@
  * The families, one file each: real.c (the real functions), common.c (sites, the input record
  * and replay), clock.c, random.c, fds.c (which fds are inputs), read.c, open.c (opening and
  * closing), stdio.c (the replaced streams), wchar.c (wide characters), output.c, identity.c
- * (pid, host name), syscall.c (syscall()), alloc.c, life.c (constructor and destructor).
+ * (pids and tids, host name), syscall.c (syscall()), alloc.c, life.c (constructor and
+ * destructor), usage.c (resource use, the CPU), pseudo.c (/proc and /sys files).
  */
 #ifndef TT_INSTRUMENT_PRELOAD_H
 #define TT_INSTRUMENT_PRELOAD_H
@@ -89,7 +90,8 @@ typedef void (*fnptr)(void);
     X(__isoc99_vfwscanf) X(fwide)                                                              \
     X(fork) X(execve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(system) X(popen) X(clone)    \
     X(getppid) X(gettid) X(tgkill) X(sigqueue) X(getrusage) X(times) X(sysinfo) X(getloadavg) \
-    X(sched_getcpu) X(getcpu) X(clock_getres)
+    X(sched_getcpu) X(getcpu) X(clock_getres) X(fdopen) X(pread) X(pread64) X(lseek) X(lseek64)  \
+    X(readlink) X(readlinkat)
 
 enum real_fn {
 #define X(n) RF_##n,
@@ -128,7 +130,7 @@ static inline fnptr tt_pl_real(enum real_fn id)
     X(malloc) X(calloc) X(realloc) X(free) X(posix_memalign) X(aligned_alloc) X(memalign)      \
     X(valloc) X(pvalloc) X(reallocarray)                                                       \
     X(getppid) X(gettid) X(getrusage) X(times) X(sysinfo) X(getloadavg) X(sched_getcpu)      \
-    X(getcpu)
+    X(getcpu) X(open) X(openat) X(fopen) X(pread) X(lseek)
 
 /* clock_gettime on a clock other than CLOCK_REALTIME: the clock is part of the site, so a
  * replay that reads another clock than the recording did diverges (dynamic CPU-time clocks,
@@ -258,8 +260,13 @@ static inline int64_t tt_pl_finish(const struct in_head *h, int saved_errno)
 
 bool tt_pl_is_random_path(const char *path);
 
-/* Remembers whether @fd is open on a random device (open, fopen), or no longer is (close). */
+/* Remembers whether @fd is open on a random device (open, fopen), or no longer is (close);
+ * either way it is no longer on a pseudo-file. */
 void tt_pl_fd_mark(int fd, bool random);
+
+/* Remembers that @fd is open on a pseudo-file (pseudo.c); tt_pl_fd_mark forgets it. */
+void tt_pl_fd_mark_pseudo(int fd);
+bool tt_pl_fd_is_pseudo(int fd);
 
 /* The channel of a read from @fd, or 0 when the read is not an input (a regular file, a
  * directory, an anonymous inode such as an eventfd, a bad fd). */
@@ -295,6 +302,19 @@ static inline FILE *tt_pl_redirect(FILE *fp)
         }
     return fp;
 }
+
+/* pseudo.c: an open (site @k: open, openat or fopen's) of @path relative to @dirfd, when it is
+ * pseudo.c's to make (a path in /proc or /sys): then *@fd and errno are its result. False:
+ * the caller opens. Called without the guard. */
+bool tt_pl_pseudo_open(enum site k, int dirfd, const char *path, int flags, mode_t mode,
+                       int *fd);
+
+/* pseudo.c: fopen of @path in @mode, when it is pseudo.c's to make; *@out its result. */
+bool tt_pl_pseudo_fopen(const char *path, const char *mode, FILE **out);
+
+/* stdio.c: a read-only stream on @fd whose reads reach the interposed read; fclose closes @fd.
+ * NULL with errno when none could be made (@fd stays open). Called with the guard held. */
+FILE *tt_pl_fd_stream(int fd);
 
 /* identity.c: the live id of an id a replay handed out (a pid, a ppid, a tid); any other id
  * as it is. Async-signal-safe. */
