@@ -12,18 +12,12 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import ttproc  # noqa: E402  (what the integration tests share: check() and its failures)
+
 TT, PRELOAD, PROBE = map(os.path.abspath, sys.argv[1:4])
 TIMEOUT = 60
-failures = []
-
-
-def check(cond, what, detail=""):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        if detail:
-            print("     " + str(detail).replace("\n", "\n     ")[:3000])
-        failures.append(what)
-    return cond
+check, failures = ttproc.check, ttproc.failures
 
 
 class Case:

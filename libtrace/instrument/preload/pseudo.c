@@ -271,7 +271,18 @@ bool tt_pl_pseudo_open(enum site k, int dirfd, const char *path, int flags, mode
     return ps_open(k, dirfd, path, flags, mode, fd) != PS_PASS;
 }
 
-/* A read-only stream on pseudo-file @fd; NULL (fd closed) when none could be made. */
+/* fopen's result from @fp made on @fd: when there is none, @fd is closed and errno kept. */
+static FILE *stream_or_close(FILE *fp, int fd)
+{
+    if (!fp) {
+        int err = errno;
+        close(fd);
+        errno = err;
+    }
+    return fp;
+}
+
+/* A read-only stream on pseudo-file @fd (NULL, and the fd closed, when none could be made). */
 static FILE *pseudo_stream(int fd)
 {
     FILE *fp = NULL;
@@ -279,12 +290,7 @@ static FILE *pseudo_stream(int fd)
         fp = tt_pl_fd_stream(fd);
         tt_rt_guard_leave();
     }
-    if (!fp) {
-        int err = errno;
-        close(fd);
-        errno = err;
-    }
-    return fp;
+    return stream_or_close(fp, fd);
 }
 
 bool tt_pl_pseudo_fopen(const char *path, const char *mode, FILE **out)
@@ -308,12 +314,7 @@ bool tt_pl_pseudo_fopen(const char *path, const char *mode, FILE **out)
         *out = NULL;
         return true;
     case PS_LIVE:
-        *out = REAL(fdopen, fdopen_fn)(fd, mode);
-        if (!*out) {
-            int err = errno;
-            close(fd);
-            errno = err;
-        }
+        *out = stream_or_close(REAL(fdopen, fdopen_fn)(fd, mode), fd);
         return true;
     case PS_PSEUDO:
         *out = pseudo_stream(fd);
