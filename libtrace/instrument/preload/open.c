@@ -1,7 +1,7 @@
 /* Opening and closing: open, open64, openat and openat64 remember whether the new fd is on a
- * random device, close forgets it (fds.c). Nothing is recorded here (opens in /proc and /sys
- * are, by pseudo.c). fopen, which must return a
- * stream whose reads reach the interposers, is in stdio.c.
+ * random device, close forgets it (fds.c). Nothing is recorded here: opens in /proc and /sys
+ * are pseudo.c's. fopen, which must return a stream whose reads reach the interposers, is in
+ * stdio.c.
  */
 #include "preload.h"
 

@@ -89,9 +89,9 @@ typedef void (*fnptr)(void);
     X(fputws) X(fputws_unlocked) X(vfwprintf) X(__vfwprintf_chk) X(vfwscanf)                   \
     X(__isoc99_vfwscanf) X(fwide)                                                              \
     X(fork) X(execve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(system) X(popen) X(clone)    \
-    X(getppid) X(gettid) X(tgkill) X(sigqueue) X(getrusage) X(times) X(sysinfo) X(getloadavg) \
-    X(sched_getcpu) X(getcpu) X(clock_getres) X(fdopen) X(pread) X(pread64) X(lseek) X(lseek64)  \
-    X(readlink) X(readlinkat)
+    X(getppid) X(gettid) X(tgkill) X(sigqueue) X(getrusage) X(times) X(sysinfo)                \
+    X(getloadavg) X(sched_getcpu) X(getcpu) X(clock_getres) X(fdopen) X(pread) X(pread64)      \
+    X(lseek) X(lseek64) X(readlink) X(readlinkat)
 
 enum real_fn {
 #define X(n) RF_##n,
@@ -129,7 +129,7 @@ static inline fnptr tt_pl_real(enum real_fn id)
     X(getpid) X(gethostname) X(uname) X(write)                                                 \
     X(malloc) X(calloc) X(realloc) X(free) X(posix_memalign) X(aligned_alloc) X(memalign)      \
     X(valloc) X(pvalloc) X(reallocarray)                                                       \
-    X(getppid) X(gettid) X(getrusage) X(times) X(sysinfo) X(getloadavg) X(sched_getcpu)      \
+    X(getppid) X(gettid) X(getrusage) X(times) X(sysinfo) X(getloadavg) X(sched_getcpu)        \
     X(getcpu) X(open) X(openat) X(fopen) X(pread) X(lseek)
 
 /* clock_gettime on a clock other than CLOCK_REALTIME: the clock is part of the site, so a
