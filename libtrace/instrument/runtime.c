@@ -56,6 +56,18 @@ static int g_crash_sig;
 /* the guard is the library's own per-thread flag, which the swapper holds for its whole life */
 #define guard tt_in_tracer
 
+/* The calling thread's kernel tid. The guard is held around the call so that the preload
+ * library's syscall(), which replays SYS_gettid for the program, passes it through: the crash
+ * and exit paths ask without holding the guard. */
+static long os_tid(void)
+{
+    int was = guard;
+    guard = 1;
+    long t = syscall(SYS_gettid);
+    guard = was;
+    return t;
+}
+
 
 /* The session as it stands, never starting the runtime (for the runtime's own use). */
 static inline tt_session *cur(void)
@@ -461,7 +473,7 @@ static void arm_watchdog(int sig)
     memset(&sev, 0, sizeof sev);
     sev.sigev_notify = SIGEV_THREAD_ID;
     sev.sigev_signo = SIGALRM;
-    sev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+    sev.sigev_notify_thread_id = (pid_t)os_tid();
     timer_t tm;
     if (timer_create(CLOCK_MONOTONIC, &sev, &tm) == 0) {
         struct itimerspec its = { .it_value = { 5, 0 } };
@@ -486,7 +498,7 @@ static void crash_handler(int sig, siginfo_t *info, void *uctx)
             old->sa_handler(sig);
         return;
     }
-    long me = syscall(SYS_gettid);
+    long me = os_tid();
     tt_session *s = cur();
     /* One thread finalizes: the first to move g_closing from 0 (exit's close takes it to 1, a
      * crash to 2). Whoever lost looks at what the winner does, whenever it lost. */
@@ -1119,7 +1131,7 @@ static void rt_close(bool flush_stdio)
      * tt_rt_live already, so that is looked at first. This thread waits for that crash to end
      * the process; were it to go on and exit, the process would end with status 0 and the
      * recording half written. */
-    if (atomic_load(&g_closing) == 2 && atomic_load(&g_crash_tid) != syscall(SYS_gettid))
+    if (atomic_load(&g_closing) == 2 && atomic_load(&g_crash_tid) != os_tid())
         wait_forever();
     tt_session *s = cur();
     if (!s)
@@ -1133,7 +1145,7 @@ static void rt_close(bool flush_stdio)
     if (me != g_pid)
         return;
     if (!atomic_compare_exchange_strong(&g_closing, &zero, 1)) {
-        if (zero == 2 && atomic_load(&g_crash_tid) != syscall(SYS_gettid))
+        if (zero == 2 && atomic_load(&g_crash_tid) != os_tid())
             wait_forever(); /* another thread's crash is being finalized; it ends the process */
         return;
     }

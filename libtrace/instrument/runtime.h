@@ -30,10 +30,13 @@ enum tt_rt_channel {
     TT_CH_RANDOM = 2,     /* getrandom, getentropy, reads of /dev/urandom and /dev/random */
     TT_CH_READ = 3,       /* read on pipes, sockets, terminals (arg of the io event = channel) */
     TT_CH_RECV = 4,       /* recv, recvfrom, recvmsg */
-    TT_CH_PID = 5,        /* getpid */
+    TT_CH_PID = 5,        /* getpid, getppid, gettid */
     TT_CH_HOSTNAME = 6,   /* gethostname */
     TT_CH_STDOUT = 7,     /* writes to fd 1, compared with --check-output */
     TT_CH_STDERR = 8,     /* writes to fd 2 */
+    TT_CH_USAGE = 9,      /* getrusage, times, sysinfo, getloadavg */
+    TT_CH_CPU = 10,       /* sched_getcpu, getcpu */
+    TT_CH_PSEUDO = 11,    /* opening, reading and seeking /proc and /sys files (pseudo.c) */
 };
 
 /* The process-wide session, or NULL when the runtime is not active (no TINYTRACE_MODE, off

@@ -39,8 +39,9 @@
  * and replay), clock.c, random.c, fds.c (which fds are inputs), read.c, open.c (opening),
  * fdguard.c (close, close_range, closefrom, dup*, fcntl: the tracer's own descriptors kept out
  * of the program's way), stdio.c (the replaced streams), wchar.c (wide characters), output.c,
- * identity.c (pid, host name), syscall.c (syscall()), alloc.c, life.c (constructor and
- * destructor).
+ * identity.c (pids and tids, host name), syscall.c (syscall()), alloc.c, life.c (constructor
+ * and destructor), process.c (children and execs), usage.c (resource use, the CPU), pseudo.c
+ * (/proc and /sys files).
  */
 #ifndef TT_INSTRUMENT_PRELOAD_H
 #define TT_INSTRUMENT_PRELOAD_H
@@ -91,6 +92,9 @@ typedef void (*fnptr)(void);
     X(fputws) X(fputws_unlocked) X(vfwprintf) X(__vfwprintf_chk) X(vfwscanf)                   \
     X(__isoc99_vfwscanf) X(fwide)                                                              \
     X(fork) X(execve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(system) X(popen) X(clone)    \
+    X(getppid) X(gettid) X(tgkill) X(sigqueue) X(getrusage) X(times) X(sysinfo)                \
+    X(getloadavg) X(sched_getcpu) X(getcpu) X(clock_getres) X(fdopen) X(pread) X(pread64)      \
+    X(lseek) X(lseek64) X(readlink) X(readlinkat)                                              \
     SYNC_FUNCS(X)
 
 /* sync.c, thread.c, sleep.c */
@@ -150,6 +154,8 @@ static inline fnptr tt_pl_real(enum real_fn id)
     X(getpid) X(gethostname) X(uname) X(write)                                                 \
     X(malloc) X(calloc) X(realloc) X(free) X(posix_memalign) X(aligned_alloc) X(memalign)      \
     X(valloc) X(pvalloc) X(reallocarray)                                                       \
+    X(getppid) X(gettid) X(getrusage) X(times) X(sysinfo) X(getloadavg) X(sched_getcpu)        \
+    X(getcpu) X(open) X(openat) X(fopen) X(pread) X(lseek)                                         \
     SYNC_SITES(X)
 
 #define SYNC_SITES(X)                                                                          \
@@ -186,10 +192,26 @@ static inline fnptr tt_pl_real(enum real_fn id)
     Y(thread_start, "thread start")                                                            \
     Y(thread_end, "thread exit")
 
+/* clock_getres, one site per clock as for clock_gettime, the clocks in CLOCK_SITES' order with
+ * CLOCK_REALTIME first (clock.c counts on it) */
+#define CLOCK_RES_SITES(Y)                                                                     \
+    Y(res_realtime, "clock_getres")                                                            \
+    Y(res_monotonic, "clock_getres(CLOCK_MONOTONIC)")                                          \
+    Y(res_process_cputime, "clock_getres(CLOCK_PROCESS_CPUTIME_ID)")                          \
+    Y(res_thread_cputime, "clock_getres(CLOCK_THREAD_CPUTIME_ID)")                            \
+    Y(res_monotonic_raw, "clock_getres(CLOCK_MONOTONIC_RAW)")                                  \
+    Y(res_realtime_coarse, "clock_getres(CLOCK_REALTIME_COARSE)")                              \
+    Y(res_monotonic_coarse, "clock_getres(CLOCK_MONOTONIC_COARSE)")                            \
+    Y(res_boottime, "clock_getres(CLOCK_BOOTTIME)")                                            \
+    Y(res_realtime_alarm, "clock_getres(CLOCK_REALTIME_ALARM)")                                \
+    Y(res_boottime_alarm, "clock_getres(CLOCK_BOOTTIME_ALARM)")                                \
+    Y(res_tai, "clock_getres(CLOCK_TAI)")                                                      \
+    Y(res_other, "clock_getres(another clock)")
+
 enum site {
 #define X(n) S_##n,
 #define Y(n, name) S_##n,
-    SITES(X) CLOCK_SITES(Y)
+    SITES(X) CLOCK_SITES(Y) CLOCK_RES_SITES(Y)
 #undef X
 #undef Y
     S_COUNT_
@@ -282,8 +304,13 @@ static inline int64_t tt_pl_finish(const struct in_head *h, int saved_errno)
 
 bool tt_pl_is_random_path(const char *path);
 
-/* Remembers whether @fd is open on a random device (open, fopen), or no longer is (close). */
+/* Remembers whether @fd is open on a random device (open, fopen), or no longer is (close);
+ * either way it is no longer on a pseudo-file. */
 void tt_pl_fd_mark(int fd, bool random);
+
+/* Remembers that @fd is open on a pseudo-file (pseudo.c); tt_pl_fd_mark forgets it. */
+void tt_pl_fd_mark_pseudo(int fd);
+bool tt_pl_fd_is_pseudo(int fd);
 
 /* The channel of a read from @fd, or 0 when the read is not an input (a regular file, a
  * directory, an anonymous inode such as an eventfd, a bad fd). */
@@ -319,6 +346,23 @@ static inline FILE *tt_pl_redirect(FILE *fp)
         }
     return fp;
 }
+
+/* pseudo.c: an open (site @k: open, openat or fopen's) of @path relative to @dirfd, when it is
+ * pseudo.c's to make (a path in /proc or /sys): then *@fd and errno are its result. False:
+ * the caller opens. Called without the guard. */
+bool tt_pl_pseudo_open(enum site k, int dirfd, const char *path, int flags, mode_t mode,
+                       int *fd);
+
+/* pseudo.c: fopen of @path in @mode, when it is pseudo.c's to make; *@out its result. */
+bool tt_pl_pseudo_fopen(const char *path, const char *mode, FILE **out);
+
+/* stdio.c: a read-only stream on @fd whose reads reach the interposed read; fclose closes @fd.
+ * NULL with errno when none could be made (@fd stays open). Called with the guard held. */
+FILE *tt_pl_fd_stream(int fd);
+
+/* identity.c: the live id of an id a replay handed out (a pid, a ppid, a tid); any other id
+ * as it is. Async-signal-safe. */
+pid_t tt_pl_id_live(pid_t id);
 
 #pragma GCC visibility pop
 

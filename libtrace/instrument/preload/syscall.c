@@ -7,6 +7,7 @@
 #include "preload.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -56,6 +57,16 @@ TT_EXPORT long syscall(long nr, ...)
         return dup3((int)a[0], (int)a[1], (int)a[2]);
     case SYS_fcntl:
         return fcntl((int)a[0], (int)a[1], (void *)a[2]);
+    case SYS_getppid:
+        return getppid();
+    case SYS_gettid:
+        return gettid();
+    case SYS_kill:
+        return kill((pid_t)a[0], (int)a[1]);
+    case SYS_tgkill:
+        return tgkill((pid_t)a[0], (pid_t)a[1], (int)a[2]);
+    case SYS_tkill:
+        return REAL(syscall, syscall_fn)(nr, (long)tt_pl_id_live((pid_t)a[0]), a[1]);
     default:
         return REAL(syscall, syscall_fn)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
     }
