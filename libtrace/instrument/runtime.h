@@ -34,6 +34,9 @@ enum tt_rt_channel {
     TT_CH_HOSTNAME = 6,   /* gethostname */
     TT_CH_STDOUT = 7,     /* writes to fd 1, compared with --check-output */
     TT_CH_STDERR = 8,     /* writes to fd 2 */
+    TT_CH_NET = 9,        /* socket calls' results (in), the addresses given (out): net.c */
+    TT_CH_SEND = 10,      /* bytes sent on a virtual socket (out): net.c */
+    TT_CH_POLL = 11,      /* poll, select, epoll_wait: the request (out), the result (in) */
 };
 
 /* The process-wide session, or NULL when the runtime is not active (no TINYTRACE_MODE, off

@@ -38,7 +38,8 @@
  * The families, one file each: real.c (the real functions), common.c (sites, the input record
  * and replay), clock.c, random.c, fds.c (which fds are inputs), read.c, open.c (opening and
  * closing), stdio.c (the replaced streams), wchar.c (wide characters), output.c, identity.c
- * (pid, host name), syscall.c (syscall()), alloc.c, life.c (constructor and destructor).
+ * (pid, host name), syscall.c (syscall()), alloc.c, life.c (constructor and destructor),
+ * net.c (sockets: virtual in replay), poll.c (readiness).
  */
 #ifndef TT_INSTRUMENT_PRELOAD_H
 #define TT_INSTRUMENT_PRELOAD_H
@@ -87,7 +88,10 @@ typedef void (*fnptr)(void);
     X(fputwc) X(putwc) X(putwchar) X(fputwc_unlocked) X(putwc_unlocked) X(putwchar_unlocked)   \
     X(fputws) X(fputws_unlocked) X(vfwprintf) X(__vfwprintf_chk) X(vfwscanf)                   \
     X(__isoc99_vfwscanf) X(fwide)                                                              \
-    X(fork) X(execve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(system) X(popen) X(clone)
+    X(fork) X(execve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(system) X(popen) X(clone)   \
+    X(socket) X(connect) X(bind) X(listen) X(shutdown) X(setsockopt) X(getsockopt)             \
+    X(getsockname) X(getpeername) X(accept) X(accept4) X(send) X(sendto) X(sendmsg)            \
+    X(poll) X(ppoll) X(select) X(pselect) X(epoll_wait) X(epoll_pwait) X(epoll_pwait2)
 
 enum real_fn {
 #define X(n) RF_##n,
@@ -124,7 +128,10 @@ static inline fnptr tt_pl_real(enum real_fn id)
     X(read) X(readv) X(recv) X(recvfrom) X(recvmsg)                                            \
     X(getpid) X(gethostname) X(uname) X(write)                                                 \
     X(malloc) X(calloc) X(realloc) X(free) X(posix_memalign) X(aligned_alloc) X(memalign)      \
-    X(valloc) X(pvalloc) X(reallocarray)
+    X(valloc) X(pvalloc) X(reallocarray)                                                       \
+    X(socket) X(connect) X(bind) X(listen) X(shutdown) X(setsockopt) X(getsockopt)             \
+    X(getsockname) X(getpeername) X(accept) X(accept4) X(send) X(sendto) X(sendmsg) X(writev)  \
+    X(poll) X(ppoll) X(select) X(pselect) X(epoll_wait) X(epoll_pwait) X(epoll_pwait2)
 
 /* clock_gettime on a clock other than CLOCK_REALTIME: the clock is part of the site, so a
  * replay that reads another clock than the recording did diverges (dynamic CPU-time clocks,
@@ -275,6 +282,19 @@ static inline FILE *tt_pl_redirect(FILE *fp)
         }
     return fp;
 }
+
+/* ---------------------------------------------------------------- network peers (net.c) */
+
+/* net.c: whether @fd may be a virtual socket (no system call: a hint for output.c's write). */
+bool tt_pl_net_maybe(int fd);
+
+/* net.c: write and writev on a virtual socket, recorded and replayed as sends (an fd that is no
+ * longer one is written for real). */
+ssize_t tt_pl_net_write(int fd, const void *buf, size_t n);
+ssize_t tt_pl_net_writev(int fd, const struct iovec *iov, int cnt);
+
+/* net.c: @to is now a duplicate of @from (for dup, dup2, dup3, fcntl(F_DUPFD)). */
+void tt_pl_net_dup(int from, int to);
 
 #pragma GCC visibility pop
 
