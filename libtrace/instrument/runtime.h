@@ -37,6 +37,7 @@ enum tt_rt_channel {
     TT_CH_NET = 9,        /* socket calls' results (in), the addresses given (out): net.c */
     TT_CH_SEND = 10,      /* bytes sent on a virtual socket (out): net.c */
     TT_CH_POLL = 11,      /* poll, select, epoll_wait: the request (out), the result (in) */
+    TT_CH_RESOLVE = 12,   /* getaddrinfo & co.: the query (out), the answer (in): resolve.c */
 };
 
 /* The process-wide session, or NULL when the runtime is not active (no TINYTRACE_MODE, off

@@ -4,9 +4,10 @@ server without its clients, each 10 of 10 times byte-identically, and a live run
 
 Usage: test-net.py CASE TINYTRACE PRELOAD BUILDDIR [--live]
 
-CASE is one of curl, urllib, epoll, server. BUILDDIR holds the test programs (epoll-client,
-tcp-server). With --live the programs run without tinytrace only, against the same peers (the
-sanitizer builds, where the preload library cannot be put in front of an instrumented program).
+CASE is one of curl, urllib, epoll, server, resolve. BUILDDIR holds the test programs (epoll-
+client, tcp-server, resolve-probe). With --live the programs run without tinytrace only, against
+the same peers (the sanitizer builds, where the preload library cannot be put in front of an
+instrumented program).
 """
 import os
 import re
@@ -286,7 +287,25 @@ def case_server():
             check(open(log).read() == rec_log, "server: the replay wrote the recorded log")
 
 
-CASES = {"curl": case_curl, "urllib": case_urllib, "epoll": case_epoll, "server": case_server}
+# ---------------------------------------------------------------- name resolution
+
+def case_resolve():
+    with Case() as c:
+        r = c.tt("record", "-o", "resolve.tt", "--", prog("resolve-probe"))
+        check(r.returncode == 0 and "getaddrinfo: family 2" in r.stdout
+              and "gethostbyname: name localhost" in r.stdout,
+              "resolve: record getaddrinfo, gethostbyname*, getnameinfo", r.stdout + r.stderr)
+        if LIVE_ONLY:
+            return
+        replays_ten_times(c, "resolve.tt", r.stdout, "resolve")
+        r = c.tt("replay", "resolve.tt", "--", prog("resolve-probe"), "127.0.0.1")
+        check(r.returncode == 1 and "getaddrinfo" in r.stderr,
+              "resolve: a replay that asks another name diverges at getaddrinfo",
+              r.stdout + r.stderr)
+
+
+CASES = {"curl": case_curl, "urllib": case_urllib, "epoll": case_epoll, "server": case_server,
+         "resolve": case_resolve}
 
 if LIVE_ONLY:
     # the programs alone, without tinytrace: what the sanitizer build checks

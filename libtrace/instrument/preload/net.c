@@ -11,7 +11,7 @@
  * event with its result, then the bytes the kernel took as io OUT events on TT_CH_SEND, in
  * pieces of at most PIECE bytes: replay compares them with what the program sends now. The
  * bytes received come through read.c (a virtual socket is a socket to fstat), readiness
- * through poll.c.
+ * through poll.c, names through resolve.c.
  *
  * In replay a virtual socket is a *stand-in*: an unbound, unconnected AF_UNIX socket of the
  * same kind (stream, datagram, seqpacket) and the same SOCK_NONBLOCK and SOCK_CLOEXEC flags,

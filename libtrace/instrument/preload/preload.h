@@ -39,7 +39,7 @@
  * and replay), clock.c, random.c, fds.c (which fds are inputs), read.c, open.c (opening and
  * closing), stdio.c (the replaced streams), wchar.c (wide characters), output.c, identity.c
  * (pid, host name), syscall.c (syscall()), alloc.c, life.c (constructor and destructor),
- * net.c (sockets: virtual in replay), poll.c (readiness).
+ * net.c (sockets: virtual in replay), poll.c (readiness), resolve.c (name resolution).
  */
 #ifndef TT_INSTRUMENT_PRELOAD_H
 #define TT_INSTRUMENT_PRELOAD_H
@@ -91,7 +91,9 @@ typedef void (*fnptr)(void);
     X(fork) X(execve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(system) X(popen) X(clone)   \
     X(socket) X(connect) X(bind) X(listen) X(shutdown) X(setsockopt) X(getsockopt)             \
     X(getsockname) X(getpeername) X(accept) X(accept4) X(send) X(sendto) X(sendmsg)            \
-    X(poll) X(ppoll) X(select) X(pselect) X(epoll_wait) X(epoll_pwait) X(epoll_pwait2)
+    X(poll) X(ppoll) X(select) X(pselect) X(epoll_wait) X(epoll_pwait) X(epoll_pwait2)         \
+    X(getaddrinfo) X(getnameinfo) X(gethostbyname) X(gethostbyname2) X(gethostbyaddr)          \
+    X(gethostbyname_r) X(gethostbyname2_r) X(gethostbyaddr_r)
 
 enum real_fn {
 #define X(n) RF_##n,
@@ -131,7 +133,9 @@ static inline fnptr tt_pl_real(enum real_fn id)
     X(valloc) X(pvalloc) X(reallocarray)                                                       \
     X(socket) X(connect) X(bind) X(listen) X(shutdown) X(setsockopt) X(getsockopt)             \
     X(getsockname) X(getpeername) X(accept) X(accept4) X(send) X(sendto) X(sendmsg) X(writev)  \
-    X(poll) X(ppoll) X(select) X(pselect) X(epoll_wait) X(epoll_pwait) X(epoll_pwait2)
+    X(poll) X(ppoll) X(select) X(pselect) X(epoll_wait) X(epoll_pwait) X(epoll_pwait2)         \
+    X(getaddrinfo) X(getnameinfo) X(gethostbyname) X(gethostbyname2) X(gethostbyaddr)          \
+    X(gethostbyname_r) X(gethostbyname2_r) X(gethostbyaddr_r)
 
 /* clock_gettime on a clock other than CLOCK_REALTIME: the clock is part of the site, so a
  * replay that reads another clock than the recording did diverges (dynamic CPU-time clocks,
