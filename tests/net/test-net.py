@@ -4,10 +4,10 @@ server without its clients, each 10 of 10 times byte-identically, and a live run
 
 Usage: test-net.py CASE TINYTRACE PRELOAD BUILDDIR [--live]
 
-CASE is one of curl, urllib, epoll, server, resolve. BUILDDIR holds the test programs (epoll-
-client, tcp-server, resolve-probe). With --live the programs run without tinytrace only, against
-the same peers (the sanitizer builds, where the preload library cannot be put in front of an
-instrumented program).
+CASE is one of curl, urllib, epoll, server, resolve, anon. BUILDDIR holds the test programs
+(epoll-client, tcp-server, resolve-probe, anon-probe). With --live the programs run without
+tinytrace only, against the same peers (the sanitizer builds, where the preload library cannot
+be put in front of an instrumented program).
 """
 import os
 import re
@@ -287,7 +287,7 @@ def case_server():
             check(open(log).read() == rec_log, "server: the replay wrote the recorded log")
 
 
-# ---------------------------------------------------------------- name resolution
+# ---------------------------------------------------------------- resolution, anonymous fds
 
 def case_resolve():
     with Case() as c:
@@ -304,8 +304,20 @@ def case_resolve():
               r.stdout + r.stderr)
 
 
+def case_anon():
+    with Case() as c:
+        r = c.tt("record", "-o", "anon.tt", "--", prog("anon-probe"))
+        check(r.returncode == 0 and "eventfd: 7" in r.stdout and "signal 10" in r.stdout,
+              "anon: record timerfd, eventfd and signalfd reads", r.stdout + r.stderr)
+        if LIVE_ONLY:
+            return
+        live = c.run([prog("anon-probe")]).stdout
+        check(live != r.stdout, "anon: a live run differs", live)
+        replays_ten_times(c, "anon.tt", r.stdout, "anon")
+
+
 CASES = {"curl": case_curl, "urllib": case_urllib, "epoll": case_epoll, "server": case_server,
-         "resolve": case_resolve}
+         "resolve": case_resolve, "anon": case_anon}
 
 if LIVE_ONLY:
     # the programs alone, without tinytrace: what the sanitizer build checks

@@ -1,8 +1,8 @@
 /* Readiness: poll, ppoll, select, pselect, epoll_wait, epoll_pwait and epoll_pwait2 are
- * inputs.
+ * inputs, and so are the reads of eventfd, timerfd, signalfd and inotify descriptors.
  *
  * Every such call is recorded, whatever its fds are: in replay the reads of sockets, pipes,
- * terminals come from the recording and never drain anything real,
+ * terminals and the descriptors below come from the recording and never drain anything real,
  * so readiness has to come from it too, and a virtual socket (net.c) has no real readiness at
  * all. So the recorded result is returned for the whole call, without the real call: a real fd
  * in the set is not polled, and a replay never waits in poll. The request — each pollfd's fd
@@ -14,6 +14,10 @@
  * which holds fds or, with ASLR off in both runs, the same pointers). The timeout and the
  * signal mask of ppoll, pselect and epoll_pwait are not applied in replay: no signal is
  * delivered there.
+ *
+ * eventfd, timerfd_create, signalfd, inotify_init and inotify_init1 stay real; the fds they
+ * return are remembered, and fds.c makes their reads inputs (TT_CH_READ). They are anonymous
+ * inodes, which share one inode number, so the mark is checked against the fd's kind only.
  */
 #include "preload.h"
 
@@ -22,7 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/select.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
 
 typedef int (*poll_fn)(struct pollfd *, nfds_t, int);
 typedef int (*ppoll_fn)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
@@ -33,6 +41,11 @@ typedef int (*epoll_wait_fn)(int, struct epoll_event *, int, int);
 typedef int (*epoll_pwait_fn)(int, struct epoll_event *, int, int, const sigset_t *);
 typedef int (*epoll_pwait2_fn)(int, struct epoll_event *, int, const struct timespec *,
                                const sigset_t *);
+typedef int (*eventfd_fn)(unsigned, int);
+typedef int (*timerfd_create_fn)(int, int);
+typedef int (*signalfd_fn)(int, const sigset_t *, int);
+typedef int (*inotify_init_fn)(void);
+typedef int (*inotify_init1_fn)(int);
 
 /* glibc's fortified entry points. */
 int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen);
@@ -41,6 +54,56 @@ int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *ts,
 
 /* Larger requests than this pass through unrecorded (the events must stay under 1 MiB). */
 #define POLL_MAX 65536
+
+/* ---------------------------------------------------------------- anonymous-inode inputs */
+
+#define ANON_MAX 65536
+/* relaxed: as net.c's table, ordered by the program's own use of the fd */
+static _Atomic uint64_t anon_bits[ANON_MAX / 64];
+
+static int anon_mark(int fd)
+{
+    if (fd >= 0 && fd < ANON_MAX)
+        atomic_fetch_or_explicit(&anon_bits[fd / 64], 1ull << (fd % 64), memory_order_relaxed);
+    return fd;
+}
+
+bool tt_pl_anon_input(int fd)
+{
+    return fd >= 0 && fd < ANON_MAX &&
+           (atomic_load_explicit(&anon_bits[fd / 64], memory_order_relaxed) >> (fd % 64) & 1);
+}
+
+TT_EXPORT int eventfd(unsigned count, int flags)
+{
+    return anon_mark(REAL(eventfd, eventfd_fn)(count, flags));
+}
+
+/* glibc's eventfd_read reads through its internal read */
+TT_EXPORT int eventfd_read(int fd, eventfd_t *value)
+{
+    return tt_pl_read_fd(fd, value, sizeof *value) == sizeof *value ? 0 : -1;
+}
+
+TT_EXPORT int timerfd_create(int clock, int flags)
+{
+    return anon_mark(REAL(timerfd_create, timerfd_create_fn)(clock, flags));
+}
+
+TT_EXPORT int signalfd(int fd, const sigset_t *mask, int flags)
+{
+    return anon_mark(REAL(signalfd, signalfd_fn)(fd, mask, flags));
+}
+
+TT_EXPORT int inotify_init(void)
+{
+    return anon_mark(REAL(inotify_init, inotify_init_fn)());
+}
+
+TT_EXPORT int inotify_init1(int flags)
+{
+    return anon_mark(REAL(inotify_init1, inotify_init1_fn)(flags));
+}
 
 /* ---------------------------------------------------------------- the common part */
 

@@ -93,7 +93,8 @@ typedef void (*fnptr)(void);
     X(getsockname) X(getpeername) X(accept) X(accept4) X(send) X(sendto) X(sendmsg)            \
     X(poll) X(ppoll) X(select) X(pselect) X(epoll_wait) X(epoll_pwait) X(epoll_pwait2)         \
     X(getaddrinfo) X(getnameinfo) X(gethostbyname) X(gethostbyname2) X(gethostbyaddr)          \
-    X(gethostbyname_r) X(gethostbyname2_r) X(gethostbyaddr_r)
+    X(gethostbyname_r) X(gethostbyname2_r) X(gethostbyaddr_r)                                  \
+    X(eventfd) X(timerfd_create) X(signalfd) X(inotify_init) X(inotify_init1)
 
 enum real_fn {
 #define X(n) RF_##n,
@@ -287,7 +288,7 @@ static inline FILE *tt_pl_redirect(FILE *fp)
     return fp;
 }
 
-/* ---------------------------------------------------------------- network peers (net.c) */
+/* ---------------------------------------------------------------- network peers (net.c, poll.c) */
 
 /* net.c: whether @fd may be a virtual socket (no system call: a hint for output.c's write). */
 bool tt_pl_net_maybe(int fd);
@@ -299,6 +300,10 @@ ssize_t tt_pl_net_writev(int fd, const struct iovec *iov, int cnt);
 
 /* net.c: @to is now a duplicate of @from (for dup, dup2, dup3, fcntl(F_DUPFD)). */
 void tt_pl_net_dup(int from, int to);
+
+/* poll.c: whether the anonymous-inode fd @fd came from eventfd, timerfd_create, signalfd or
+ * inotify_init: then its reads are inputs. */
+bool tt_pl_anon_input(int fd);
 
 #pragma GCC visibility pop
 
