@@ -136,15 +136,17 @@ static bool request(tt_session *s, enum site k, void *req, size_t len)
     return tt_pl_recording(s);
 }
 
-/* A readiness call: @real makes it (outside the guard: it blocks); the result is recorded or
- * replayed into @data (@len bytes, recorded whole whatever the call returned). Returns false
- * when the replay failed and the runtime let the program go on: then the caller makes the
- * real call. @s is updated (NULL: the session ended while the call blocked). */
+/* A readiness call: @real makes it (outside the guard: it blocks); its result is recorded
+ * from, or replayed into, @data (at most @len bytes). Returns false when the replay failed and
+ * the runtime let the program go on: then the caller makes the real call. *@sp is updated
+ * (NULL: the session ended while the call blocked). */
 struct ready_call {
     int (*real)(void *ctx);
     void *ctx;
-    void (*fill)(void *ctx, int r, void *data); /* record: the result into @data */
-    void (*give)(void *ctx, int r, const void *data); /* replay: @data into the caller's */
+    /* record: puts the result of the call that returned @r into @data; returns its length */
+    size_t (*fill)(void *ctx, int r, void *data);
+    /* replay: hands the @n recorded bytes at @data to the caller (NULL: they are in place) */
+    void (*give)(void *ctx, int r, const void *data, size_t n);
 };
 
 static bool ready(tt_session **sp, enum site k, const struct ready_call *c, void *data,
@@ -163,9 +165,7 @@ static bool ready(tt_session **sp, enum site k, const struct ready_call *c, void
             return true;
         h.ret = r;
         h.err = r < 0 ? e : 0;
-        if (len)
-            c->fill(c->ctx, r, data);
-        h.len = len;
+        h.len = len ? c->fill(c->ctx, r, data) : 0;
         int rc = tt_pl_in_record(s, TT_CH_POLL, k, &h, false, NULL, &v, len ? 1 : 0);
         if (rc != TT_OK)
             tt_rt_failed(rc, tt_pl_site_names[k]);
@@ -176,8 +176,8 @@ static bool ready(tt_session **sp, enum site k, const struct ready_call *c, void
         tt_rt_failed(rc, tt_pl_site_names[k]);
         return false;
     }
-    if (h.len == len && len)
-        c->give(c->ctx, (int)h.ret, data);
+    if (h.len && c->give)
+        c->give(c->ctx, (int)h.ret, data, (size_t)h.len);
     *ret = (int)h.ret;
     *err = h.err;
     return true;
@@ -211,19 +211,20 @@ static int poll_real(void *p)
     return REAL(poll, poll_fn)(c->fds, c->nfds, c->timeout);
 }
 
-static void poll_fill(void *p, int r, void *data)
+static size_t poll_fill(void *p, int r, void *data)
 {
     struct poll_ctx *c = p;
     short *rev = data;
     for (nfds_t i = 0; i < c->nfds; i++)
         rev[i] = c->fds[i].revents;
+    return c->nfds * sizeof *rev;
 }
 
-static void poll_give(void *p, int r, const void *data)
+static void poll_give(void *p, int r, const void *data, size_t n)
 {
     struct poll_ctx *c = p;
     const short *rev = data;
-    for (nfds_t i = 0; i < c->nfds; i++)
+    for (nfds_t i = 0; i < c->nfds && i < n / sizeof *rev; i++)
         c->fds[i].revents = rev[i];
 }
 
@@ -310,7 +311,7 @@ static int select_real(void *p)
 }
 
 /* The data: each set the caller gave, then select's timeout. */
-static void select_fill(void *p, int r, void *data)
+static size_t select_fill(void *p, int r, void *data)
 {
     struct select_ctx *c = p;
     char *o = data;
@@ -319,11 +320,15 @@ static void select_fill(void *p, int r, void *data)
             memcpy(o, c->set[i], c->bytes);
             o += c->bytes;
         }
-    if (!c->pselect && c->tv)
+    if (!c->pselect && c->tv) {
         memcpy(o, c->tv, sizeof *c->tv);
+        o += sizeof *c->tv;
+    }
+    return (size_t)(o - (char *)data);
 }
 
-static void select_give(void *p, int r, const void *data)
+/* (the request, compared first, gave the same sets: @n is what select_fill returned) */
+static void select_give(void *p, int r, const void *data, size_t n)
 {
     struct select_ctx *c = p;
     const char *o = data;
@@ -409,7 +414,12 @@ static int epoll_real(void *p)
     return REAL(epoll_wait, epoll_wait_fn)(c->epfd, c->events, c->maxevents, c->timeout);
 }
 
-/* epoll's data is the ready events only, recorded straight from (and into) the caller's array */
+/* epoll's data is the ready events only, straight from (and into) the caller's array */
+static size_t epoll_fill(void *p, int r, void *data)
+{
+    return r > 0 ? (size_t)r * sizeof(struct epoll_event) : 0;
+}
+
 static int epoll_common(struct epoll_ctx *c)
 {
     tt_session *s = tt_pl_enter();
@@ -420,31 +430,14 @@ static int epoll_common(struct epoll_ctx *c)
         return epoll_real(c);
     }
     int e0 = errno;
-    struct in_head h = { 0 };
-    struct iovec v = { c->events, (size_t)c->maxevents * sizeof *c->events };
-    if (tt_pl_recording(s)) {
+    struct ready_call rc = { epoll_real, c, epoll_fill, NULL };
+    int ret = -1, err = 0;
+    if (!ready(&s, c->k, &rc, c->events, (size_t)c->maxevents * sizeof *c->events, &ret,
+               &err)) {
         tt_rt_guard_leave();
-        int r = epoll_real(c);
-        int e = errno;
-        if (!(s = tt_pl_enter())) {
-            errno = e;
-            return r;
-        }
-        h.ret = r;
-        h.err = r < 0 ? e : 0;
-        h.len = r > 0 ? (uint64_t)r * sizeof *c->events : 0;
-        int rc = tt_pl_in_record(s, TT_CH_POLL, c->k, &h, false, NULL, &v, 1);
-        if (rc != TT_OK)
-            tt_rt_failed(rc, tt_pl_site_names[c->k]);
-    } else {
-        int rc = tt_pl_in_replay(s, TT_CH_POLL, c->k, &h, false, NULL, &v, 1);
-        if (rc != TT_OK) {
-            tt_rt_failed(rc, tt_pl_site_names[c->k]);
-            tt_rt_guard_leave();
-            return epoll_real(c);
-        }
+        return epoll_real(c);
     }
-    return (int)tt_pl_finish(&h, e0);
+    return ready_end(s, ret, err, e0);
 }
 
 TT_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
