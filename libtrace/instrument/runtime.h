@@ -37,6 +37,11 @@ enum tt_rt_channel {
     TT_CH_USAGE = 9,      /* getrusage, times, sysinfo, getloadavg */
     TT_CH_CPU = 10,       /* sched_getcpu, getcpu */
     TT_CH_PSEUDO = 11,    /* opening, reading and seeking /proc and /sys files (pseudo.c) */
+    TT_CH_NET = 12,       /* socket calls' results (in), the addresses given (out): net.c */
+    TT_CH_SEND = 13,      /* bytes sent on a virtual socket (out): net.c */
+    TT_CH_POLL = 14,      /* poll, select, epoll_wait: the request (out), the result (in) */
+    TT_CH_RESOLVE = 15,   /* getaddrinfo & co.: the query (out), the answer (in): resolve.c */
+    TT_CH_DIR = 16,       /* readdir: the entries of a directory listing (dir.c) */
 };
 
 /* The process-wide session, or NULL when the runtime is not active (no TINYTRACE_MODE, off

@@ -70,5 +70,7 @@ uint32_t tt_pl_fd_channel(int fd, bool recv_call)
         return recv_call ? TT_CH_RECV : TT_CH_READ;
     if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))
         return recv_call ? 0 : TT_CH_READ;
+    if (!(st.st_mode & S_IFMT) && !recv_call && tt_pl_anon_input(fd))
+        return TT_CH_READ; /* an eventfd, timerfd, signalfd or inotify fd (poll.c) */
     return 0;
 }

@@ -41,7 +41,9 @@
  * of the program's way), stdio.c (the replaced streams), wchar.c (wide characters), output.c,
  * identity.c (pids and tids, host name), syscall.c (syscall()), alloc.c, life.c (constructor
  * and destructor), process.c (children and execs), usage.c (resource use, the CPU), pseudo.c
- * (/proc and /sys files).
+ * (/proc and /sys files), net.c (sockets: virtual in replay), poll.c (readiness), resolve.c
+ * (name resolution), dir.c (directory listings), sync.c, thread.c and sleep.c (the order of
+ * synchronization, threads, sleeps: sync.h).
  */
 #ifndef TT_INSTRUMENT_PRELOAD_H
 #define TT_INSTRUMENT_PRELOAD_H
@@ -95,6 +97,13 @@ typedef void (*fnptr)(void);
     X(getppid) X(gettid) X(tgkill) X(sigqueue) X(getrusage) X(times) X(sysinfo)                \
     X(getloadavg) X(sched_getcpu) X(getcpu) X(clock_getres) X(fdopen) X(pread) X(pread64)      \
     X(lseek) X(lseek64) X(readlink) X(readlinkat)                                              \
+    X(socket) X(connect) X(bind) X(listen) X(shutdown) X(setsockopt) X(getsockopt)             \
+    X(getsockname) X(getpeername) X(accept) X(accept4) X(send) X(sendto) X(sendmsg)            \
+    X(poll) X(ppoll) X(select) X(pselect) X(epoll_wait) X(epoll_pwait) X(epoll_pwait2)         \
+    X(getaddrinfo) X(getnameinfo) X(gethostbyname) X(gethostbyname2) X(gethostbyaddr)          \
+    X(gethostbyname_r) X(gethostbyname2_r) X(gethostbyaddr_r)                                  \
+    X(eventfd) X(timerfd_create) X(signalfd) X(inotify_init) X(inotify_init1)                  \
+    X(readdir) X(readdir64) X(closedir)                                                        \
     SYNC_FUNCS(X)
 
 /* sync.c, thread.c, sleep.c */
@@ -155,7 +164,12 @@ static inline fnptr tt_pl_real(enum real_fn id)
     X(malloc) X(calloc) X(realloc) X(free) X(posix_memalign) X(aligned_alloc) X(memalign)      \
     X(valloc) X(pvalloc) X(reallocarray)                                                       \
     X(getppid) X(gettid) X(getrusage) X(times) X(sysinfo) X(getloadavg) X(sched_getcpu)        \
-    X(getcpu) X(open) X(openat) X(fopen) X(pread) X(lseek)                                         \
+    X(getcpu) X(open) X(openat) X(fopen) X(pread) X(lseek)                                     \
+    X(socket) X(connect) X(bind) X(listen) X(shutdown) X(setsockopt) X(getsockopt)             \
+    X(getsockname) X(getpeername) X(accept) X(accept4) X(send) X(sendto) X(sendmsg) X(writev)  \
+    X(poll) X(ppoll) X(select) X(pselect) X(epoll_wait) X(epoll_pwait) X(epoll_pwait2)         \
+    X(getaddrinfo) X(getnameinfo) X(gethostbyname) X(gethostbyname2) X(gethostbyaddr)          \
+    X(gethostbyname_r) X(gethostbyname2_r) X(gethostbyaddr_r) X(readdir)                       \
     SYNC_SITES(X)
 
 #define SYNC_SITES(X)                                                                          \
@@ -363,6 +377,23 @@ FILE *tt_pl_fd_stream(int fd);
 /* identity.c: the live id of an id a replay handed out (a pid, a ppid, a tid); any other id
  * as it is. Async-signal-safe. */
 pid_t tt_pl_id_live(pid_t id);
+
+/* ---------------------------------------------------------------- network peers (net.c, poll.c) */
+
+/* net.c: whether @fd may be a virtual socket (no system call: a hint for output.c's write). */
+bool tt_pl_net_maybe(int fd);
+
+/* net.c: write and writev on a virtual socket, recorded and replayed as sends (an fd that is no
+ * longer one is written for real). */
+ssize_t tt_pl_net_write(int fd, const void *buf, size_t n);
+ssize_t tt_pl_net_writev(int fd, const struct iovec *iov, int cnt);
+
+/* net.c: @to is now a duplicate of @from (for dup, dup2, dup3, fcntl(F_DUPFD)). */
+void tt_pl_net_dup(int from, int to);
+
+/* poll.c: whether the anonymous-inode fd @fd came from eventfd, timerfd_create, signalfd or
+ * inotify_init: then its reads are inputs. */
+bool tt_pl_anon_input(int fd);
 
 #pragma GCC visibility pop
 
