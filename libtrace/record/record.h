@@ -197,8 +197,10 @@ void tt_writer_steal_ack_(tt_session *s, struct tt_rec_thread *t) TT_HIDDEN;
 /* ---- sync.c: synchronization operations and schedule chaos ---- */
 int tt_rec_sync_begin(tt_session *s, struct tt_thread *t, tt_sync *op, struct tt_sync_obj *e);
 int tt_rec_sync_end(tt_session *s, struct tt_thread *t, tt_sync *op, int result, int took);
-/* The chaos state of TT_PARAM_CHAOS (nothing when it is off), its META object interned. */
+/* The chaos state of TT_PARAM_CHAOS (nothing when it is off). */
 int tt_chaos_open(tt_session *s);
+/* Its META object "chaos=...", at close (the session interns nothing before it is open). */
+void tt_chaos_note(tt_session *s);
 void tt_chaos_free(tt_session *s);
 void tt_chaos_thread_end(tt_session *s, struct tt_rec_thread *t);
 

@@ -72,6 +72,15 @@ int tt_chaos_open(tt_session *s)
         c->change[i] = (UINT64_C(1) << b) + ((r >> 8) & ((UINT64_C(1) << b) - 1));
     }
     atomic_store_explicit(&c->next_low, -1, memory_order_relaxed);
+    s->w->chaos = c;
+    return TT_OK;
+}
+
+void tt_chaos_note(tt_session *s)
+{
+    struct tt_chaos *c = s->w ? s->w->chaos : NULL;
+    if (!c)
+        return;
     char meta[512];
     int n = snprintf(meta, sizeof meta, "chaos=seed=%" PRIu64 " depth=%u delay_us=%u changes=",
                      c->seed, c->depth, c->delay_us);
@@ -80,8 +89,6 @@ int tt_chaos_open(tt_session *s)
                       c->change[i]);
     uint32_t id;
     tt_intern(s, TT_OBJ_META, meta, &id);
-    s->w->chaos = c;
-    return TT_OK;
 }
 
 void tt_chaos_free(tt_session *s)

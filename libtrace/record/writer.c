@@ -625,6 +625,7 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
     struct tt_writer *w = s->w;
     int rc = TT_OK, lrc;
 
+    tt_chaos_note(s);
     /* the closing thread's last event */
     struct tt_rec_thread *self = tt_rec_of(tt_thread_lookup_slow(s, &lrc));
     if (self && !self->base.ended) {
