@@ -8,10 +8,12 @@
 #include "progress.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -144,6 +146,134 @@ int tool_finish_stdout(int rc)
         return TOOL_EXIT_SYSTEM;
     }
     return rc;
+}
+
+/* ---- output files ---- */
+
+/* What a file that is not a regular one is, for a message. */
+static const char *file_kind(mode_t mode)
+{
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a regular file";
+}
+
+int tool_output_check(const char *prog, const char *path, const char *const *inputs, int force)
+{
+    struct stat out, in;
+    size_t n = strlen(path);
+
+    if (n == 0)
+        return tool_usage_error(prog, "an output file needs a name");
+    if (path[n - 1] == '/')
+        return tool_usage_error(prog, "cannot write to '%s': it names a directory, not a file",
+                                path);
+    if (lstat(path, &out) != 0) {
+        if (errno == ENOENT)
+            return TOOL_EXIT_OK; /* to be created */
+        return tool_usage_error(prog, "cannot write to '%s': %s", path, strerror(errno));
+    }
+    if (!S_ISREG(out.st_mode) && !S_ISLNK(out.st_mode))
+        return tool_usage_error(prog, "cannot write to '%s': it is %s, not a regular file",
+                                path, file_kind(out.st_mode));
+    for (size_t i = 0; inputs != NULL && inputs[i] != NULL; i++)
+        if (stat(inputs[i], &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+            return tool_usage_error(prog, "cannot write to '%s': it is the input '%s' (the same "
+                                    "file)", path, inputs[i]);
+    if (!force && S_ISLNK(out.st_mode))
+        return tool_usage_error(prog, "'%s' exists (a symbolic link): give --force to replace "
+                                "the link (never the file it points to)", path);
+    if (!force)
+        return tool_usage_error(prog, "'%s' exists: give --force to replace it", path);
+    return TOOL_EXIT_OK;
+}
+
+int tool_output_open(tool_output *o, const char *path, mode_t mode)
+{
+    size_t n = strlen(path) + 32;
+
+    o->path = path;
+    o->fd = -1;
+    o->tmp = malloc(n);
+    if (o->tmp == NULL) {
+        tool_error("%s: out of memory", path);
+        return TOOL_EXIT_SYSTEM;
+    }
+    snprintf(o->tmp, n, "%s.%ld.tmp", path, (long)getpid());
+    /* O_EXCL: a file, a symbolic link or anything else already there is refused, not reused */
+    o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (o->fd < 0) {
+        tool_error("%s: cannot create: %s", o->tmp, strerror(errno));
+        free(o->tmp);
+        o->tmp = NULL;
+        return TOOL_EXIT_SYSTEM;
+    }
+    return TOOL_EXIT_OK;
+}
+
+/* Renames o->tmp to o->path unless something is at o->path. 0, or the errno (EEXIST: there
+ * is). */
+static int rename_noreplace(const tool_output *o)
+{
+    if (renameat2(AT_FDCWD, o->tmp, AT_FDCWD, o->path, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+        return errno;
+    /* a file system without RENAME_NOREPLACE: a hard link fails on an existing name too */
+    if (link(o->tmp, o->path) == 0) {
+        unlink(o->tmp);
+        return 0;
+    }
+    if (errno != EPERM && errno != ENOTSUP && errno != EOPNOTSUPP)
+        return errno;
+    /* nor hard links (FAT, some FUSE ones): o->path was checked just before */
+    return rename(o->tmp, o->path) == 0 ? 0 : errno;
+}
+
+int tool_output_commit(const char *prog, tool_output *o, const char *const *inputs, int force)
+{
+    int rc, e;
+
+    if (o->fd >= 0 && close(o->fd) != 0) {
+        e = errno;
+        o->fd = -1;
+        tool_error("%s: write error: %s", o->tmp, strerror(e));
+        tool_output_discard(o);
+        return TOOL_EXIT_SYSTEM;
+    }
+    o->fd = -1;
+    /* what is at o->path may have changed while the output was written */
+    if ((rc = tool_output_check(prog, o->path, inputs, force)) != TOOL_EXIT_OK) {
+        tool_output_discard(o);
+        return rc;
+    }
+    e = force ? (rename(o->tmp, o->path) == 0 ? 0 : errno) : rename_noreplace(o);
+    if (e == EEXIST) {
+        tool_output_discard(o);
+        return tool_usage_error(prog, "'%s' exists: give --force to replace it", o->path);
+    }
+    if (e != 0) {
+        tool_error("%s: cannot rename to %s: %s", o->tmp, o->path, strerror(e));
+        tool_output_discard(o);
+        return TOOL_EXIT_SYSTEM;
+    }
+    free(o->tmp);
+    o->tmp = NULL;
+    return TOOL_EXIT_OK;
+}
+
+void tool_output_discard(tool_output *o)
+{
+    if (o->fd >= 0)
+        close(o->fd);
+    o->fd = -1;
+    if (o->tmp != NULL)
+        unlink(o->tmp);
+    free(o->tmp);
+    o->tmp = NULL;
 }
 
 /* ---- option values ---- */

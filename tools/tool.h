@@ -106,6 +106,66 @@ void tool_error_info_init(tt_error_info *err);
 /* Flushes stdout; on a write error reports it and returns TOOL_EXIT_SYSTEM, else @rc. */
 int tool_finish_stdout(int rc);
 
+/* ---- output files ----
+ * A verb that writes a file (export -o, recover -o; record -o and replay --report use the same
+ * check) never clobbers one: it checks the destination before it starts, writes the whole output
+ * under a temporary name beside it, and checks again just before the rename:
+ *
+ *     const char *const inputs[] = {trace_path, NULL};
+ *     tool_output out;
+ *     if ((rc = tool_output_check(prog, path, inputs, force)) != TOOL_EXIT_OK)
+ *         return rc;                                  // refused, reported
+ *     if ((rc = tool_output_open(&out, path, 0644)) != TOOL_EXIT_OK)
+ *         return rc;
+ *     ...write out.fd...; on a failure: tool_output_discard(&out);
+ *     rc = tool_output_commit(prog, &out, inputs, force);
+ */
+
+/* Whether @path may become an output file of @prog (the verb's argv[0]). Returns TOOL_EXIT_OK,
+ * or TOOL_EXIT_USAGE after printing a usage error that names @path. @path is looked at with
+ * lstat, so a symbolic link there is never followed. Refused:
+ *   - an empty @path, or one ending in '/';
+ *   - a @path that is neither a regular file nor a symbolic link (a directory, a FIFO, a
+ *     character or block device, a socket), even with @force: writing into it is not writing a
+ *     file, and renaming over it would replace the device node or the pipe;
+ *   - a @path that is one of @inputs (a NULL-terminated list; NULL: none), that is, whose
+ *     st_dev and st_ino are those of stat(input) (which follows links, as opening the input
+ *     does), even with @force; the message names both; an input that does not exist is
+ *     skipped;
+ *   - a @path that exists (a regular file, or a symbolic link to anything or nothing) while
+ *     @force is 0: "exists: give --force to replace it";
+ *   - a @path lstat cannot look at for another reason than ENOENT (EACCES, ENOTDIR, ELOOP,
+ *     ENAMETOOLONG), with that reason.
+ * A @path that does not exist passes. Not checked here: its directory (a missing or read-only
+ * one shows when tool_output_open creates the temporary file, as an I/O error). */
+int tool_output_check(const char *prog, const char *path, const char *const *inputs, int force);
+
+/* A whole output file, written under a temporary name in the same directory. */
+typedef struct tool_output {
+    const char *path; /* the final name (the caller's string) */
+    char *tmp;        /* "<path>.<pid>.tmp" (allocated); NULL once committed or discarded */
+    int fd;           /* open for writing on tmp; -1 once closed */
+} tool_output;
+
+/* Creates the temporary file of @path with O_CREAT | O_EXCL | O_NOFOLLOW and @mode (less the
+ * umask): nothing that is already there is reused. Returns TOOL_EXIT_OK, or TOOL_EXIT_SYSTEM
+ * after reporting the failure (a missing or unwritable directory). */
+int tool_output_open(tool_output *o, const char *path, mode_t mode);
+
+/* Makes the complete temporary file the output: closes o->fd if it is still open (a failed
+ * close is a write error), runs tool_output_check again (what is at @path may have changed
+ * while the output was written), then renames. Without @force the rename never replaces
+ * anything (renameat2 RENAME_NOREPLACE; link and unlink where the file system lacks it), so a
+ * file that appears after the check is not clobbered either. With @force a regular file or a
+ * symbolic link at @path is replaced: the link itself, never its target. On any failure the
+ * temporary file is removed; returns TOOL_EXIT_OK, TOOL_EXIT_USAGE (refused, reported) or
+ * TOOL_EXIT_SYSTEM (reported). */
+int tool_output_commit(const char *prog, tool_output *o, const char *const *inputs, int force);
+
+/* Closes and removes the temporary file: the output is abandoned. Safe after a commit, after
+ * a failed open, and twice. */
+void tool_output_discard(tool_output *o);
+
 /* ---- option values ---- */
 
 /* Parses an unsigned decimal @s into [@min, @max]. On failure prints a usage error naming
