@@ -83,7 +83,9 @@ static int parse_kinds(const char *prog, const char *list, uint32_t *mask)
         }
         if (k > TT_EV_KIND_MAX) {
             fflush(stdout);
-            fprintf(stderr, "%s: unknown event kind '%.*s'; the kinds are:", prog, (int)len, p);
+            fprintf(stderr, "%s: unknown event kind '", prog);
+            tool_print_text(stderr, p, len);
+            fputs("'; the kinds are:", stderr);
             for (k = 1; k <= TT_EV_KIND_MAX; k++)
                 fprintf(stderr, " %s", tt_event_kind_name(k));
             fputc('\n', stderr);
@@ -860,8 +862,8 @@ static int dump_seek(struct dump *d)
 
     if (rc == TT_E_INVAL) {
         /* no index tables: read from the start and pass over what comes before */
-        fprintf(stderr, "tinytrace: %s: %s; reading from the start\n", t->path,
-                tool_strip_path(d->err.message, t->path));
+        tool_error("%s: %s; reading from the start", t->path,
+                   tool_strip_path(d->err.message, t->path));
         rc = TT_OK;
         tool_error_info_init(&d->err);
         if (flt->from_time)

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,13 +35,35 @@ const char tool_exit_codes_help[] =
 
 /* ---- messages ---- */
 
+/* Formats @fmt and prints it escaped (tool_print_text): a message names paths, names and
+ * arguments from traces and from the file system, which must not reach the terminal raw. A
+ * message longer than the buffer is formatted again in memory of its size. */
+static void vput_escaped(FILE *f, const char *fmt, va_list ap)
+{
+    char buf[1024], *p = buf;
+    va_list again;
+    int n;
+
+    va_copy(again, ap);
+    n = vsnprintf(buf, sizeof buf, fmt, ap);
+    if (n >= (int)sizeof buf && (p = malloc((size_t)n + 1)) != NULL)
+        n = vsnprintf(p, (size_t)n + 1, fmt, again);
+    else if (p == NULL)
+        p = buf, n = (int)sizeof buf - 1; /* out of memory: what fitted */
+    va_end(again);
+    if (n > 0)
+        tool_print_text(f, p, (size_t)n);
+    if (p != buf)
+        free(p);
+}
+
 void tool_error(const char *fmt, ...)
 {
     va_list ap;
     fflush(stdout); /* keep the order of stdout and stderr when both go to one place */
     fputs("tinytrace: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vput_escaped(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
 }
@@ -51,7 +74,7 @@ int tool_usage_error(const char *prog, const char *fmt, ...)
     fflush(stdout);
     fprintf(stderr, "%s: ", prog);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vput_escaped(stderr, fmt, ap);
     va_end(ap);
     fprintf(stderr, "\nTry '%s --help'.\n", prog);
     return TOOL_EXIT_USAGE;
@@ -593,28 +616,109 @@ static size_t utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
+/* The escaped form of the character at @p (@len bytes left) into @out (at most ESC_UNIT bytes);
+ * returns how many bytes of @p it takes and sets *@n to the length of @out. Printable ASCII and
+ * valid UTF-8 stay as they are; C0 and C1 controls, DEL, a backslash and invalid UTF-8 become
+ * \xNN (a backslash \\), so that the output names every byte and drives no terminal. */
+#define ESC_UNIT 16
+static size_t esc_unit(const unsigned char *p, size_t len, char *out, size_t *n)
+{
+    static const char digits[] = "0123456789abcdef";
+    size_t k = utf8_len(p, len);
+    /* C1 controls (U+0080..U+009F, C2 80..C2 9F) act on terminals like C0 ones. */
+    int c1 = k == 2 && p[0] == 0xc2 && p[1] < 0xa0;
+    if (k == 1 && p[0] >= 0x20 && p[0] != 0x7f && p[0] != '\\') {
+        out[0] = (char)p[0];
+        *n = 1;
+    } else if (k == 1 && p[0] == '\\') {
+        out[0] = out[1] = '\\';
+        *n = 2;
+    } else if (k > 1 && !c1) {
+        memcpy(out, p, k);
+        *n = k;
+    } else {
+        if (k == 0)
+            k = 1;
+        for (size_t j = 0; j < k; j++) {
+            out[4 * j] = '\\';
+            out[4 * j + 1] = 'x';
+            out[4 * j + 2] = digits[p[j] >> 4];
+            out[4 * j + 3] = digits[p[j] & 15];
+        }
+        *n = 4 * k;
+    }
+    return k;
+}
+
 void tool_print_text(FILE *f, const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < len) {
-        size_t n = utf8_len(p + i, len - i);
-        /* C1 controls (U+0080..U+009F, C2 80..C2 9F) act on terminals like C0 ones. */
-        int c1 = n == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0;
-        if (n == 1 && p[i] >= 0x20 && p[i] != 0x7f && p[i] != '\\') {
-            fputc(p[i], f);
-        } else if (n == 1 && p[i] == '\\') {
-            fputs("\\\\", f);
-        } else if (n > 1 && !c1) {
-            fwrite(p + i, 1, n, f);
-        } else {
-            size_t k = n == 0 ? 1 : n;
-            for (size_t j = 0; j < k; j++)
-                fprintf(f, "\\x%02x", p[i + j]);
-            n = k;
+        char u[ESC_UNIT];
+        size_t run = i, n;
+        /* the common case, printable ASCII, goes out in one piece */
+        while (run < len && p[run] >= 0x20 && p[run] < 0x7f && p[run] != '\\')
+            run++;
+        if (run > i) {
+            fwrite(p + i, 1, run - i, f);
+            i = run;
+            continue;
         }
-        i += n;
+        i += esc_unit(p + i, len - i, u, &n);
+        fwrite(u, 1, n, f);
     }
+}
+
+int tool_text_is_plain(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        char u[ESC_UNIT];
+        size_t n, k = esc_unit(p + i, len - i, u, &n);
+        if (p[i] != '\\' && (n != k || memcmp(u, p + i, k) != 0))
+            return 0;
+        i += k;
+    }
+    return 1;
+}
+
+char *tool_esc_n(char *buf, size_t cap, const char *s, size_t len)
+{
+    static const char cut[] = "...";
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i, used = 0, whole = 0, room;
+    char u[ESC_UNIT];
+
+    if (cap == 0)
+        return buf;
+    for (i = 0; i < len;) { /* the escaped length: does it all fit? */
+        size_t n;
+        i += esc_unit(p + i, len - i, u, &n);
+        whole += n;
+    }
+    /* if not, as many whole characters as leave room for the mark of the cut */
+    room = whole <= cap - 1 ? cap - 1 : cap - 1 > sizeof cut - 1 ? cap - sizeof cut : 0;
+    for (i = 0; i < len;) {
+        size_t n, k = esc_unit(p + i, len - i, u, &n);
+        if (used + n > room)
+            break;
+        memcpy(buf + used, u, n);
+        used += n;
+        i += k;
+    }
+    if (i < len) {
+        size_t m = cap - 1 - used < sizeof cut - 1 ? cap - 1 - used : sizeof cut - 1;
+        memcpy(buf + used, cut, m);
+        used += m;
+    }
+    buf[used] = '\0';
+    return buf;
+}
+
+char *tool_esc(char *buf, size_t cap, const char *s)
+{
+    return tool_esc_n(buf, cap, s, strlen(s));
 }
 
 const char *tool_object_name(const tt_reader *r, uint32_t id, size_t *len)

@@ -80,11 +80,14 @@ int cmd_tree(int argc, char **argv);
 
 /* ---- messages ---- */
 
-/* Prints "tinytrace: " and the formatted message to stderr, with a newline. */
+/* Prints "tinytrace: " and the formatted message to stderr, with a newline. The whole formatted
+ * message is escaped as tool_print_text escapes (a path, a name or an argument in it cannot
+ * drive the terminal), so @fmt holds no newline and its arguments are never escaped before. */
 void tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints "tinytrace VERB: <msg>" and "Try 'tinytrace VERB --help'." to stderr and returns
- * TOOL_EXIT_USAGE. @prog is the verb's argv[0] ("tinytrace VERB"). */
+ * TOOL_EXIT_USAGE. @prog is the verb's argv[0] ("tinytrace VERB"). <msg> is escaped as
+ * tool_error's is. */
 int tool_usage_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prints "Try 'tinytrace VERB --help'." after getopt's own message; returns TOOL_EXIT_USAGE. */
@@ -282,9 +285,22 @@ void tool_print_u64(FILE *f, uint64_t v);
  * 20 bytes whatever @v is: the bytes after the end may be overwritten. */
 char *tool_fmt_u64(char *dst, uint64_t v);
 
-/* Text output of untrusted bytes: printable text and valid UTF-8 as is; control characters,
- * backslash and invalid UTF-8 as \xNN, so a hostile name cannot drive the terminal. */
+/* Text output of untrusted bytes: printable text and valid UTF-8 as is; control characters
+ * (C0, DEL and C1), backslash and invalid UTF-8 as \xNN (a backslash as \\), so a hostile name
+ * cannot drive the terminal. Every name, path, argument and message from a trace or from the
+ * file system reaches the terminal through this, tool_esc or tool_error. */
 void tool_print_text(FILE *f, const char *s, size_t len);
+
+/* The same escaping into @buf (@cap bytes, NUL-terminated), for a message built with printf:
+ * tool_esc(buf, sizeof buf, path). A text whose escaped form does not fit ends in "..." (never
+ * inside an escape or a UTF-8 sequence). Returns @buf. Thread-safe. */
+char *tool_esc(char *buf, size_t cap, const char *s);
+char *tool_esc_n(char *buf, size_t cap, const char *s, size_t len);
+/* 1 when tool_print_text prints @s as it is, a backslash aside (no control character, no
+ * invalid UTF-8), else 0. */
+int tool_text_is_plain(const char *s, size_t len);
+/* Room for an escaped path of PATH_MAX bytes that is cut only when it is hostile. */
+#define TOOL_ESC_PATH 4608
 
 /* The name of object @id in @r (not NUL-terminated, *len set), or NULL when the table has no such
  * object. */

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Nothing a trace or the file system says reaches a terminal raw (issue 14, point 10): terminal
+escapes ("\\x1b]0;" sets the window title, "\\x1b[2J" clears the screen, and the C1 CSI, U+009B)
+in a recorded argv and cwd, a thread name, a function name, a file name and a directory entry
+come out of every verb of the tool (but record and replay) escaped: no byte 0x1b, no C1 control,
+in stdout or stderr, whatever the verb prints them in (text, JSON, error messages, getopt's
+messages).
+
+Usage: test-escapes.py TINYTRACE MKSHAPE MKPARTIAL"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import testwrap  # TT_TEST_WRAPPER, TT_TEST_REDUCED: tests/all.sh's valgrind step
+import ttproc
+from ttproc import check
+
+TT, MKSHAPE, MKPARTIAL = map(os.path.abspath, sys.argv[1:4])
+T = testwrap.timeout(60)
+
+ESC_NAME = "\x1b]0;title\x07\x1b[2J"  # in file names
+C1 = "\u009b".encode()                # the C1 CSI in UTF-8: a terminal acts on it too
+
+
+def raw_bytes(b):
+    """The terminal controls @b holds: ESC, BEL and the C1 controls (in UTF-8)."""
+    bad = [c for c in b if c in (0x1b, 0x07, 0x9b)]
+    return bad or (C1 in b)
+
+
+def run(args, env=None):
+    p = subprocess.run([os.fsencode(a) if isinstance(a, str) else a for a in args],
+                       capture_output=True, timeout=T, env=env)
+    return p.returncode, p.stdout, p.stderr
+
+
+def clean(name, args, want_rc=None, also=None):
+    """Runs @args; checks that neither stream holds a terminal control (and the exit status,
+    and @also(stdout, stderr), when given). Returns (rc, stdout, stderr)."""
+    rc, out, err = run(args)
+    ok = not raw_bytes(out) and not raw_bytes(err)
+    if want_rc is not None:
+        ok = ok and rc == want_rc
+    if also is not None:
+        ok = ok and also(out, err)
+    check(ok, name, (rc, out[:600], err[:600]))
+    return rc, out, err
+
+
+def make_partial(d):
+    p = subprocess.Popen([MKPARTIAL, os.path.join(d, "run.tt")], stdout=subprocess.PIPE,
+                         text=True)
+    for _ in range(2):
+        assert p.stdout.readline().startswith("flushed ")
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=T)
+    partial = [f for f in os.listdir(d) if f.endswith(".partial")]
+    assert len(partial) == 1, os.listdir(d)
+    return os.path.join(d, partial[0])
+
+
+def main(d):
+    # a trace whose name, recorded argv and cwd, thread and function names hold escapes
+    t = os.path.join(d, ESC_NAME + ".tt")
+    r = subprocess.run([MKSHAPE, "hostile", t])
+    assert r.returncode == 0
+    fn = "fn\x1b[2J\x1b]0;fn\x07"
+
+    for verb in (["info"], ["info", "--json"], ["verify"], ["verify", "--json"],
+                 ["dump"], ["dump", "--json"], ["stats"], ["stats", "--json"], ["tree"],
+                 ["tree", "--folded"], ["tree", "--function", fn]):
+        clean(" ".join(verb) + ": escapes from the trace and its name stay escaped",
+              [TT] + verb + [t], want_rc=0)
+    clean("diff: escapes stay escaped", [TT, "diff", t, t], want_rc=0)
+    clean("diff --json: escapes stay escaped", [TT, "diff", "--json", t, t], want_rc=0)
+    out = os.path.join(d, ESC_NAME + ".json")
+    clean("export -o: escapes stay escaped (the summary, the JSON)",
+          [TT, "export", "--json", "-o", out, t], want_rc=0)
+    with open(out, "rb") as f:
+        check(not raw_bytes(f.read()), "export: the JSON file holds no raw terminal control")
+    clean("export to stdout: escapes stay escaped", [TT, "export", t], want_rc=0)
+
+    # error messages that name a hostile path, name or argument
+    missing = os.path.join(d, ESC_NAME + "missing.tt")
+    for verb in ("info", "verify", "dump", "stats", "tree", "export"):
+        clean(verb + " on a missing file: the error names it escaped", [TT, verb, missing],
+              want_rc=6)
+    clean("diff on a missing file: the error names it escaped", [TT, "diff", t, missing],
+          want_rc=6)
+    notrace = os.path.join(d, ESC_NAME + "not-a-trace.tt")
+    with open(notrace, "wb") as f:
+        f.write(b"\x1b]0;not a trace\x07" * 100)
+    for verb in ("info", "verify", "dump", "stats", "tree"):
+        clean(verb + " on a file that is not a trace: escaped", [TT, verb, notrace], want_rc=3)
+    clean("export -o an existing hostile name: the refusal names it escaped",
+          [TT, "export", "-o", out, t], want_rc=2)
+    clean("tree --function with a hostile name the trace lacks: escaped",
+          [TT, "tree", "--function", "\x1b[2Jnone", t], want_rc=2)
+    clean("dump --kind with a hostile kind: escaped", [TT, "dump", "--kind", "\x1b[2J", t],
+          want_rc=2)
+    clean("a hostile unknown option: escaped (not getopt's raw echo)",
+          [TT, "info", "--\x1b[2J", t], want_rc=2)
+    clean("a hostile unknown short option: escaped", [TT, "info", "-\x1b", t], want_rc=2)
+    clean("a hostile option value: escaped", [TT, "dump", "--count", "\x1b[2J", t], want_rc=2)
+    clean("a hostile verb: escaped", [TT, "\x1b]0;verb\x07"], want_rc=2)
+    clean("help of a hostile verb: escaped", [TT, "help", "\x1b]0;verb\x07"], want_rc=2)
+
+    # gc: a directory entry with escapes in its name (a dead recording's file)
+    g = os.path.join(d, "gc")
+    os.mkdir(g)
+    dead = os.path.join(g, ESC_NAME + ".tt.99999.partial")
+    shutil.copy(t, dead)
+    clean("gc --dry-run: the file name is escaped", [TT, "gc", "--dry-run", g], want_rc=0,
+          also=lambda o, e: b"would remove" in o)
+    clean("gc: the file name is escaped", [TT, "gc", g], want_rc=0,
+          also=lambda o, e: b"removed" in o and not os.path.exists(dead))
+    clean("gc on a missing hostile directory: escaped",
+          [TT, "gc", os.path.join(d, ESC_NAME + "nodir")], want_rc=6)
+
+    # recover: the partial file's name and the default output's
+    rdir = os.path.join(d, "rec")
+    os.mkdir(rdir)
+    partial = make_partial(rdir)
+    hostile = os.path.join(rdir, ESC_NAME + os.path.basename(partial))
+    os.rename(partial, hostile)
+    clean("recover: the input and the output names are escaped", [TT, "recover", hostile],
+          want_rc=0, also=lambda o, e: b"recovered" in o)
+    clean("recover again: the refusal of the existing output is escaped",
+          [TT, "recover", hostile], want_rc=2)
+    closed = os.path.join(rdir, ESC_NAME + "closed.tt.123.partial")
+    shutil.copy(t, closed)
+    clean("recover of a closed trace: the library's message is escaped",
+          [TT, "recover", closed], want_rc=3)
+    clean("recover of a missing file: escaped",
+          [TT, "recover", os.path.join(rdir, ESC_NAME + "x.tt.1.partial")], want_rc=6)
+
+
+if __name__ == "__main__":
+    ttproc.run_main(main, "tt-escapes-")
