@@ -882,13 +882,25 @@ static int dump_seek(struct dump *d)
     return TOOL_EXIT_OK;
 }
 
-/* Puts the cursors that take part into the merge. TT_OK or the reader's error. */
+/* Puts the cursors that take part into the merge, each at its thread's first chunk where the
+ * index says where that is (merge.h: many threads), or where --from put it. TT_OK or the
+ * reader's error. */
 static int dump_heads(struct dump *d)
 {
+    tool_trace *t = d->t;
     int rc = TT_OK;
-    for (uint32_t c = 0; c < d->t->cap.cursors && rc == TT_OK; c++) {
+    if (!d->flt->from_set && t->ix == NULL) {
+        /* no index tables, or damaged ones: the cursors scan from the start, as they can */
+        tt_error_info ierr;
+        tool_error_info_init(&ierr);
+        if (tt_index_open(t->r, &t->lim, &t->ix, &ierr) != TT_OK)
+            t->ix = NULL;
+    }
+    for (uint32_t c = 0; c < t->cap.cursors && rc == TT_OK; c++) {
         if ((d->flt->one_thread && c != d->flt->thread) || !d->st.use[c])
             continue;
+        if (!d->flt->from_set)
+            tool_cursor_begin(t->r, t->ix, c);
         rc = tool_merge_add(&d->mg, c, &d->err);
     }
     if (d->st.global)

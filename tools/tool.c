@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -328,6 +329,9 @@ void tool_limits(tt_reader_limits *lim, uint64_t max_memory_mb)
 
 /* ---- opening a trace ---- */
 
+/* Reader storage from this size on is mapped (tool_trace_open). */
+#define MAPPED_STORAGE ((size_t)64 << 20)
+
 int tool_trace_probe(tool_trace *t, const char *path, const tt_reader_limits *lim,
                      tt_cursor_mode mode)
 {
@@ -366,7 +370,19 @@ int tool_trace_open(tool_trace *t)
         return TOOL_EXIT_SYSTEM;
     }
     len = ((size_t)t->cap.total + 15) & ~(size_t)15;
-    t->mem = aligned_alloc(16, len);
+    if (len >= MAPPED_STORAGE) {
+        /* Room the reader may never touch: per-thread cursors get the largest chunk of the
+         * file each (the thread table, 48 bytes a thread, is one), and a cursor touches only
+         * what its own chunks take. Mapped, not reserved: the memory used is what is touched
+         * (20 000 threads: 19 GB asked for, under 100 MB used), and a system that overcommits
+         * nothing refuses it here. */
+        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        t->mem = p != MAP_FAILED ? p : NULL;
+        t->mapped = t->mem != NULL ? len : 0;
+    } else {
+        t->mem = aligned_alloc(16, len);
+    }
     if (t->mem == NULL) {
         tool_error("%s: cannot allocate %" PRIu64 " bytes for the reader: %s", t->path,
                    t->cap.total, strerror(errno));
@@ -389,8 +405,12 @@ void tool_trace_close(tool_trace *t)
     if (t->r != NULL)
         tt_reader_close(t->r);
     t->r = NULL;
-    free(t->mem);
+    if (t->mapped)
+        munmap(t->mem, t->mapped);
+    else
+        free(t->mem);
     t->mem = NULL;
+    t->mapped = 0;
     if (t->src_open)
         tt_source_close(&t->src);
     t->src_open = 0;

@@ -191,6 +191,7 @@ typedef struct tool_trace {
     tt_manifest m;
     tt_reader_capacity cap;
     void *mem;
+    size_t mapped;  /* mem is an anonymous mapping of this many bytes; 0: from malloc */
     tt_reader *r;
     tt_index *ix; /* the index tables once opened (tool_trace_start, or the verb); closed here */
 } tool_trace;
@@ -202,7 +203,9 @@ int tool_trace_probe(tool_trace *t, const char *path, const tt_reader_limits *li
                      tt_cursor_mode mode);
 
 /* After a successful probe: allocates t->cap.total bytes and opens the reader in them (reads the
- * thread and object tables). Reports failures and returns their exit code. */
+ * thread and object tables). Storage of 64 MiB or more is an anonymous mapping without swap
+ * reservation: the reader asks for the largest chunk per cursor, and with many threads most of
+ * it is never touched. Reports failures and returns their exit code. */
 int tool_trace_open(tool_trace *t);
 
 /* Closes the index tables and the reader, frees the reader's storage, closes the source. Safe on

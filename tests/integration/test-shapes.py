@@ -6,12 +6,18 @@
     memory that grows by at most a few bytes per level (peak RSS compared with the same run at
     depth 10^4); `tree` prints one line per call, indented at most 64 levels, the level as a
     number beyond that; `--folded` cuts each path at 512 frames, the time below the cut in one
-    frame "...", and its self times still add up to the whole run.
+    frame "...", and its self times still add up to the whole run;
+  - 20 000 threads of a few events each (mkshape threads): `tinytrace dump` (text and JSON)
+    and `tinytrace diff` finish in under 10 s, and within 30 times their time on 2 000 threads:
+    ten times the events cost ten times as much when the cost is linear in the events (the
+    heap's log(threads) adds little), a hundred times when it is events x threads.
 
 Usage: test-shapes.py TINYTRACE MKSHAPE MAXRSS"""
 
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,8 +31,13 @@ from ttproc import check
 TT, MKSHAPE, MAXRSS = map(os.path.abspath, sys.argv[1:4])
 DEPTH = 10 ** 6
 SMALL_DEPTH = 10 ** 4
+THREADS, FEW_THREADS = 20000, 2000
 LIMIT = testwrap.timeout(10)  # seconds: the acceptance's bound (x10 under valgrind)
 INDENT_MAX, FOLD_MAX = 64, 512
+# the per-cursor room the reader asks for grows with the thread table (48 bytes a thread), so
+# 20 000 threads need more than the default 8 GiB limit; the tool maps it, and uses what it
+# touches
+MAX_MEMORY = ["--max-memory", "65536"]
 
 
 def record(*args):
@@ -128,8 +139,45 @@ def deep(d):
               "at %d)" % (rss, DEPTH, rss_s, SMALL_DEPTH))
 
 
+def threads(d):
+    files = {}
+    for n in (THREADS, FEW_THREADS):
+        files[n, "a"] = os.path.join(d, "threads-%d-a.tt" % n)
+        files[n, "b"] = os.path.join(d, "threads-%d-b.tt" % n)
+        record("threads", files[n, "a"], n)
+        shutil.copy(files[n, "a"], files[n, "b"])  # the same recording: diff reads it all
+    info = json.loads(subprocess.run([TT, "info", "--json", files[THREADS, "a"]],
+                                     capture_output=True, text=True).stdout)
+    events = info["manifest"]["event_count"]
+    check(info["manifest"]["thread_count"] == THREADS, "a trace of %d threads" % THREADS)
+
+    for name, args in (("dump", ["dump"] + MAX_MEMORY + ["{a}"]),
+                       ("dump --json", ["dump", "--json"] + MAX_MEMORY + ["{a}"]),
+                       ("diff", ["diff"] + MAX_MEMORY + ["{a}", "{b}"]),
+                       ("diff --json", ["diff", "--json"] + MAX_MEMORY + ["{a}", "{b}"])):
+        secs = {}
+        for n in (THREADS, FEW_THREADS):
+            cmd = [TT] + [a.format(a=files[n, "a"], b=files[n, "b"]) for a in args]
+            rc, secs[n], rss, lines, head, tail, err = timed(cmd)
+            if n == THREADS:
+                ok = rc == 0
+                if name.startswith("dump"):
+                    ok = ok and lines == events
+                elif name == "diff":
+                    ok = ok and tail[-1].startswith(b"same: no difference in %d threads" % n)
+                else:
+                    ok = ok and json.loads(tail[-1]).get("same") is True
+                check(ok, "%s: %d threads read whole" % (name, n), (rc, lines, err[-2000:]))
+        print("     %s: %.2f s at %d threads, %.2f s at %d" %
+              (name, secs[THREADS], THREADS, secs[FEW_THREADS], FEW_THREADS))
+        check(secs[THREADS] < LIMIT and secs[THREADS] <= 30 * secs[FEW_THREADS] + 1.0,
+              "%s: %d threads in under %d s, within 30x the time of %d threads (+1 s)" %
+              (name, THREADS, LIMIT, FEW_THREADS), secs)
+
+
 def main(d):
     deep(d)
+    threads(d)
 
 
 if __name__ == "__main__":
