@@ -910,6 +910,10 @@ void tj_strn(tool_json *j, const char *key, const char *s, size_t len)
         if (n == 0) {
             jputs(j, "\\ufffd");
             n = 1;
+        } else if (n == 2 && c == 0xc2 && p[i + 1] < 0xa0) {
+            /* a C1 control (U+0080..U+009F) acts on a terminal as a C0 one does: as \u00XX */
+            char u[6] = {'\\', 'u', '0', '0', digits[p[i + 1] >> 4], digits[p[i + 1] & 15]};
+            jput(j, u, sizeof u);
         } else if (n > 1) {
             jput(j, p + i, n);
         } else if (c == '"' || c == '\\') {

@@ -313,8 +313,9 @@ const char *tool_object_name(const tt_reader *r, uint32_t id, size_t *len);
 void tool_print_object(FILE *f, const tt_reader *r, uint32_t id);
 
 /* ---- JSON output ----
- * A small writer for one-line JSON values: it places the commas, escapes strings (control
- * characters as \uXXXX, invalid UTF-8 as U+FFFD, so the output is always valid JSON). Every key
+ * A small writer for one-line JSON values: it places the commas, escapes strings (C0 and C1
+ * control characters and DEL as \uXXXX, so that none reaches a terminal raw; invalid UTF-8 as
+ * U+FFFD, so the output is always valid JSON). Every key
  * argument is NULL inside an array and a key string inside an object. Output is buffered in the
  * writer and reaches @f at the latest at tj_newline, which ends every value. */
 typedef struct tool_json {

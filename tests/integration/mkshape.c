@@ -125,13 +125,14 @@ static void record_hostile(void)
         "argv[0]=/bin/\x1b]0;owned\x07prog",
         "argv[1]=--title=\x1b]0;pwned\x1b\\",
         "argv[2]=\x1b[2J\x1b[Hcleared \xc2\x9b" "31m",
-        "cwd=/tmp/\x1b[2J\x1b]0;cwd\x07dir",
+        "cwd=/tmp/\x1b[2J\x1b]0;cwd\x07" "dir",
     };
     uint32_t id, fn;
     for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++)
         check("intern meta", tt_intern(session, TT_OBJ_META, meta[i], &id));
     check("tt_thread_name", tt_thread_name(session, "\x1b]0;thread\x07\x1b[2J"));
-    check("intern", tt_intern(session, TT_OBJ_FUNCTION, "fn\x1b[2J\x1b]0;fn\x07", &fn));
+    check("intern",
+          tt_intern(session, TT_OBJ_FUNCTION, "fn\x1b[2J\x1b]0;fn\x07\xc2\x9b" "1m", &fn));
     check("enter", TT_ENTER(session, fn));
     check("safepoint", TT_SAFEPOINT(session, fn, site_sp));
     check("exit", TT_EXIT(session, fn));
