@@ -3,7 +3,12 @@
  * Reads the manifest (probe) and the tables (tt_reader_open with one sequential cursor); no event
  * chunk is read, so this is cheap on any size of file. When the manifest reads but the tables do
  * not, the manifest is still printed and the error follows it.
+ *
+ * It also shows what `tinytrace replay` would run: the recorded command line and working
+ * directory (the META objects, meta.h), escaped, so that a trace from someone else can be looked
+ * at before it is replayed. The runtime records no environment, and info says so.
  */
+#include "meta.h"
 #include "opts.h"
 #include "tool.h"
 
@@ -15,10 +20,15 @@ static const char usage[] =
     "\n"
     "Prints the manifest of trace FILE (format and library version, flags, build id, caller,\n"
     "counts, largest chunk and event, table offsets, clock, time origin, stalls, write error,\n"
-    "pid) and its thread table (id, OS tid, name, events, chunks, first and last time in ns).\n"
+    "pid), the command line the recording ran and its working directory (what `tinytrace\n"
+    "replay FILE` runs: each argument quoted as a shell needs it, control characters and\n"
+    "invalid UTF-8 as \\xNN; the environment is not recorded), and its thread table (id, OS\n"
+    "tid, name, events, chunks, first and last time in ns).\n"
     "\n"
     "Options:\n"
-    "  -j, --json          print one JSON object: {\"file\", \"manifest\", \"threads\"}\n"
+    "  -j, --json          print one JSON object: {\"file\", \"manifest\", \"command\",\n"
+    "                      \"threads\"}; command is null when none was recorded, else\n"
+    "                      {\"argv\", \"cwd\", \"environment\": null, \"damaged\"}\n"
     TOOL_MAX_MEMORY_HELP
     "  -h, --help          print this help\n"
     "\n"
@@ -87,6 +97,93 @@ static void print_text(const tool_trace *t)
         printf("write errno:      %" PRId32 " (%s)\n", m->write_errno, strerror(m->write_errno));
     else
         printf("write errno:      0\n");
+}
+
+/* One argument as a shell would need it to be the same word: as it is when it holds only
+ * characters no shell treats specially, else in single quotes ('\'' for a quote); escaped in
+ * both cases (tool_print_text), so a control character shows as \xNN and does nothing. */
+static void print_word(FILE *f, const char *s)
+{
+    size_t n = strlen(s);
+    int plain = n > 0 && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                   "0123456789_./=:,+@%-") == n;
+    if (plain) {
+        fputs(s, f);
+        return;
+    }
+    fputc('\'', f);
+    for (const char *p = s, *q; *p != '\0'; p = q) {
+        q = strchr(p, '\'');
+        if (q == NULL)
+            q = p + strlen(p);
+        tool_print_text(f, p, (size_t)(q - p));
+        if (*q == '\'') {
+            fputs("'\\''", f);
+            q++;
+        }
+    }
+    fputc('\'', f);
+}
+
+/* The recorded command line and directory (meta.h), after the manifest. */
+static void print_command_text(const tool_trace *t)
+{
+    tool_meta mt;
+    char why[128];
+    int rc = tool_meta_parse(t->r, &mt, why, sizeof why);
+
+    printf("command:          ");
+    if (rc == TT_E_NOMEM)
+        printf("(out of memory)");
+    else if (rc != TT_OK)
+        printf("damaged (%s): replay refuses it", why);
+    else if (mt.argv == NULL)
+        printf("not recorded (replay needs -- PROG ARGS)");
+    for (uint64_t i = 0; rc == TT_OK && mt.argv != NULL && i < mt.argc; i++) {
+        if (i > 0)
+            fputc(' ', stdout);
+        print_word(stdout, mt.argv[i]);
+    }
+    printf("\ncwd:              ");
+    if (rc == TT_OK && mt.cwd != NULL)
+        tool_print_text(stdout, mt.cwd, strlen(mt.cwd));
+    else
+        printf("not recorded");
+    printf("\nenvironment:      not recorded\n");
+    tool_meta_free(&mt);
+}
+
+static void print_command_json(tool_json *j, const tool_trace *t)
+{
+    tool_meta mt;
+    char why[128];
+    int rc = tool_meta_parse(t->r, &mt, why, sizeof why);
+
+    if (rc == TT_OK && !mt.found) {
+        tj_null(j, "command");
+        tool_meta_free(&mt);
+        return;
+    }
+    tj_object_begin(j, "command");
+    if (rc == TT_OK && mt.argv != NULL) {
+        tj_array_begin(j, "argv");
+        for (uint64_t i = 0; i < mt.argc; i++)
+            tj_str(j, NULL, mt.argv[i]);
+        tj_array_end(j);
+    } else {
+        tj_null(j, "argv");
+    }
+    if (rc == TT_OK && mt.cwd != NULL)
+        tj_str(j, "cwd", mt.cwd);
+    else
+        tj_null(j, "cwd");
+    tj_null(j, "environment"); /* the runtime records none */
+    if (rc == TT_OK)
+        tj_null(j, "damaged");
+    else
+        tj_str(j, "damaged", rc == TT_E_NOMEM ? "out of memory" : why);
+    tj_object_end(j);
+    tool_meta_free(&mt);
 }
 
 static void print_threads_text(const tool_trace *t)
@@ -213,13 +310,17 @@ int cmd_info(int argc, char **argv)
             tj_object_begin(&j, NULL);
             tj_str(&j, "file", t.path);
             print_manifest_json(&j, &t);
-            if (rc == TOOL_EXIT_OK)
+            if (rc == TOOL_EXIT_OK) {
+                print_command_json(&j, &t);
                 print_threads_json(&j, &t);
-            else
+            } else {
+                tj_null(&j, "command");
                 tj_null(&j, "threads");
+            }
             tj_object_end(&j);
             tj_newline(&j);
         } else if (rc == TOOL_EXIT_OK) {
+            print_command_text(&t);
             print_threads_text(&t);
         }
     }

@@ -15,6 +15,8 @@
  *                    META objects "argc=3", "argv[0]=...", "argv[1]=...", "argv[2]=...",
  *                    "cwd=..." made the way the runtime makes them (libtrace/instrument/
  *                    runtime.c, record_meta).
+ *   damaged FILE     the same, with one more argument than argc says ("argv[3]=..."): a
+ *                    command line that replay refuses as damaged.
  *
  * Exit status 0 on success, 1 on a failure (with a message on stderr), 2 on a bad command line.
  */
@@ -118,7 +120,7 @@ static void record_threads(unsigned long n)
     check("exit", TT_EXIT(session, fn_work));
 }
 
-static void record_hostile(void)
+static void record_hostile(int damaged)
 {
     static const char *const meta[] = {
         "argc=3",
@@ -130,6 +132,8 @@ static void record_hostile(void)
     uint32_t id, fn;
     for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++)
         check("intern meta", tt_intern(session, TT_OBJ_META, meta[i], &id));
+    if (damaged)
+        check("intern meta", tt_intern(session, TT_OBJ_META, "argv[3]=\x1b[2Jextra", &id));
     check("tt_thread_name", tt_thread_name(session, "\x1b]0;thread\x07\x1b[2J"));
     check("intern",
           tt_intern(session, TT_OBJ_FUNCTION, "fn\x1b[2J\x1b]0;fn\x07\xc2\x9b" "1m", &fn));
@@ -142,7 +146,7 @@ int main(int argc, char **argv)
 {
     unsigned long n = 0;
     if (argc < 3 || argc > 4) {
-        fprintf(stderr, "usage: mkshape deep|threads|hostile FILE [N]\n");
+        fprintf(stderr, "usage: mkshape deep|threads|hostile|damaged FILE [N]\n");
         return 2;
     }
     if (argc == 4)
@@ -155,10 +159,11 @@ int main(int argc, char **argv)
         open_session(argv[2], n);
         intern_names();
         record_threads(n);
-    } else if (strcmp(argv[1], "hostile") == 0 && argc == 3) {
+    } else if ((strcmp(argv[1], "hostile") == 0 || strcmp(argv[1], "damaged") == 0) &&
+               argc == 3) {
         open_session(argv[2], 16);
         intern_names();
-        record_hostile();
+        record_hostile(strcmp(argv[1], "damaged") == 0);
     } else {
         fprintf(stderr, "mkshape: bad SHAPE or N\n");
         return 2;

@@ -6,9 +6,16 @@ come out of every verb of the tool (but record and replay) escaped: no byte 0x1b
 in stdout or stderr, whatever the verb prints them in (text, JSON, error messages, getopt's
 messages).
 
-Usage: test-escapes.py TINYTRACE MKSHAPE MKPARTIAL"""
+`tinytrace info` shows the recorded command line and working directory (what replay would
+run), escaped in its text and exact in its JSON; a damaged command line is said to be one. With
+--record PRELOAD (builds without sanitizers: it preloads the runtime) the same holds for a trace
+that `tinytrace record` made of a program run with hostile arguments in a hostile directory.
 
+Usage: test-escapes.py TINYTRACE MKSHAPE MKPARTIAL [--record PRELOAD]"""
+
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -19,6 +26,7 @@ import ttproc
 from ttproc import check
 
 TT, MKSHAPE, MKPARTIAL = map(os.path.abspath, sys.argv[1:4])
+RECORD = "--record" in sys.argv[4:]
 T = testwrap.timeout(60)
 
 ESC_NAME = "\x1b]0;title\x07\x1b[2J"  # in file names
@@ -65,6 +73,69 @@ def make_partial(d):
     return os.path.join(d, partial[0])
 
 
+# the command line and the directory mkshape's hostile trace holds (mkshape.c)
+ARGV = ["/bin/\x1b]0;owned\x07prog", "--title=\x1b]0;pwned\x1b\\",
+        "\x1b[2J\x1b[Hcleared \u009b31m"]
+CWD = "/tmp/\x1b[2J\x1b]0;cwd\x07dir"
+
+
+def esc(s):
+    """@s as the tool prints it (tools/tool.c, tool_print_text), for the ASCII and the C1
+    control characters these tests use: controls and a backslash as \\xNN and \\\\."""
+    out = []
+    for b in s.encode():
+        if b == 0x5c:
+            out.append("\\\\")
+        elif 0x20 <= b < 0x7f:
+            out.append(chr(b))
+        else:
+            out.append("\\x%02x" % b)
+    return "".join(out)
+
+
+def shell_word(a):
+    """An argument as info shows it: bare when plain, else single-quoted; escaped."""
+    if a and re.fullmatch(r"[A-Za-z0-9_./=:,+@%-]+", a):
+        return a
+    return "'" + esc(a).replace("'", "'\\''") + "'"
+
+
+def info_command(t, argv, cwd, name):
+    """info shows @argv and @cwd: escaped in the text, exact in the JSON."""
+    rc, out, err = clean("info %s: the recorded command line is shown escaped" % name,
+                         [TT, "info", t], want_rc=0)
+    text = out.decode("utf-8", errors="replace")
+    shown = re.search(r"^command: +(.*)$", text, re.M)
+    where = re.search(r"^cwd: +(.*)$", text, re.M)
+    check(shown is not None and where is not None and
+          shown.group(1) == " ".join(shell_word(a) for a in argv) and
+          where.group(1) == esc(cwd) and "\nenvironment:      not recorded\n" in text,
+          "info %s: command, cwd and the environment (not recorded) in the text" % name,
+          (text[:1500], " ".join(shell_word(a) for a in argv), esc(cwd)))
+    rc, out, err = clean("info --json %s: the command line stays escaped" % name,
+                         [TT, "info", "--json", t], want_rc=0)
+    cmd = json.loads(out).get("command") if rc == 0 else None
+    check(cmd is not None and cmd.get("argv") == argv and cmd.get("cwd") == cwd and
+          cmd.get("environment") is None and cmd.get("damaged") is None,
+          "info --json %s: command.argv and command.cwd exactly as recorded" % name, cmd)
+
+
+def recorded(d):
+    """A trace made by `tinytrace record` of a program run with hostile arguments, in a
+    directory with a hostile name."""
+    wd = os.path.join(d, "rec-" + ESC_NAME)
+    os.mkdir(wd)
+    t = os.path.join(d, "recorded.tt")
+    argv = ["/bin/echo", "\x1b]0;arg\x07", "\x1b[2J"]
+    r = subprocess.run([os.fsencode(a) for a in [TT, "record", "-o", t, "--"] + argv],
+                       cwd=wd, capture_output=True, timeout=T)
+    assert r.returncode == 0, r.stderr
+    info_command(t, argv, os.path.realpath(wd), "of a recorded run")
+    for verb in (["dump"], ["dump", "--json"], ["stats"], ["tree"], ["export"]):
+        clean(" ".join(verb) + " of a recorded run: escapes stay escaped", [TT] + verb + [t],
+              want_rc=0)
+
+
 def main(d):
     # a trace whose name, recorded argv and cwd, thread and function names hold escapes
     t = os.path.join(d, ESC_NAME + ".tt")
@@ -72,6 +143,16 @@ def main(d):
     assert r.returncode == 0
     fn = "fn\x1b[2J\x1b]0;fn\x07\u009b1m"
 
+    info_command(t, ARGV, CWD, "of a trace with hostile META objects")
+    damaged = os.path.join(d, ESC_NAME + "damaged.tt")
+    r = subprocess.run([MKSHAPE, "damaged", damaged])
+    assert r.returncode == 0
+    clean("info: a damaged command line is said to be one", [TT, "info", damaged], want_rc=0,
+          also=lambda o, e: re.search(rb"^command: +damaged \(argv\[3\] beyond argc\)", o,
+                                      re.M) is not None)
+    clean("info --json: a damaged command line is said to be one",
+          [TT, "info", "--json", damaged], want_rc=0,
+          also=lambda o, e: json.loads(o)["command"]["damaged"] == "argv[3] beyond argc")
     for verb in (["info"], ["info", "--json"], ["verify"], ["verify", "--json"],
                  ["dump"], ["dump", "--json"], ["stats"], ["stats", "--json"], ["tree"],
                  ["tree", "--folded"], ["tree", "--function", fn]):
@@ -139,6 +220,11 @@ def main(d):
           [TT, "recover", closed], want_rc=3)
     clean("recover of a missing file: escaped",
           [TT, "recover", os.path.join(rdir, ESC_NAME + "x.tt.1.partial")], want_rc=6)
+
+    if RECORD:
+        recorded(d)
+    else:
+        print("skip a trace made by tinytrace record: a sanitizer build (no --record)")
 
 
 if __name__ == "__main__":
