@@ -40,8 +40,8 @@ def raw_bytes(b):
 
 
 def run(args, env=None):
-    p = subprocess.run([os.fsencode(a) if isinstance(a, str) else a for a in args],
-                       capture_output=True, timeout=T, env=env)
+    # str arguments (the escapes are valid Unicode), so that testwrap knows the programs
+    p = subprocess.run([str(a) for a in args], capture_output=True, timeout=T, env=env)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -127,8 +127,8 @@ def recorded(d):
     os.mkdir(wd)
     t = os.path.join(d, "recorded.tt")
     argv = ["/bin/echo", "\x1b]0;arg\x07", "\x1b[2J"]
-    r = subprocess.run([os.fsencode(a) for a in [TT, "record", "-o", t, "--"] + argv],
-                       cwd=wd, capture_output=True, timeout=T)
+    r = subprocess.run([TT, "record", "-o", t, "--"] + argv, cwd=wd, capture_output=True,
+                       timeout=T)
     assert r.returncode == 0, r.stderr
     info_command(t, argv, os.path.realpath(wd), "of a recorded run")
     for verb in (["dump"], ["dump", "--json"], ["stats"], ["tree"], ["export"]):
