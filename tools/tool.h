@@ -110,9 +110,10 @@ void tool_error_info_init(tt_error_info *err);
 int tool_finish_stdout(int rc);
 
 /* ---- output files ----
- * A verb that writes a file (export -o, recover -o; record -o and replay --report use the same
- * check) never clobbers one: it checks the destination before it starts, writes the whole output
- * under a temporary name beside it, and checks again just before the rename:
+ * A verb that writes a file never clobbers one: it checks the destination before it starts,
+ * writes the whole output under a temporary name beside it, and checks again just before the
+ * rename. export -o and recover do; the check is the one for record -o (with the program among
+ * the inputs) and replay --report too, which write through the library and the runtime:
  *
  *     const char *const inputs[] = {trace_path, NULL};
  *     tool_output out;
