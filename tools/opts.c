@@ -90,11 +90,11 @@ static int bad_option(const char *prog, int argc, char **argv)
     const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
     fflush(stdout);
     fprintf(stderr, "%s: ", prog);
-    if (optopt != 0 && optopt != '?') {
+    if (optopt != 0 && optopt <= 255 && strncmp(arg, "--", 2) != 0) { /* -x */
         char c = (char)optopt;
         fputs("invalid option, or an option without its value -- '", stderr);
         tool_print_text(stderr, &c, 1);
-    } else {
+    } else { /* --name: unknown, ambiguous, or without its value */
         fputs("unrecognized option, or an option without its value '", stderr);
         tool_print_text(stderr, arg, strlen(arg));
     }
