@@ -4,15 +4,18 @@
  * chunk is read, so this is cheap on any size of file. When the manifest reads but the tables do
  * not, the manifest is still printed and the error follows it.
  *
- * It also shows what `tinytrace replay` would run: the recorded command line and working
- * directory (the META objects, meta.h), escaped, so that a trace from someone else can be looked
- * at before it is replayed. The runtime records no environment, and info says so.
+ * It also shows what `tinytrace replay` would run: the recorded command line, working directory
+ * and environment (the META objects, meta.h), escaped, so that a trace from someone else can be
+ * looked at before it is replayed. The text gives the environment's variable names, and the
+ * values of the loader's (LD_*: they choose what code the program runs); --json gives all of it.
+ * A trace from a runtime that records no environment says so.
  */
 #include "meta.h"
 #include "opts.h"
 #include "tool.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char usage[] =
@@ -20,15 +23,17 @@ static const char usage[] =
     "\n"
     "Prints the manifest of trace FILE (format and library version, flags, build id, caller,\n"
     "counts, largest chunk and event, table offsets, clock, time origin, stalls, write error,\n"
-    "pid), the command line the recording ran and its working directory (what `tinytrace\n"
-    "replay FILE` runs: each argument quoted as a shell needs it, control characters and\n"
-    "invalid UTF-8 as \\xNN; the environment is not recorded), and its thread table (id, OS\n"
-    "tid, name, events, chunks, first and last time in ns).\n"
+    "pid), what `tinytrace replay FILE` runs: the recorded command line (each argument quoted\n"
+    "as a shell needs it, control characters and invalid UTF-8 as \\xNN), its working directory\n"
+    "and its environment (the number and names of the variables, and the values of the\n"
+    "loader's, LD_*), and the thread table (id, OS tid, name, events, chunks, first and last\n"
+    "time in ns).\n"
     "\n"
     "Options:\n"
     "  -j, --json          print one JSON object: {\"file\", \"manifest\", \"command\",\n"
-    "                      \"threads\"}; command is null when none was recorded, else\n"
-    "                      {\"argv\", \"cwd\", \"environment\": null, \"damaged\"}\n"
+    "                      \"threads\"}; command is null when nothing was recorded, else\n"
+    "                      {\"argv\", \"cwd\", \"environment\": [\"NAME=VALUE\", ...] or null,\n"
+    "                      \"execfn\", \"untraced\", \"damaged\"} (null where not recorded)\n"
     TOOL_MAX_MEMORY_HELP
     "  -h, --help          print this help\n"
     "\n"
@@ -125,7 +130,31 @@ static void print_word(FILE *f, const char *s)
     fputc('\'', f);
 }
 
-/* The recorded command line and directory (meta.h), after the manifest. */
+/* The recorded environment: how many variables, their names, and the loader's in full. */
+static void print_environment_text(const tool_meta *mt)
+{
+    printf("environment:      ");
+    if (mt->env == NULL) {
+        printf("not recorded\n");
+        return;
+    }
+    printf("%" PRIu64 " variable%s", mt->envc, mt->envc == 1 ? "" : "s");
+    for (uint64_t i = 0; i < mt->envc; i++) {
+        const char *eq = strchr(mt->env[i], '=');
+        fputs(i == 0 ? ": " : " ", stdout);
+        tool_print_text(stdout, mt->env[i], eq ? (size_t)(eq - mt->env[i]) : strlen(mt->env[i]));
+    }
+    fputc('\n', stdout);
+    for (uint64_t i = 0; i < mt->envc; i++) {
+        if (strncmp(mt->env[i], "LD_", 3) != 0)
+            continue;
+        printf("                  ");
+        tool_print_text(stdout, mt->env[i], strlen(mt->env[i]));
+        fputc('\n', stdout);
+    }
+}
+
+/* The recorded command line, directory and environment (meta.h), after the manifest. */
 static void print_command_text(const tool_trace *t)
 {
     tool_meta mt;
@@ -149,8 +178,26 @@ static void print_command_text(const tool_trace *t)
         tool_print_text(stdout, mt.cwd, strlen(mt.cwd));
     else
         printf("not recorded");
-    printf("\nenvironment:      not recorded\n");
+    fputc('\n', stdout);
+    if (rc == TT_OK)
+        print_environment_text(&mt);
+    else
+        printf("environment:      not read\n");
+    if (rc == TT_OK && mt.untraced != NULL) {
+        printf("untraced child:   ");
+        tool_print_text(stdout, mt.untraced, strlen(mt.untraced));
+        fputc('\n', stdout);
+    }
     tool_meta_free(&mt);
+}
+
+/* A string member, or null. */
+static void json_str_or_null(tool_json *j, const char *key, const char *s)
+{
+    if (s != NULL)
+        tj_str(j, key, s);
+    else
+        tj_null(j, key);
 }
 
 static void print_command_json(tool_json *j, const tool_trace *t)
@@ -173,11 +220,17 @@ static void print_command_json(tool_json *j, const tool_trace *t)
     } else {
         tj_null(j, "argv");
     }
-    if (rc == TT_OK && mt.cwd != NULL)
-        tj_str(j, "cwd", mt.cwd);
-    else
-        tj_null(j, "cwd");
-    tj_null(j, "environment"); /* the runtime records none */
+    json_str_or_null(j, "cwd", rc == TT_OK ? mt.cwd : NULL);
+    if (rc == TT_OK && mt.env != NULL) {
+        tj_array_begin(j, "environment");
+        for (uint64_t i = 0; i < mt.envc; i++)
+            tj_str(j, NULL, mt.env[i]);
+        tj_array_end(j);
+    } else {
+        tj_null(j, "environment");
+    }
+    json_str_or_null(j, "execfn", rc == TT_OK ? mt.execfn : NULL);
+    json_str_or_null(j, "untraced", rc == TT_OK ? mt.untraced : NULL);
     if (rc == TT_OK)
         tj_null(j, "damaged");
     else

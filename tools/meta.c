@@ -15,6 +15,12 @@ void tool_meta_free(tool_meta *mt)
             free(mt->argv[i]);
     free(mt->argv);
     free(mt->cwd);
+    free(mt->untraced);
+    free(mt->execfn);
+    if (mt->env != NULL)
+        for (uint64_t i = 0; i < mt->envc; i++)
+            free(mt->env[i]);
+    free(mt->env);
     memset(mt, 0, sizeof *mt);
 }
 
@@ -86,6 +92,24 @@ int tool_meta_parse(const tt_reader *r, tool_meta *mt, char *why, size_t cap)
                     return damaged(why, cap, "a second cwd (object %" PRIu32 ")", id);
                 if ((mt->cwd = dup_n(name + 4, len - 4)) == NULL)
                     return TT_E_NOMEM;
+            } else if (pass == 0 && len >= 7 && memcmp(name, "execfn=", 7) == 0) {
+                if (mt->execfn == NULL && (mt->execfn = dup_n(name + 7, len - 7)) == NULL)
+                    return TT_E_NOMEM;
+            } else if (pass == 0 && len >= 5 && memcmp(name, "envc=", 5) == 0) {
+                if (parse_dec(name + 5, len - 5, &mt->envc) != 0 || mt->envc > count)
+                    return damaged(why, cap, "a bad envc (object %" PRIu32 ")", id);
+            } else if (pass == 1 && len >= 4 && memcmp(name, "env[", 4) == 0 && mt->env) {
+                close = memchr(name, ']', len);
+                eq = close != NULL && (size_t)(close - name) + 1 < len ? close + 1 : NULL;
+                if (eq == NULL || *eq != '=' ||
+                    parse_dec(name + 4, (size_t)(close - name) - 4, &idx) != 0 ||
+                    idx >= mt->envc || mt->env[idx] != NULL)
+                    return damaged(why, cap, "a bad env entry (object %" PRIu32 ")", id);
+                if ((mt->env[idx] = dup_n(eq + 1, len - (size_t)(eq + 1 - name))) == NULL)
+                    return TT_E_NOMEM;
+            } else if (pass == 0 && len >= 9 && memcmp(name, "untraced=", 9) == 0) {
+                if (mt->untraced == NULL && (mt->untraced = dup_n(name + 9, len - 9)) == NULL)
+                    return TT_E_NOMEM;
             } else if (pass == 1 && len >= 5 && memcmp(name, "argv[", 5) == 0) {
                 close = memchr(name, ']', len);
                 eq = close != NULL && (size_t)(close - name) + 1 < len ? close + 1 : NULL;
@@ -109,11 +133,16 @@ int tool_meta_parse(const tt_reader *r, tool_meta *mt, char *why, size_t cap)
                 mt->argc = 0;
                 return TT_E_NOMEM;
             }
+            if (mt->envc && (mt->env = calloc((size_t)mt->envc + 1, sizeof *mt->env)) == NULL)
+                return TT_E_NOMEM;
         }
     }
     for (uint64_t i = 0; i < mt->argc; i++)
         if (mt->argv[i] == NULL)
             return damaged(why, cap, "argv[%" PRIu64 "] is missing", i);
+    for (uint64_t i = 0; mt->env != NULL && i < mt->envc; i++)
+        if (mt->env[i] == NULL)
+            return damaged(why, cap, "env[%" PRIu64 "] is missing", i);
     return TT_OK;
 }
 

@@ -3,13 +3,17 @@
  * The runtime (libtrace/instrument/runtime.c, record_meta) interns, when a recording starts,
  * one META object per fact it knows about the process: "cwd=DIR" (getcwd), "argv[I]=ARG" for
  * each argument of /proc/self/cmdline and "argc=N" after them. It records the whole command line
- * or none of it (an argument too long for a name leaves no argc). No environment is recorded.
+ * or none of it (an argument too long for a name leaves no argc). A runtime that records the
+ * program's world adds "env[I]=NAME=VALUE" for each variable of its environment and "envc=N",
+ * "execfn=PATH" (the path execve was given) and, at the end, "untraced=CMD" (the first child
+ * process that ran unrecorded); an older one records none of these, and each is optional here.
  * `tinytrace replay` runs that command line in that directory; `tinytrace info` shows it.
  *
  * A trace can come from anyone, so the objects are parsed as hostile: one argc, one cwd, every
- * argv[I] with I < argc exactly once, no NUL byte inside a name, argc no larger than the number
- * of objects (so the array it sizes is bounded by the file's own tables). Anything else is a
- * damaged command line, with the reason.
+ * argv[I] with I < argc exactly once (and every env[I] with I < envc), no NUL byte inside a
+ * name, argc and envc no larger than the number of objects (so the arrays they size are bounded
+ * by the file's own tables). Anything else is a damaged command line, with the reason. The
+ * environment is read only with a command line (argc).
  *
  *     tool_meta mt;
  *     int rc = tool_meta_read(&t, &mt);     // t opened (tool_trace_open); reports damage
@@ -31,6 +35,10 @@ typedef struct tool_meta {
     char **argv;    /* argc + 1 entries, NULL-terminated; NULL when no command line was recorded */
     uint64_t argc;
     int found;      /* any META object at all */
+    char *untraced; /* the first process that ran unrecorded ("untraced="), or NULL */
+    char *execfn;   /* the path execve was given ("execfn="), or NULL */
+    char **env;     /* the environment the program saw ("env[i]="), envc + 1 entries, or NULL */
+    uint64_t envc;  /* "envc=": may be set while env is NULL (no command line: not read) */
 } tool_meta;
 
 /* Parses the META objects of @r into @mt (all of it the caller's to free with tool_meta_free,

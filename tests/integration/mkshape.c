@@ -9,12 +9,13 @@
  *                    starts, so that only one runs at a time), each recording a call, a user
  *                    event and a safepoint: N x 6 events with thread-start and thread-end.
  *                    With N up to 65536 (TT_PARAM_MAX_THREADS).
- *   hostile FILE     a small trace whose recorded command line, working directory, thread
- *                    name and function name hold terminal escapes ("\x1b]0;" sets a window
- *                    title, "\x1b[2J" clears the screen), as a trace from a stranger could:
- *                    META objects "argc=3", "argv[0]=...", "argv[1]=...", "argv[2]=...",
- *                    "cwd=..." made the way the runtime makes them (libtrace/instrument/
- *                    runtime.c, record_meta).
+ *   hostile FILE     a small trace whose recorded command line, working directory,
+ *                    environment, thread name and function name hold terminal escapes
+ *                    ("\x1b]0;" sets a window title, "\x1b[2J" clears the screen), as a trace
+ *                    from a stranger could: META objects "argc=3", "argv[0]=...",
+ *                    "argv[1]=...", "argv[2]=...", "cwd=...", "envc=3", "env[0]=..." to
+ *                    "env[2]=...", "execfn=..." and "untraced=..." made the way the runtime
+ *                    makes them (libtrace/instrument/runtime.c, record_meta).
  *   damaged FILE     the same, with one more argument than argc says ("argv[3]=..."): a
  *                    command line that replay refuses as damaged.
  *
@@ -128,6 +129,12 @@ static void record_hostile(int damaged)
         "argv[1]=--title=\x1b]0;pwned\x1b\\",
         "argv[2]=\x1b[2J\x1b[Hcleared \xc2\x9b" "31m",
         "cwd=/tmp/\x1b[2J\x1b]0;cwd\x07" "dir",
+        "envc=3",
+        "env[0]=PATH=/bin",
+        "env[1]=LD_PRELOAD=/tmp/\x1b]0;evil\x07.so",
+        "env[2]=\x1b[2JTERM=xterm",
+        "execfn=/bin/\x1b]0;x\x07prog",
+        "untraced=/bin/sh -c \x1b[2J",
     };
     uint32_t id, fn;
     for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++)

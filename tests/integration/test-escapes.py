@@ -6,8 +6,9 @@ come out of every verb of the tool (but record and replay) escaped: no byte 0x1b
 in stdout or stderr, whatever the verb prints them in (text, JSON, error messages, getopt's
 messages).
 
-`tinytrace info` shows the recorded command line and working directory (what replay would
-run), escaped in its text and exact in its JSON; a damaged command line is said to be one. With
+`tinytrace info` shows the recorded command line, working directory and environment (what
+replay would run), escaped in its text and exact in its JSON; a damaged command line is said to
+be one. With
 --record PRELOAD (builds without sanitizers: it preloads the runtime) the same holds for a trace
 that `tinytrace record` made of a program run with hostile arguments in a hostile directory.
 
@@ -77,6 +78,9 @@ def make_partial(d):
 ARGV = ["/bin/\x1b]0;owned\x07prog", "--title=\x1b]0;pwned\x1b\\",
         "\x1b[2J\x1b[Hcleared \u009b31m"]
 CWD = "/tmp/\x1b[2J\x1b]0;cwd\x07dir"
+ENV = ["PATH=/bin", "LD_PRELOAD=/tmp/\x1b]0;evil\x07.so", "\x1b[2JTERM=xterm"]
+EXECFN, UNTRACED = "/bin/\x1b]0;x\x07prog", "/bin/sh -c \x1b[2J"
+ANY = object()  # a recording's environment: whatever the runtime recorded, or none
 
 
 def esc(s):
@@ -100,24 +104,36 @@ def shell_word(a):
     return "'" + esc(a).replace("'", "'\\''") + "'"
 
 
-def info_command(t, argv, cwd, name):
-    """info shows @argv and @cwd: escaped in the text, exact in the JSON."""
-    rc, out, err = clean("info %s: the recorded command line is shown escaped" % name,
-                         [TT, "info", t], want_rc=0)
-    text = out.decode("utf-8", errors="replace")
-    shown = re.search(r"^command: +(.*)$", text, re.M)
-    where = re.search(r"^cwd: +(.*)$", text, re.M)
-    check(shown is not None and where is not None and
-          shown.group(1) == " ".join(shell_word(a) for a in argv) and
-          where.group(1) == esc(cwd) and "\nenvironment:      not recorded\n" in text,
-          "info %s: command, cwd and the environment (not recorded) in the text" % name,
-          (text[:1500], " ".join(shell_word(a) for a in argv), esc(cwd)))
+def env_text(env):
+    """info's lines for the environment @env (a list, or None: not recorded)."""
+    if env is None:
+        return "environment:      not recorded\n"
+    names = [esc(v.split("=", 1)[0]) for v in env]
+    text = "environment:      %d variable%s%s\n" % (len(env), "" if len(env) == 1 else "s",
+                                                   ": " + " ".join(names) if env else "")
+    return text + "".join(" " * 18 + esc(v) + "\n" for v in env if v.startswith("LD_"))
+
+
+def info_command(t, argv, cwd, name, env=None, execfn=None, untraced=None):
+    """info shows @argv, @cwd and @env: escaped in the text, exact in the JSON."""
     rc, out, err = clean("info --json %s: the command line stays escaped" % name,
                          [TT, "info", "--json", t], want_rc=0)
     cmd = json.loads(out).get("command") if rc == 0 else None
+    if env is ANY and cmd is not None:
+        env, execfn = cmd.get("environment"), cmd.get("execfn")
     check(cmd is not None and cmd.get("argv") == argv and cmd.get("cwd") == cwd and
-          cmd.get("environment") is None and cmd.get("damaged") is None,
-          "info --json %s: command.argv and command.cwd exactly as recorded" % name, cmd)
+          cmd.get("environment") == env and cmd.get("execfn") == execfn and
+          cmd.get("untraced") == untraced and cmd.get("damaged") is None,
+          "info --json %s: argv, cwd, environment, execfn and untraced exactly as recorded" %
+          name, cmd)
+    rc, out, err = clean("info %s: the recorded command line is shown escaped" % name,
+                         [TT, "info", t], want_rc=0)
+    text = out.decode("utf-8", errors="replace")
+    want = ("command:          " + " ".join(shell_word(a) for a in argv) + "\n" +
+            "cwd:              " + esc(cwd) + "\n" + env_text(env) +
+            ("untraced child:   " + esc(untraced) + "\n" if untraced is not None else ""))
+    check(want in text, "info %s: command, cwd and environment in the text" % name,
+          (text[:1500], want))
 
 
 def recorded(d):
@@ -130,7 +146,7 @@ def recorded(d):
     r = subprocess.run([TT, "record", "-o", t, "--"] + argv, cwd=wd, capture_output=True,
                        timeout=T)
     assert r.returncode == 0, r.stderr
-    info_command(t, argv, os.path.realpath(wd), "of a recorded run")
+    info_command(t, argv, os.path.realpath(wd), "of a recorded run", ANY)
     for verb in (["dump"], ["dump", "--json"], ["stats"], ["tree"], ["export"]):
         clean(" ".join(verb) + " of a recorded run: escapes stay escaped", [TT] + verb + [t],
               want_rc=0)
@@ -143,7 +159,7 @@ def main(d):
     assert r.returncode == 0
     fn = "fn\x1b[2J\x1b]0;fn\x07\u009b1m"
 
-    info_command(t, ARGV, CWD, "of a trace with hostile META objects")
+    info_command(t, ARGV, CWD, "of a trace with hostile META objects", ENV, EXECFN, UNTRACED)
     damaged = os.path.join(d, ESC_NAME + "damaged.tt")
     r = subprocess.run([MKSHAPE, "damaged", damaged])
     assert r.returncode == 0
