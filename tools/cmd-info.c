@@ -200,6 +200,19 @@ static void json_str_or_null(tool_json *j, const char *key, const char *s)
         tj_null(j, key);
 }
 
+/* An array of the @n strings of @v, or null when @v is NULL. */
+static void json_strings_or_null(tool_json *j, const char *key, char *const *v, uint64_t n)
+{
+    if (v == NULL) {
+        tj_null(j, key);
+        return;
+    }
+    tj_array_begin(j, key);
+    for (uint64_t i = 0; i < n; i++)
+        tj_str(j, NULL, v[i]);
+    tj_array_end(j);
+}
+
 static void print_command_json(tool_json *j, const tool_trace *t)
 {
     tool_meta mt;
@@ -212,23 +225,9 @@ static void print_command_json(tool_json *j, const tool_trace *t)
         return;
     }
     tj_object_begin(j, "command");
-    if (rc == TT_OK && mt.argv != NULL) {
-        tj_array_begin(j, "argv");
-        for (uint64_t i = 0; i < mt.argc; i++)
-            tj_str(j, NULL, mt.argv[i]);
-        tj_array_end(j);
-    } else {
-        tj_null(j, "argv");
-    }
+    json_strings_or_null(j, "argv", rc == TT_OK ? mt.argv : NULL, mt.argc);
     json_str_or_null(j, "cwd", rc == TT_OK ? mt.cwd : NULL);
-    if (rc == TT_OK && mt.env != NULL) {
-        tj_array_begin(j, "environment");
-        for (uint64_t i = 0; i < mt.envc; i++)
-            tj_str(j, NULL, mt.env[i]);
-        tj_array_end(j);
-    } else {
-        tj_null(j, "environment");
-    }
+    json_strings_or_null(j, "environment", rc == TT_OK ? mt.env : NULL, mt.envc);
     json_str_or_null(j, "execfn", rc == TT_OK ? mt.execfn : NULL);
     json_str_or_null(j, "untraced", rc == TT_OK ? mt.untraced : NULL);
     if (rc == TT_OK)
