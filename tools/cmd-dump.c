@@ -83,7 +83,9 @@ static int parse_kinds(const char *prog, const char *list, uint32_t *mask)
         }
         if (k > TT_EV_KIND_MAX) {
             fflush(stdout);
-            fprintf(stderr, "%s: unknown event kind '%.*s'; the kinds are:", prog, (int)len, p);
+            fprintf(stderr, "%s: unknown event kind '", prog);
+            tool_print_text(stderr, p, len);
+            fputs("'; the kinds are:", stderr);
             for (k = 1; k <= TT_EV_KIND_MAX; k++)
                 fprintf(stderr, " %s", tt_event_kind_name(k));
             fputc('\n', stderr);
@@ -860,8 +862,8 @@ static int dump_seek(struct dump *d)
 
     if (rc == TT_E_INVAL) {
         /* no index tables: read from the start and pass over what comes before */
-        fprintf(stderr, "tinytrace: %s: %s; reading from the start\n", t->path,
-                tool_strip_path(d->err.message, t->path));
+        tool_error("%s: %s; reading from the start", t->path,
+                   tool_strip_path(d->err.message, t->path));
         rc = TT_OK;
         tool_error_info_init(&d->err);
         if (flt->from_time)
@@ -880,13 +882,25 @@ static int dump_seek(struct dump *d)
     return TOOL_EXIT_OK;
 }
 
-/* Puts the cursors that take part into the merge. TT_OK or the reader's error. */
+/* Puts the cursors that take part into the merge, each at its thread's first chunk where the
+ * index says where that is (merge.h: many threads), or where --from put it. TT_OK or the
+ * reader's error. */
 static int dump_heads(struct dump *d)
 {
+    tool_trace *t = d->t;
     int rc = TT_OK;
-    for (uint32_t c = 0; c < d->t->cap.cursors && rc == TT_OK; c++) {
+    if (!d->flt->from_set && t->ix == NULL) {
+        /* no index tables, or damaged ones: the cursors scan from the start, as they can */
+        tt_error_info ierr;
+        tool_error_info_init(&ierr);
+        if (tt_index_open(t->r, &t->lim, &t->ix, &ierr) != TT_OK)
+            t->ix = NULL;
+    }
+    for (uint32_t c = 0; c < t->cap.cursors && rc == TT_OK; c++) {
         if ((d->flt->one_thread && c != d->flt->thread) || !d->st.use[c])
             continue;
+        if (!d->flt->from_set)
+            tool_cursor_begin(t->r, t->ix, c);
         rc = tool_merge_add(&d->mg, c, &d->err);
     }
     if (d->st.global)
