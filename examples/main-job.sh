@@ -8,7 +8,7 @@ tt="$build/tools/tinytrace"
 flaky="$build/examples/flaky"
 out=${TT_OUT:-flaky-failing.tt}
 for i in $(seq 1 40); do
-    if echo 7 | "$tt" record -o "$out" -- "$flaky"; then
+    if echo 7 | "$tt" record --force -o "$out" -- "$flaky"; then
         continue
     fi
     echo "== run $i failed; its recording is $out"

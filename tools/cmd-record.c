@@ -35,7 +35,7 @@
 
 static const char usage[] =
     "Usage: tinytrace record [-o FILE] [--alloc] [--chaos[=SEED]] [--buffer-kb N]\n"
-    "                        [--memory-mb N] [--quiet] [--] PROG [ARGS...]\n"
+    "                        [--memory-mb N] [--quiet] [--force] [--] PROG [ARGS...]\n"
     "\n"
     "Runs PROG with ARGS under the tinytrace runtime (LD_PRELOAD) and writes its trace. The\n"
     "calls through which PROG reads its environment (clocks, random bytes, reads from pipes,\n"
@@ -45,7 +45,10 @@ static const char usage[] =
     "key, so that replay runs its command line without asking (docs/REPLAY.md).\n"
     "\n"
     "Options:\n"
-    "  -o, --output FILE   the trace file (default: PROG's base name + \".tt\", here)\n"
+    "  -o, --output FILE   the trace file (default: PROG's base name + \".tt\", here); an\n"
+    "                      existing FILE is refused without --force, and never replaced\n"
+    "                      when it is not a regular file or is PROG itself\n"
+    "  -f, --force         replace FILE when it exists\n"
     "  -a, --alloc         also record allocations (malloc, free, ...); replay compares sizes\n"
     "  -c, --check-output  accepted for older scripts: the output is always recorded\n"
     "  --aslr              keep address-space randomization (by default it is off, in the\n"
@@ -184,7 +187,7 @@ static void warn_untraced(tool_trace *t)
 /* What the command line asks for. */
 struct record {
     const char *output;
-    int alloc, check_output, aslr, chaos, quiet;
+    int alloc, check_output, aslr, chaos, quiet, force;
     uint64_t chaos_seed;
     uint64_t buffer_kb, memory_mb; /* 0: the library's default */
 };
@@ -277,6 +280,9 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
     case 'q':
         o->quiet = 1;
         return TOOL_EXIT_OK;
+    case 'f':
+        o->force = 1;
+        return TOOL_EXIT_OK;
     default:
         return tool_usage_hint(prog);
     }
@@ -331,6 +337,7 @@ int cmd_record(int argc, char **argv)
         {"aslr", no_argument, NULL, OPT_ASLR},
         {"chaos", optional_argument, NULL, OPT_CHAOS},
         {"quiet", no_argument, NULL, 'q'},
+        {"force", no_argument, NULL, 'f'},
         {NULL, 0, NULL, 0},
     };
     static const tool_verb verb = {.usage = usage,
@@ -366,11 +373,17 @@ int cmd_record(int argc, char **argv)
     if (tool_absolute_path(o.output, abs, sizeof abs) != 0)
         return tool_usage_error(argv[0], "cannot make '%s' an absolute path", o.output);
 
+    if ((rc = check_program(argv[first], prog_path, sizeof prog_path)) != TOOL_EXIT_OK)
+        return rc;
+    {
+        /* never the program, a device, a FIFO or a directory; an existing file with --force */
+        const char *inputs[] = { prog_path, NULL };
+        if ((rc = tool_output_check(argv[0], o.output, inputs, o.force)) != TOOL_EXIT_OK)
+            return rc;
+    }
     if ((rc = set_environment(&o, abs, argv[0])) != TOOL_EXIT_OK)
         return rc;
     if ((rc = tool_find_preload(preload, sizeof preload)) != TOOL_EXIT_OK)
-        return rc;
-    if ((rc = check_program(argv[first], prog_path, sizeof prog_path)) != TOOL_EXIT_OK)
         return rc;
     if ((rc = tool_set_preload_env(preload)) != TOOL_EXIT_OK)
         return rc;
