@@ -30,6 +30,18 @@ struct tt_raw_short {
 #define TT_RAW_ADDR 0x200u
 #define TT_RAW_ADDR_END (UINT64_C(1) << 48)
 
+/* A synchronization operation without a payload (record/sync.c): kind TT_EV_SYNC | dir << 8 |
+ * TT_RAW_SYNC, then its site where the other forms have the function (a sync event's function
+ * is 0), its time, object id and sequence number: 32 bytes, against 48 for a long record. */
+#define TT_RAW_SYNC 0x400u
+struct tt_raw_sync {
+    uint32_t kind;
+    uint32_t site;
+    uint64_t time;
+    uint64_t arg;
+    uint64_t addr;
+};
+
 struct tt_raw_long {
     uint32_t kind;
     uint32_t function;

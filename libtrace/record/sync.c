@@ -159,7 +159,7 @@ static inline void chaos_maybe(tt_session *s, struct tt_rec_thread *t)
 }
 
 /* Appends @op's event with @result. */
-static int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *op, int result)
+static inline int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *op, int result)
 {
     uint8_t payload[4 + TT_SYNC_DATA_MAX];
     uint32_t len = 0;
@@ -169,9 +169,7 @@ static int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *op, int
         memcpy(payload + 4, op->data, dl);
         len = 4 + dl;
     }
-    struct tt_raw_long r = { .kind = TT_EV_SYNC | ((uint32_t)(op->ordered != 0) << 8),
-                             .time = tt_ticks(), .site = op->site, .arg = op->id,
-                             .addr = op->seq, .len = len };
+    const uint32_t kind = TT_EV_SYNC | ((uint32_t)(op->ordered != 0) << 8);
     int rc;
     if ((rc = tt_rec_begin_(s, t)) != TT_OK)
         return rc;
@@ -179,6 +177,21 @@ static int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *op, int
         tt_rec_end_(t);
         return TT_E_CLOSED;
     }
+    if (TT_LIKELY(len == 0)) {
+        /* the common case: the compact form, 32 bytes */
+        if (TT_UNLIKELY((size_t)(t->end - t->pos) < sizeof(struct tt_raw_sync)) &&
+            (rc = tt_writer_refill(s, t, false)) != TT_OK) {
+            tt_rec_end_(t);
+            return rc;
+        }
+        struct tt_raw_sync r = { kind | TT_RAW_SYNC, op->site, tt_ticks(), op->id, op->seq };
+        memcpy(t->pos, &r, sizeof r);
+        t->pos += sizeof r;
+        tt_rec_end_(t);
+        return TT_OK;
+    }
+    struct tt_raw_long r = { .kind = kind, .time = tt_ticks(), .site = op->site, .arg = op->id,
+                             .addr = op->seq, .len = len };
     rc = tt_writer_append_long(s, t, &r, payload);
     tt_rec_end_(t);
     return rc;
