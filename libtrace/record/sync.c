@@ -6,10 +6,12 @@
  * An exclusive object's count is touched only by its holder, so it costs a load and a store;
  * a shared one's (a rwlock, a semaphore, a condition variable, a barrier) a fetch-and-add.
  *
- * The event is a long raw record: kind TT_EV_SYNC with dir 1 when the operation took its
- * object's turn, site = the operation, arg = the object's id, addr = its sequence number, and a
- * payload only when there is something to say: the result as 4 bytes little-endian when it is
- * not 0 or when extra bytes (a sleep's remaining time) follow.
+ * The event is kind TT_EV_SYNC with dir 1 when the operation took its object's turn, site = the
+ * operation, arg = the object's id, addr = its sequence number, and a payload only when there
+ * is something to say: the result as 4 bytes little-endian when it is not 0 or when extra bytes
+ * (a sleep's remaining time) follow. Without a payload it is the compact raw record (32 bytes,
+ * record.h). An operation that did not wait (a release; a lock the caller found free,
+ * TT_SYNC_AT_ONCE) reads no clock: it takes the time of the thread's previous event.
  *
  * Schedule chaos (TT_PARAM_CHAOS): a PCT-style scheme (Burckhardt et al., ASPLOS 2010) over the
  * sync points. Every thread gets a random priority at its first sync point; depth - 1 change
@@ -158,8 +160,11 @@ static inline void chaos_maybe(tt_session *s, struct tt_rec_thread *t)
         chaos_point(c, t);
 }
 
-/* Appends @op's event with @result. */
-static inline int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *op, int result)
+/* Appends @op's event with @result; @timed: with the clock's time, else with the thread's
+ * previous event's (the encoder keeps a thread's times non-decreasing: a time of 0 becomes the
+ * last one). */
+static inline int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *op, int result,
+                         bool timed)
 {
     uint8_t payload[4 + TT_SYNC_DATA_MAX];
     uint32_t len = 0;
@@ -184,13 +189,14 @@ static inline int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *
             tt_rec_end_(t);
             return rc;
         }
-        struct tt_raw_sync r = { kind | TT_RAW_SYNC, op->site, tt_ticks(), op->id, op->seq };
+        struct tt_raw_sync r = { kind | TT_RAW_SYNC, op->site, timed ? tt_ticks() : 0, op->id,
+                                 op->seq };
         memcpy(t->pos, &r, sizeof r);
         t->pos += sizeof r;
         tt_rec_end_(t);
         return TT_OK;
     }
-    struct tt_raw_long r = { .kind = kind, .time = tt_ticks(), .site = op->site, .arg = op->id,
+    struct tt_raw_long r = { .kind = kind, .time = timed ? tt_ticks() : 0, .site = op->site, .arg = op->id,
                              .addr = op->seq, .len = len };
     rc = tt_writer_append_long(s, t, &r, payload);
     tt_rec_end_(t);
@@ -210,13 +216,13 @@ int tt_rec_sync_begin(tt_session *s, struct tt_thread *bt, tt_sync *op, struct t
             atomic_store_explicit(&e->seq, op->seq + 1, memory_order_relaxed);
             op->ordered = 1;
         }
-        return append(s, t, op, 0);
+        return append(s, t, op, 0, false);
     case TT_SYNC_RELEASE:
         if (e) {
             op->seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_relaxed);
             op->ordered = 1;
         }
-        return append(s, t, op, 0);
+        return append(s, t, op, 0, false);
     default:
         chaos_maybe(s, t);
         return TT_OK;
@@ -230,14 +236,14 @@ int tt_rec_sync_end(tt_session *s, struct tt_thread *bt, tt_sync *op, int result
     if (e) {
         switch (op->kind) {
         case TT_SYNC_LOCK:
-            if (took) {
+            if (took & TT_SYNC_TOOK) {
                 op->seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
                 atomic_store_explicit(&e->seq, op->seq + 1, memory_order_relaxed);
                 op->ordered = 1;
             }
             break;
         case TT_SYNC_ACQUIRE:
-            if (!took)
+            if (!(took & TT_SYNC_TOOK))
                 break;
             /* fall through */
         case TT_SYNC_PASS:
@@ -255,5 +261,5 @@ int tt_rec_sync_end(tt_session *s, struct tt_thread *bt, tt_sync *op, int result
         chaos_maybe(s, t); /* recorded at begin */
         return TT_OK;
     }
-    return append(s, t, op, result);
+    return append(s, t, op, result, !(took & TT_SYNC_AT_ONCE));
 }

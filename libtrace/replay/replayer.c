@@ -82,7 +82,9 @@ static int publish_next(struct tt_replayer *rp, uint32_t rec, tt_error_info *err
     int rc;
     while ((rc = tt_reader_peek(rp->r, rec, &ev, err)) == TT_OK && stepped_over(rp, &ev))
         tt_reader_advance(rp->r, rec);
-    uint64_t t = rc == TT_OK ? ev.time : UINT64_MAX;
+    /* a sync event keeps its own order (sync.c) and may carry an earlier event's time (one that
+     * did not wait reads no clock): it holds no other thread back */
+    uint64_t t = rc == TT_OK && ev.kind != TT_EV_SYNC ? ev.time : UINT64_MAX;
     /* release: a thread that sees this time sees that @rec is done with everything before it */
     atomic_store_explicit(&rp->next_time[rec], t, memory_order_release);
     return rc == TT_E_END ? TT_OK : rc;
@@ -508,7 +510,7 @@ int tt_rp_peek_(tt_session *s, struct tt_rp_thread *t, const tt_event *act, tt_e
             t->rec_ended = 1;
         tt_reader_advance(rp->r, t->rec);
     }
-    if (rp->ordered && !wait_turn(s, t->rec, ev->time))
+    if (rp->ordered && ev->kind != TT_EV_SYNC && !wait_turn(s, t->rec, ev->time))
         return tt_rp_diverge_(s, t, TT_DIV_ORDER, ev, act, 0, NULL);
     return TT_OK;
 }

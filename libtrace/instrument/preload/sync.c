@@ -89,6 +89,12 @@ static int mutex_take(pthread_mutex_t *m)
     return REAL(pthread_mutex_lock, mutex_fn)(m);
 }
 
+/* What tt_sync_end is told of an acquisition that returned @r (@at_once: without waiting). */
+static inline int took_flags(bool held, bool at_once)
+{
+    return (held ? TT_SYNC_TOOK : 0) | (held && at_once ? TT_SYNC_AT_ONCE : 0);
+}
+
 TT_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
     mutex_fn f = REAL(pthread_mutex_lock, mutex_fn);
@@ -98,14 +104,21 @@ TT_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
     if (!s)
         return f(m);
     int r;
+    bool at_once = false;
     if (tt_sync_replaying(&op)) {
         r = op.result;
         if (op.ordered)
             f(m);
     } else {
-        r = f(m);
+        /* a free mutex is taken without waiting, and its event reads no clock; a busy one is
+         * waited for (the trylock's EBUSY says nothing the lock would not: an error-checking
+         * mutex the caller holds returns EDEADLK from the lock) */
+        r = REAL(pthread_mutex_trylock, mutex_fn)(m);
+        at_once = r != EBUSY;
+        if (!at_once)
+            r = f(m);
     }
-    sync_end(s, &op, S_pthread_mutex_lock, r, mutex_held(r));
+    sync_end(s, &op, S_pthread_mutex_lock, r, took_flags(mutex_held(r), at_once));
     sync_leave(e0);
     return r;
 }
@@ -126,7 +139,7 @@ TT_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
     } else {
         r = f(m);
     }
-    sync_end(s, &op, S_pthread_mutex_trylock, r, mutex_held(r));
+    sync_end(s, &op, S_pthread_mutex_trylock, r, took_flags(mutex_held(r), true));
     sync_leave(e0);
     return r;
 }
@@ -225,14 +238,18 @@ TT_EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
     if (!s)
         return f(l);
     int r;
+    bool at_once = false;
     if (tt_sync_replaying(&op)) {
         r = op.result;
         if (op.ordered)
             f(l);
     } else {
-        r = f(l);
+        r = REAL(pthread_spin_trylock, spin_fn)(l);
+        at_once = r != EBUSY;
+        if (!at_once)
+            r = f(l);
     }
-    sync_end(s, &op, S_pthread_spin_lock, r, r == 0);
+    sync_end(s, &op, S_pthread_spin_lock, r, took_flags(r == 0, at_once));
     sync_leave(e0);
     return r;
 }
@@ -253,7 +270,7 @@ TT_EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
     } else {
         r = f(l);
     }
-    sync_end(s, &op, S_pthread_spin_trylock, r, r == 0);
+    sync_end(s, &op, S_pthread_spin_trylock, r, took_flags(r == 0, true));
     sync_leave(e0);
     return r;
 }
@@ -295,9 +312,10 @@ typedef int (*rw_timed_fn)(pthread_rwlock_t *, const struct timespec *);
 typedef int (*rw_clock_fn)(pthread_rwlock_t *, clockid_t, const struct timespec *);
 typedef int (*rw_init_fn)(pthread_rwlock_t *, const pthread_rwlockattr_t *);
 
-/* One rwlock acquisition: @live makes it (record, or a replay that runs live); in replay an
- * acquisition that succeeded takes the lock with @take, the blocking call, at its turn. */
-#define RW_ACQUIRE(name, site, take, call)                                                    \
+/* One rwlock acquisition: @call makes it (record, or a replay that runs live), @at_once when it
+ * cannot have waited (the try forms); in replay an acquisition that succeeded takes the lock
+ * with @take, the blocking call, at its turn. */
+#define RW_ACQUIRE(at_once, site, take, call)                                                 \
     do {                                                                                      \
         int e0 = errno;                                                                       \
         tt_sync op;                                                                           \
@@ -312,58 +330,58 @@ typedef int (*rw_init_fn)(pthread_rwlock_t *, const pthread_rwlockattr_t *);
         } else {                                                                              \
             r = call;                                                                         \
         }                                                                                     \
-        sync_end(s, &op, site, r, r == 0);                                                    \
+        sync_end(s, &op, site, r, took_flags(r == 0, at_once));                               \
         sync_leave(e0);                                                                       \
         return r;                                                                             \
     } while (0)
 
 TT_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
-    RW_ACQUIRE(rdlock, S_pthread_rwlock_rdlock, pthread_rwlock_rdlock,
+    RW_ACQUIRE(false, S_pthread_rwlock_rdlock, pthread_rwlock_rdlock,
                REAL(pthread_rwlock_rdlock, rw_fn)(l));
 }
 
 TT_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
-    RW_ACQUIRE(wrlock, S_pthread_rwlock_wrlock, pthread_rwlock_wrlock,
+    RW_ACQUIRE(false, S_pthread_rwlock_wrlock, pthread_rwlock_wrlock,
                REAL(pthread_rwlock_wrlock, rw_fn)(l));
 }
 
 TT_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
 {
-    RW_ACQUIRE(tryrdlock, S_pthread_rwlock_tryrdlock, pthread_rwlock_rdlock,
+    RW_ACQUIRE(true, S_pthread_rwlock_tryrdlock, pthread_rwlock_rdlock,
                REAL(pthread_rwlock_tryrdlock, rw_fn)(l));
 }
 
 TT_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
 {
-    RW_ACQUIRE(trywrlock, S_pthread_rwlock_trywrlock, pthread_rwlock_wrlock,
+    RW_ACQUIRE(true, S_pthread_rwlock_trywrlock, pthread_rwlock_wrlock,
                REAL(pthread_rwlock_trywrlock, rw_fn)(l));
 }
 
 TT_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *at)
 {
-    RW_ACQUIRE(timedrdlock, S_pthread_rwlock_timedrdlock, pthread_rwlock_rdlock,
+    RW_ACQUIRE(false, S_pthread_rwlock_timedrdlock, pthread_rwlock_rdlock,
                REAL(pthread_rwlock_timedrdlock, rw_timed_fn)(l, at));
 }
 
 TT_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *at)
 {
-    RW_ACQUIRE(timedwrlock, S_pthread_rwlock_timedwrlock, pthread_rwlock_wrlock,
+    RW_ACQUIRE(false, S_pthread_rwlock_timedwrlock, pthread_rwlock_wrlock,
                REAL(pthread_rwlock_timedwrlock, rw_timed_fn)(l, at));
 }
 
 TT_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clk,
                                          const struct timespec *at)
 {
-    RW_ACQUIRE(clockrdlock, S_pthread_rwlock_clockrdlock, pthread_rwlock_rdlock,
+    RW_ACQUIRE(false, S_pthread_rwlock_clockrdlock, pthread_rwlock_rdlock,
                REAL(pthread_rwlock_clockrdlock, rw_clock_fn)(l, clk, at));
 }
 
 TT_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clk,
                                          const struct timespec *at)
 {
-    RW_ACQUIRE(clockwrlock, S_pthread_rwlock_clockwrlock, pthread_rwlock_wrlock,
+    RW_ACQUIRE(false, S_pthread_rwlock_clockwrlock, pthread_rwlock_wrlock,
                REAL(pthread_rwlock_clockwrlock, rw_clock_fn)(l, clk, at));
 }
 
@@ -542,7 +560,7 @@ static void sem_take(sem_t *sem)
 }
 
 /* A sem_* acquisition: 0, or -1 with errno; @call makes it live. */
-#define SEM_ACQUIRE(site, call)                                                               \
+#define SEM_ACQUIRE(at_once, site, call)                                                      \
     do {                                                                                      \
         int e0 = errno;                                                                       \
         tt_sync op;                                                                           \
@@ -559,29 +577,29 @@ static void sem_take(sem_t *sem)
             r = call;                                                                         \
             e = r ? errno : 0;                                                                \
         }                                                                                     \
-        sync_end(s, &op, site, e, r == 0);                                                    \
+        sync_end(s, &op, site, e, took_flags(r == 0, at_once));                               \
         sync_leave(r ? e : e0);                                                               \
         return r;                                                                             \
     } while (0)
 
 TT_EXPORT int sem_wait(sem_t *sem)
 {
-    SEM_ACQUIRE(S_sem_wait, REAL(sem_wait, sem_fn)(sem));
+    SEM_ACQUIRE(false, S_sem_wait, REAL(sem_wait, sem_fn)(sem));
 }
 
 TT_EXPORT int sem_trywait(sem_t *sem)
 {
-    SEM_ACQUIRE(S_sem_trywait, REAL(sem_trywait, sem_fn)(sem));
+    SEM_ACQUIRE(true, S_sem_trywait, REAL(sem_trywait, sem_fn)(sem));
 }
 
 TT_EXPORT int sem_timedwait(sem_t *sem, const struct timespec *at)
 {
-    SEM_ACQUIRE(S_sem_timedwait, REAL(sem_timedwait, sem_timed_fn)(sem, at));
+    SEM_ACQUIRE(false, S_sem_timedwait, REAL(sem_timedwait, sem_timed_fn)(sem, at));
 }
 
 TT_EXPORT int sem_clockwait(sem_t *sem, clockid_t clk, const struct timespec *at)
 {
-    SEM_ACQUIRE(S_sem_clockwait, REAL(sem_clockwait, sem_clock_fn)(sem, clk, at));
+    SEM_ACQUIRE(false, S_sem_clockwait, REAL(sem_clockwait, sem_clock_fn)(sem, clk, at));
 }
 
 TT_EXPORT int sem_post(sem_t *sem)
