@@ -350,7 +350,7 @@ int tool_child_env(char *const *recorded, char ***envp_out, int *fd_out)
     const char *preload = getenv("LD_PRELOAD");
     while (base[n] != NULL)
         n++;
-    char **env = calloc(n + 3, sizeof *env);
+    char **env = calloc(n + 4, sizeof *env);
     char *rt = malloc(64), *pre = NULL;
     if (env == NULL || rt == NULL)
         goto nomem_fd;
@@ -378,6 +378,12 @@ int tool_child_env(char *const *recorded, char ***envp_out, int *fd_out)
         sprintf(pre, "LD_PRELOAD=%s", preload);
         env[k++] = pre;
     }
+    /* Recording: OpenSSL is told to take no random bytes from the CPU (RDRAND, RDSEED), which
+     * nothing can replay, but from the OS, which is replayed (docs/REPLAY.md, "Randomness from
+     * the CPU"). Unless the user set it: then theirs. The replay gets it back with the rest of
+     * the recorded environment. */
+    if (recorded == NULL && getenv("OPENSSL_ia32cap") == NULL)
+        env[k++] = (char *)"OPENSSL_ia32cap=~0x4000000000000000:~0x40000";
     snprintf(rt, 64, "%s=%010d", TT_ENV_RT, fd);
     env[k++] = rt;
     env[k] = NULL;
