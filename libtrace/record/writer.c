@@ -620,6 +620,9 @@ static void write_tables(tt_session *s, struct tt_writer *w)
         free(buf);
 }
 
+/* One function, over 120 lines, on purpose: stopping the recording threads, draining the queue,
+ * the tables, the manifest, the sync and the rename are one sequence whose order is the point,
+ * and each step says why it comes where it does. */
 int tt_writer_close(tt_session *s, tt_error_info *err)
 {
     struct tt_writer *w = s->w;
