@@ -24,9 +24,11 @@
 
 #include <tinytrace/tinytrace.h>
 
+/* The state is saved as its bytes, so it has no padding: bytes that no field owns would differ
+ * from run to run. */
 struct bank {
     int64_t balance[4];
-    uint32_t transfers;
+    int64_t transfers;
 };
 
 /* ---- the provider: four hooks over a struct bank ---- */

@@ -20,6 +20,8 @@
  * Exits 0 when the three runs went as described, 1 otherwise. Build:
  *     cc record-replay.c $(pkg-config --cflags --libs tinytrace) -o record-replay
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
