@@ -17,7 +17,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 OPTION = re.compile(r"(?:(?<=^)|(?<=[\s\[(,]))(--?[A-Za-z][A-Za-z0-9-]*)")
 

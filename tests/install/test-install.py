@@ -20,7 +20,6 @@ temporary directory of this test's own, then one of:
                   with dependency('tinytrace') (tests/install/subproject), run on a trace that
                   RECORD_REPLAY (the build's examples/record-replay) writes
 """
-import glob
 import json
 import os
 import re
