@@ -268,7 +268,8 @@ def _decode(trace, chunks):
     p2[-1] = N - 1
     p3 = np.where(fsame, p2, after[p2])               # after the function
     nxt = np.where(term, p3, ar + i32(1))
-    cand = np.flatnonzero(term & (kind >= 1) & (kind <= F.KIND_MAX) & (kind != 5) &
+    kmax = trace.kind_max
+    cand = np.flatnonzero(term & (kind >= 1) & (kind <= kmax) & (kind != 5) &
                           (kind != 6))
     q = after[after[after[p3[cand]]]]                 # site, arg, addr: at the length
     ln, lnlen = _varint_at(b, q)
@@ -340,7 +341,8 @@ def _decode(trace, chunks):
     fullE = ~short
     kindE = np.where(short, 5 + ((tag >> 6) & 1), tag & 0x1F).astype(np.uint8)
     outE = (tag & 0x40) != 0
-    if (fullE & ((kindE < 1) | (kindE > F.KIND_MAX) | (outE & (kindE != F.IO)))).any():
+    if (fullE & ((kindE < 1) | (kindE > kmax) |
+                  (outE & (kindE != F.IO) & (kindE != F.SYNC)))).any():
         corrupt("a bad event tag")
     dirE = (fullE & outE).astype(np.uint8)
     dt = (tag & np.uint8(0x3F)).astype(np.uint64)

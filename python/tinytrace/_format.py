@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""The byte layout of a tinytrace trace (docs/FORMAT.md, version 2, normative): constants, the
-manifest, chunk headers, varints, and the errors a reader reports.
+"""The byte layout of a tinytrace trace (docs/FORMAT.md, versions 1 to 3, normative): constants,
+the manifest, chunk headers, varints, and the errors a reader reports. Version 3 adds the sync
+event kind (14, with OUT like io) and its count in the index directory; nothing else differs.
 """
 import struct
 
@@ -8,7 +9,7 @@ MAGIC = b"TINYTRCE"
 MANIFEST_SIZE = 512
 CHUNK_MAGIC = 0x4B435454  # "TTCK"
 HEADER_SIZE = 48
-VERSION_MIN, VERSION_MAX = 1, 2
+VERSION_MIN, VERSION_MAX = 1, 3
 
 # manifest flags (§3.2)
 MF_FINALIZED, MF_INCOMPLETE, MF_RECOVERED, MF_CRASHED, MF_TSC = 0x1, 0x2, 0x4, 0x8, 0x10
@@ -19,11 +20,16 @@ FLAG_NAMES = [(MF_FINALIZED, "finalized"), (MF_INCOMPLETE, "incomplete"),
 T_EVENTS, T_THREADS, T_OBJECTS, T_FRAMES, T_SEEK, T_SUMMARY, T_DIRECTORY, T_BLOCKLIST = range(1, 9)
 CONT_IN, CONT_OUT = 0x1, 0x2
 
-# event kinds (§5.3)
+# event kinds (§5.3); sync (14) exists from version 3 on, with OUT like io
 KIND_NAMES = [None, "session-start", "session-end", "thread-start", "thread-end", "enter",
-              "exit", "safepoint", "alloc", "free", "io", "checkpoint", "user", "crash"]
-KIND_MAX = 13
-ENTER, EXIT, IO = 5, 6, 10
+              "exit", "safepoint", "alloc", "free", "io", "checkpoint", "user", "crash", "sync"]
+KIND_MAX = 14
+ENTER, EXIT, IO, SYNC = 5, 6, 10, 14
+
+
+def kind_max(version):
+    """The largest event kind of a file of format @version."""
+    return 14 if version >= 3 else 13
 OBJECT_KINDS = [None, "function", "site", "thread", "module", "tag", "meta"]
 OUTCOMES = ["returned", "crashed", "open", "abandoned"]
 

@@ -67,6 +67,7 @@ class Trace:
         self._buf = _open_bytes(self.path)
         self._mv = memoryview(self._buf)
         self._read_manifest()
+        self.kind_max = F.kind_max(self._m["version"])
         self._walk()
         self._read_tables()
         self._index = None
@@ -326,7 +327,7 @@ class Trace:
         for t in range(m["thread_count"]):
             row = {"frames": v(), "children": v(), "max_depth": v(), "crashed": v(),
                    "blocks": v()}
-            row["kinds"] = [0] + [v() for _ in range(F.KIND_MAX)]
+            row["kinds"] = [0] + [v() for _ in range(self.kind_max)]
             lists = v()
             for _ in range(lists):
                 v(), v()
@@ -386,6 +387,7 @@ class Trace:
     def _thread_events(self, t):
         """The events of thread @t in its order, with the checks of §10.4."""
         varint = F.varint
+        kmax = self.kind_max
         pending = None
         n = 0
         for h in self._chunks[t]:
@@ -428,7 +430,7 @@ class Trace:
                     seq += 1
                     continue
                 kind = tag & 0x1F
-                if not 1 <= kind <= F.KIND_MAX or (tag & 0x40 and kind != F.IO):
+                if not 1 <= kind <= kmax or (tag & 0x40 and kind != F.IO and kind != F.SYNC):
                     self._fail(F.CorruptError, "a bad event tag 0x%02x" % tag, h.offset)
                 r = varint(body, pos, end)
                 if r is None:
@@ -582,13 +584,14 @@ class Trace:
         index tables gives the per-thread and per-kind counts from its events, and frames
         and functions as None."""
         tps = self.ticks_per_sec
-        kinds_total = dict((F.KIND_NAMES[k], 0) for k in range(1, F.KIND_MAX + 1))
+        km = self.kind_max
+        kinds_total = dict((F.KIND_NAMES[k], 0) for k in range(1, km + 1))
         out = {"file": self.path, "events": self._m["event_count"], "ticks_per_sec": tps}
         threads = []
         if self._index is not None:
             ix = self._index
             for t, row in zip(self.threads, ix["threads"]):
-                kinds = {F.KIND_NAMES[k]: row["kinds"][k] for k in range(1, F.KIND_MAX + 1)
+                kinds = {F.KIND_NAMES[k]: row["kinds"][k] for k in range(1, km + 1)
                          if row["kinds"][k]}
                 for k, c in kinds.items():
                     kinds_total[k] += c
