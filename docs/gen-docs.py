@@ -59,7 +59,8 @@ def indent_of(line):
     return len(line) - len(line.lstrip(" "))
 
 
-OPT_NAME = r"--?[A-Za-z0-9][A-Za-z0-9-]*"
+# an option, with an optional argument of its own written as --name[=ARG] (or --name=ARG)
+OPT_NAME = r"--?[A-Za-z0-9][A-Za-z0-9-]*(?:\[=[A-Z][A-Z0-9_]*\]|=[A-Z][A-Z0-9_]*)?"
 # an argument name: upper case, with the punctuation the help uses (SEQ|TIME, NAME[,NAME...],
 # OUT.json)
 OPT_ARG = r"[A-Z][A-Z0-9_|,.\[\]]*(?:\.[a-z]+)?"
@@ -69,7 +70,9 @@ OPT_LINE = re.compile(r"^(?P<names>%s(?:, %s)*)(?: (?P<arg>%s))?(?:(?P<sep> +)(?
 
 class Option:
     def __init__(self, names, arg, desc):
-        self.names, self.arg, self.desc = names, arg, desc
+        self.shown = names  # as the help writes them: --chaos[=SEED]
+        self.names = [re.sub(r"[\[=].*$", "", n) for n in names]
+        self.arg, self.desc = arg, desc
 
     def long(self):
         for n in self.names:
@@ -281,7 +284,9 @@ def synopsis_roff(usage, verb):
 
 
 def option_roff(o):
-    head = ", ".join("\\fB%s\\fR" % esc(n) for n in o.names)
+    # the name in bold, an optional argument of its own ("[=SEED]") as it is
+    head = ", ".join("\\fB%s\\fR%s" % (esc(name), esc(shown[len(name):]))
+                     for shown, name in zip(o.shown, o.names))
     if o.arg:
         head += " \\fI%s\\fR" % esc(o.arg)
     return [".TP", head, line_out(o.desc) if o.desc else "\\&"]

@@ -7,6 +7,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 TestSuite(tool);
@@ -108,4 +109,36 @@ Test(tool, fmt_u64_is_right_for_every_value_below_10_8, .timeout = 60)
             want[i - 1]++;
         }
     }
+}
+
+/* tool_esc is tool_print_text into a buffer: the same bytes, and a cut that is marked and never
+ * splits an escape or a UTF-8 sequence. */
+Test(tool, esc_escapes_as_print_text_does_and_cuts_between_characters)
+{
+    static const char *const texts[] = {
+        "", "plain", "a\\b", "\x1b]0;title\x07", "\x1b[2J", "caf\xc3\xa9", "\xc2\x9b" "31m",
+        "bad \xff\xfe utf-8", "\xe2\x82", "tab\there\nnewline\x7f",
+    };
+    char buf[256], *printed;
+    size_t len;
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        FILE *m = open_memstream(&printed, &len);
+        tool_print_text(m, texts[i], strlen(texts[i]));
+        fclose(m);
+        cr_assert_str_eq(tool_esc(buf, sizeof buf, texts[i]), printed, "text %zu", i);
+        cr_assert(strchr(buf, '\x1b') == NULL && strstr(buf, "\xc2\x9b") == NULL);
+        cr_assert_eq(tool_text_is_plain(texts[i], strlen(texts[i])),
+                     strcmp(texts[i], "") == 0 || strcmp(texts[i], "plain") == 0 ||
+                         strcmp(texts[i], "a\\b") == 0 || strcmp(texts[i], "caf\xc3\xa9") == 0,
+                     "text %zu", i);
+        free(printed);
+    }
+    /* what fits is whole; what does not ends in "..." at a character's end */
+    cr_assert_str_eq(tool_esc(buf, 6, "abcde"), "abcde");
+    cr_assert_str_eq(tool_esc(buf, 6, "abcdef"), "ab...");
+    cr_assert_str_eq(tool_esc(buf, 8, "a\x1b" "bcdef"), "a...");
+    cr_assert_str_eq(tool_esc(buf, 9, "a\x1b" "bcdef"), "a\\x1b...");
+    cr_assert_str_eq(tool_esc(buf, 7, "\xc3\xa9\xc3\xa9\xc3\xa9x"), "\xc3\xa9...");
+    cr_assert_str_eq(tool_esc(buf, 3, "abcdef"), "..");
+    cr_assert_str_eq(tool_esc(buf, 1, "abcdef"), "");
 }

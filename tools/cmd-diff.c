@@ -26,6 +26,7 @@
  * The threads are compared one pair after the other, so a difference is found after reading
  * only the threads before it and the difference's own thread up to it.
  */
+#include "merge.h"
 #include "opts.h"
 #include "progress.h"
 #include "tool.h"
@@ -354,9 +355,17 @@ static int compare_pair(struct diff *d, const struct pair *p, struct result *res
     memset(res, 0, sizeof *res);
     tool_error_info_init(&ea);
     tool_error_info_init(&eb);
+    /* each cursor from its thread's first chunk, and done at its last event (merge.h: a
+     * per-thread cursor would scan the other threads' chunks for both) */
+    tool_cursor_begin(ra, d->ta.ix, ca);
+    tool_cursor_begin(rb, d->tb.ix, cb);
+    int end_a = tt_reader_thread(ra, ca)->event_count == 0;
+    int end_b = tt_reader_thread(rb, cb)->event_count == 0;
     for (;;) {
-        int rx = tt_reader_next(ra, ca, &x, &ea);
-        int ry = tt_reader_next(rb, cb, &y, &eb);
+        int rx = end_a ? TT_E_END : tt_reader_next(ra, ca, &x, &ea);
+        int ry = end_b ? TT_E_END : tt_reader_next(rb, cb, &y, &eb);
+        end_a = end_a || (rx == TT_OK && tool_cursor_at_end(ra, &x));
+        end_b = end_b || (ry == TT_OK && tool_cursor_at_end(rb, &y));
         unsigned f;
         char what[96];
 
@@ -877,8 +886,18 @@ int cmd_diff(int argc, char **argv)
         rc = tool_trace_open(&d.ta);
     if (rc == TOOL_EXIT_OK)
         rc = tool_trace_open(&d.tb);
-    if (rc == TOOL_EXIT_OK)
+    if (rc == TOOL_EXIT_OK) {
+        /* the index tables, where the files have them whole, say where each thread begins
+         * (compare_pair); without them the cursors scan, as they can */
+        tt_error_info err;
+        tool_error_info_init(&err);
+        if (tt_index_open(d.ta.r, &d.ta.lim, &d.ta.ix, &err) != TT_OK)
+            d.ta.ix = NULL;
+        tool_error_info_init(&err);
+        if (tt_index_open(d.tb.r, &d.tb.lim, &d.tb.ix, &err) != TT_OK)
+            d.tb.ix = NULL;
         rc = run_diff(&d);
+    }
     free(d.ring);
     free(d.stack);
     tool_trace_close(&d.ta);

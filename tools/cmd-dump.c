@@ -36,7 +36,9 @@ static const char usage[] =
     "Prints the events of trace FILE in recorded order (time, thread, sequence), one per line:\n"
     "  SEQ THREAD TIME_NS KIND FUNCTION SITE ARG ADDR LEN PAYLOAD\n"
     "SEQ is the event's number within its thread; TIME_NS is nanoseconds since the session\n"
-    "opened; KIND is 'io:in' or 'io:out' for io events; FUNCTION and SITE are names ('-' for\n"
+    "opened; KIND is 'io:in' or 'io:out' for io events, 'sync:turn' for a synchronization that\n"
+    "took its object's turn (ARG the object, ADDR its place in the object's order), 'sync' for\n"
+    "one that did not; FUNCTION and SITE are names ('-' for\n"
     "none, '#ID' for an id without a name); ADDR is hex; PAYLOAD is the hex of the first 16\n"
     "bytes, followed by '..' when there are more, or '-' when there are none.\n"
     "\n"
@@ -83,7 +85,9 @@ static int parse_kinds(const char *prog, const char *list, uint32_t *mask)
         }
         if (k > TT_EV_KIND_MAX) {
             fflush(stdout);
-            fprintf(stderr, "%s: unknown event kind '%.*s'; the kinds are:", prog, (int)len, p);
+            fprintf(stderr, "%s: unknown event kind '", prog);
+            tool_print_text(stderr, p, len);
+            fputs("'; the kinds are:", stderr);
             for (k = 1; k <= TT_EV_KIND_MAX; k++)
                 fprintf(stderr, " %s", tt_event_kind_name(k));
             fputc('\n', stderr);
@@ -343,6 +347,8 @@ static void print_line(struct fmt *f, struct text *x, const struct line *ev)
     if (ev->kind == TT_EV_IO) {
         const char *d = ev->dir == TT_IO_IN ? "io:in " : ev->dir == TT_IO_OUT ? "io:out " : "io:? ";
         put(&o, d, strlen(d));
+    } else if (ev->kind == TT_EV_SYNC && ev->dir) {
+        put(&o, "sync:turn ", 10); /* took its object's turn: ADDR is the object's sequence */
     } else {
         if (!f->kind_len[ev->kind]) {
             const char *kind = tt_event_kind_name(ev->kind);
@@ -677,6 +683,21 @@ static void print_event_json(const tool_trace *t, const tt_event *ev)
     tj_str(&j, "addr", addr);
     tj_u64(&j, "len", ev->payload_len);
     tj_hex(&j, "payload", ev->payload, ev->payload != NULL ? n : 0);
+    if (ev->kind == TT_EV_SYNC) {
+        /* the object as "THREAD:K" (the K-th object that thread met first), whether the
+         * operation took the object's turn (then seq is its place on the object), its result */
+        char obj[48];
+        snprintf(obj, sizeof obj, "%" PRIu64 ":%" PRIu64, ev->arg >> 32, ev->arg & 0xFFFFFFFFu);
+        tj_str(&j, "object", ev->arg ? obj : "");
+        tj_bool(&j, "turn", ev->dir != 0);
+        tj_u64(&j, "object_seq", ev->addr);
+        tj_i64(&j, "result", ev->payload_len >= 4 && ev->payload
+                                 ? (int32_t)((const uint8_t *)ev->payload)[0] |
+                                       (int32_t)((const uint8_t *)ev->payload)[1] << 8 |
+                                       (int32_t)((const uint8_t *)ev->payload)[2] << 16 |
+                                       (int32_t)((uint32_t)((const uint8_t *)ev->payload)[3] << 24)
+                                 : 0);
+    }
     tj_object_end(&j);
     tj_newline(&j);
 }
@@ -860,8 +881,8 @@ static int dump_seek(struct dump *d)
 
     if (rc == TT_E_INVAL) {
         /* no index tables: read from the start and pass over what comes before */
-        fprintf(stderr, "tinytrace: %s: %s; reading from the start\n", t->path,
-                tool_strip_path(d->err.message, t->path));
+        tool_error("%s: %s; reading from the start", t->path,
+                   tool_strip_path(d->err.message, t->path));
         rc = TT_OK;
         tool_error_info_init(&d->err);
         if (flt->from_time)
@@ -880,13 +901,25 @@ static int dump_seek(struct dump *d)
     return TOOL_EXIT_OK;
 }
 
-/* Puts the cursors that take part into the merge. TT_OK or the reader's error. */
+/* Puts the cursors that take part into the merge, each at its thread's first chunk where the
+ * index says where that is (merge.h: many threads), or where --from put it. TT_OK or the
+ * reader's error. */
 static int dump_heads(struct dump *d)
 {
+    tool_trace *t = d->t;
     int rc = TT_OK;
-    for (uint32_t c = 0; c < d->t->cap.cursors && rc == TT_OK; c++) {
+    if (!d->flt->from_set && t->ix == NULL) {
+        /* no index tables, or damaged ones: the cursors scan from the start, as they can */
+        tt_error_info ierr;
+        tool_error_info_init(&ierr);
+        if (tt_index_open(t->r, &t->lim, &t->ix, &ierr) != TT_OK)
+            t->ix = NULL;
+    }
+    for (uint32_t c = 0; c < t->cap.cursors && rc == TT_OK; c++) {
         if ((d->flt->one_thread && c != d->flt->thread) || !d->st.use[c])
             continue;
+        if (!d->flt->from_set)
+            tool_cursor_begin(t->r, t->ix, c);
         rc = tool_merge_add(&d->mg, c, &d->err);
     }
     if (d->st.global)

@@ -38,13 +38,10 @@
 #include "tool.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define PREVIEW_BYTES 32
 #define TEXT_MAX 4096           /* crash backtraces: at most this much of the text */
@@ -52,8 +49,8 @@
 #define MAX_OPEN_DEFAULT (1u << 22)
 
 static const char usage[] =
-    "Usage: tinytrace export [--format chrome] [-o OUT.json] [--json] [--max-open-calls N]\n"
-    "                        [--max-memory MB] FILE\n"
+    "Usage: tinytrace export [--format chrome] [-o OUT.json [--force]] [--json]\n"
+    "                        [--max-open-calls N] [--max-memory MB] FILE\n"
     "\n"
     "Writes trace FILE as Chrome trace-event JSON, which Perfetto's UI (ui.perfetto.dev) and\n"
     "chrome://tracing open: every call (enter ... exit) as a complete event (\"X\") with its\n"
@@ -65,8 +62,12 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  -f, --format NAME   the output format; only 'chrome' (the default)\n"
-    "  -o, --output FILE   write to FILE (default: standard output); a regular FILE is written\n"
-    "                      under a temporary name and renamed when complete\n"
+    "  -o, --output OUT    write to OUT (default, or '-': standard output) under a temporary\n"
+    "                      name beside it, renamed to OUT when complete. Refused (exit 2): an\n"
+    "                      OUT that exists (see --force), that is the trace itself, or that is\n"
+    "                      a directory, a device, a FIFO or a socket\n"
+    "      --force         let -o replace an existing regular file (or a symbolic link: the\n"
+    "                      link is replaced, never the file it points to)\n"
     "  -j, --json          print the summary as one JSON object on stdout (needs -o)\n"
     "      --max-open-calls N\n"
     "                      calls open at the same time, all threads together, that the export\n"
@@ -79,7 +80,7 @@ static const char usage[] =
     "\n"
     "Exits 0 on success; 3 when the trace is corrupt or truncated, or needs more open calls\n"
     "than allowed (the output file is then removed); 7 when it is incomplete; 6 when a file\n"
-    "cannot be opened or written; 2 on a bad command line.\n";
+    "cannot be opened or written; 2 on a bad command line or a refused OUT.\n";
 
 struct open_call {
     uint32_t function;
@@ -558,11 +559,12 @@ static void print_summary(const struct export *x, int json, const char *out)
 
 /* ---- the command line and the output file ---- */
 
-enum { OPT_MAX_OPEN = 256 };
+enum { OPT_MAX_OPEN = 256, OPT_FORCE };
 
 struct export_options {
     struct export *x;
     const char *out_path; /* -o; NULL: stdout */
+    int force;            /* --force: -o may replace a regular file */
 };
 
 static int take_option(void *ctx, const char *prog, int c, const char *arg)
@@ -578,83 +580,61 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
         return TOOL_EXIT_OK;
     case OPT_MAX_OPEN:
         return tool_parse_u64(prog, "--max-open-calls", arg, 1, UINT32_MAX, &eo->x->max_open);
+    case OPT_FORCE:
+        eo->force = 1;
+        return TOOL_EXIT_OK;
     default:
         return tool_usage_hint(prog);
     }
 }
 
-/* Opens x->out: @out_path as it is when it is a device or a FIFO, else a temporary file beside
- * it (*@tmp_path, renamed by close_output), or stdout when @out_path is NULL. Reports a
- * failure and returns its exit code. */
-static int open_output(struct export *x, const char *out_path, char **tmp_path)
+/* Opens x->out: a temporary file beside @out_path (tool_output_open; tool_output_commit
+ * renames it), or stdout when @out_path is NULL. Reports a failure and returns its exit code. */
+static int open_output(struct export *x, const char *out_path, tool_output *out)
 {
-    struct stat st;
-    int fd;
-
-    *tmp_path = NULL;
+    out->tmp = NULL;
+    out->fd = -1;
     if (out_path == NULL) {
         x->out = stdout;
         return TOOL_EXIT_OK;
     }
-    if (stat(out_path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        /* a device, a FIFO: written as it is. A temporary file renamed over it would replace
-         * /dev/null or a pipe with a regular file. */
-        fd = open(out_path, O_WRONLY | O_CLOEXEC);
-        x->out = fd >= 0 ? fdopen(fd, "w") : NULL;
-        if (x->out == NULL) {
-            int e = errno;
-            if (fd >= 0)
-                close(fd);
-            tool_error("%s: cannot open: %s", out_path, strerror(e));
-            return TOOL_EXIT_SYSTEM;
-        }
-    } else {
-        /* a regular file is written beside its final name and renamed when whole: a failed
-         * export leaves no file that looks complete */
-        size_t n = strlen(out_path) + 32;
-        *tmp_path = malloc(n);
-        if (*tmp_path == NULL) {
-            tool_error("out of memory");
-            return TOOL_EXIT_SYSTEM;
-        }
-        snprintf(*tmp_path, n, "%s.%ld.partial", out_path, (long)getpid());
-        fd = open(*tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        x->out = fd >= 0 ? fdopen(fd, "w") : NULL;
-        if (x->out == NULL) {
-            int e = errno;
-            if (fd >= 0)
-                close(fd);
-            tool_error("%s: cannot create: %s", *tmp_path, strerror(e));
-            return TOOL_EXIT_SYSTEM;
-        }
+    /* a regular file is written beside its final name and renamed when whole: a failed
+     * export leaves no file that looks complete */
+    int rc = tool_output_open(out, out_path, 0644);
+    if (rc != TOOL_EXIT_OK)
+        return rc;
+    x->out = fdopen(out->fd, "w");
+    if (x->out == NULL) {
+        tool_error("%s: cannot open: %s", out->tmp, strerror(errno));
+        tool_output_discard(out);
+        return TOOL_EXIT_SYSTEM;
     }
+    out->fd = -1; /* x->out's now */
     setvbuf(x->out, NULL, _IOFBF, 1 << 20);
     __fsetlocking(x->out, FSETLOCKING_BYCALLER); /* one thread writes it */
     return TOOL_EXIT_OK;
 }
 
-/* Closes a file x->out (not stdout) after an export that ended with @rc: a write error is an
- * error, a whole temporary file is renamed to @out_path, any other is removed. Returns the
- * export's exit code from here on. */
-static int close_output(struct export *x, int rc, const char *tmp_path, const char *out_path)
+/* Closes the file x->out (not stdout) after an export that ended with @rc: a write error is an
+ * error, a whole temporary file becomes the output (checked again, tool_output_commit), any
+ * other is removed. Returns the export's exit code from here on. */
+static int close_output(struct export *x, int rc, tool_output *out, const char *prog,
+                        const char *const *inputs, int force)
 {
-    const char *shown = tmp_path != NULL ? tmp_path : out_path;
     int bad = ferror(x->out), e = errno;
 
     if (fclose(x->out) != 0 && !bad) {
         bad = 1;
         e = errno;
     }
+    x->out = NULL;
     if (rc == TOOL_EXIT_OK && bad) {
-        tool_error("%s: write error: %s", shown, strerror(e));
+        tool_error("%s: write error: %s", out->tmp, strerror(e));
         rc = TOOL_EXIT_SYSTEM;
     }
-    if (tmp_path != NULL && rc == TOOL_EXIT_OK && rename(tmp_path, out_path) != 0) {
-        tool_error("%s: cannot rename to %s: %s", tmp_path, out_path, strerror(errno));
-        rc = TOOL_EXIT_SYSTEM;
-    }
-    if (tmp_path != NULL && rc != TOOL_EXIT_OK)
-        unlink(tmp_path);
+    if (rc == TOOL_EXIT_OK)
+        return tool_output_commit(prog, out, inputs, force);
+    tool_output_discard(out);
     return rc;
 }
 
@@ -663,6 +643,7 @@ int cmd_export(int argc, char **argv)
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},
+        {"force", no_argument, NULL, OPT_FORCE},
         {"max-open-calls", required_argument, NULL, OPT_MAX_OPEN},
         {NULL, 0, NULL, 0},
     };
@@ -672,7 +653,7 @@ int cmd_export(int argc, char **argv)
                                    .take = take_option};
     struct export x;
     struct export_options eo = {.x = &x};
-    char *tmp_path = NULL;
+    tool_output out = {.fd = -1};
     tool_opts o;
     int rc;
 
@@ -684,14 +665,17 @@ int cmd_export(int argc, char **argv)
         eo.out_path = NULL;
     if (o.json && eo.out_path == NULL)
         return tool_usage_error(argv[0], "--json prints the summary on stdout: it needs -o FILE");
+    const char *const inputs[] = {o.file, NULL};
+    if (eo.out_path != NULL &&
+        (rc = tool_output_check(argv[0], eo.out_path, inputs, eo.force)) != TOOL_EXIT_OK)
+        return rc;
 
     rc = tool_trace_start(&x.t, o.file, &o, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_OPEN);
     if (rc == TOOL_EXIT_OK) {
         x.pid = x.t.m.pid;
-        rc = open_output(&x, eo.out_path, &tmp_path);
+        rc = open_output(&x, eo.out_path, &out);
     }
     if (rc != TOOL_EXIT_OK) {
-        free(tmp_path);
         tool_trace_close(&x.t);
         return rc;
     }
@@ -701,13 +685,12 @@ int cmd_export(int argc, char **argv)
     if (rc == TOOL_EXIT_OK)
         write_trailer(&x);
     if (x.out != stdout)
-        rc = close_output(&x, rc, tmp_path, eo.out_path);
+        rc = close_output(&x, rc, &out, argv[0], inputs, eo.force);
     if (rc == TOOL_EXIT_OK)
         print_summary(&x, o.json, eo.out_path != NULL ? eo.out_path : "-");
     for (uint32_t id = 0; x.threads != NULL && id < x.t.m.thread_count; id++)
         free(x.threads[id].stack);
     free(x.threads);
-    free(tmp_path);
     tool_trace_close(&x.t);
     return tool_finish_stdout(rc) == TOOL_EXIT_SYSTEM ? TOOL_EXIT_SYSTEM : rc;
 }

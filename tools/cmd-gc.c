@@ -46,6 +46,16 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
     return TOOL_EXIT_OK;
 }
 
+/* "WHAT DIR/NAME", escaped: a file name is whatever bytes someone put in the directory. */
+static void print_file(const char *what, const char *dir, const char *name)
+{
+    fputs(what, stdout);
+    fputc(' ', stdout);
+    tool_print_text(stdout, dir, strlen(dir));
+    fputc('/', stdout);
+    tool_print_text(stdout, name, strlen(name));
+}
+
 int cmd_gc(int argc, char **argv)
 {
     static const struct option options[] = {
@@ -66,7 +76,10 @@ int cmd_gc(int argc, char **argv)
     const char *dir = o.first < argc ? argv[o.first] : ".";
     DIR *d = opendir(dir);
     if (!d) {
-        fprintf(stderr, "tinytrace gc: cannot read %s: %s\n", dir, strerror(errno));
+        int e = errno;
+        fputs("tinytrace gc: cannot read ", stderr);
+        tool_print_text(stderr, dir, strlen(dir));
+        fprintf(stderr, ": %s\n", strerror(e));
         return TOOL_EXIT_SYSTEM;
     }
     int dfd = dirfd(d);
@@ -78,24 +91,29 @@ int cmd_gc(int argc, char **argv)
         if (st == TT_PARTIAL_NONE)
             continue;
         if (st == TT_PARTIAL_LIVE) {
-            printf("kept %s/%s: its recording is alive (it holds the file's lock)\n", dir,
-                   e->d_name);
+            print_file("kept", dir, e->d_name);
+            fputs(": its recording is alive (it holds the file's lock)\n", stdout);
             kept++;
             continue;
         }
         if (dry) {
-            printf("would remove %s/%s (process %ld is gone)\n", dir, e->d_name, pid);
+            print_file("would remove", dir, e->d_name);
+            printf(" (process %ld is gone)\n", pid);
             continue;
         }
         if (unlinkat(dfd, e->d_name, 0) != 0) {
-            printf("could not remove %s/%s: %s\n", dir, e->d_name, strerror(errno));
+            int err = errno;
+            print_file("could not remove", dir, e->d_name);
+            printf(": %s\n", strerror(err));
             failed++;
             continue;
         }
-        printf("removed %s/%s (process %ld is gone)\n", dir, e->d_name, pid);
+        print_file("removed", dir, e->d_name);
+        printf(" (process %ld is gone)\n", pid);
         removed++;
     }
     closedir(d);
+    fflush(stdout);
     fprintf(stderr, "tinytrace gc: %u removed, %u kept (live), %u could not be removed\n", removed,
             kept, failed);
     return tool_finish_stdout(TOOL_EXIT_OK);

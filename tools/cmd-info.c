@@ -3,11 +3,19 @@
  * Reads the manifest (probe) and the tables (tt_reader_open with one sequential cursor); no event
  * chunk is read, so this is cheap on any size of file. When the manifest reads but the tables do
  * not, the manifest is still printed and the error follows it.
+ *
+ * It also shows what `tinytrace replay` would run: the recorded command line, working directory
+ * and environment (the META objects, meta.h), escaped, so that a trace from someone else can be
+ * looked at before it is replayed. The text gives the environment's variable names, and the
+ * values of the loader's (LD_*: they choose what code the program runs); --json gives all of it.
+ * A trace from a runtime that records no environment says so.
  */
+#include "meta.h"
 #include "opts.h"
 #include "tool.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char usage[] =
@@ -15,10 +23,17 @@ static const char usage[] =
     "\n"
     "Prints the manifest of trace FILE (format and library version, flags, build id, caller,\n"
     "counts, largest chunk and event, table offsets, clock, time origin, stalls, write error,\n"
-    "pid) and its thread table (id, OS tid, name, events, chunks, first and last time in ns).\n"
+    "pid), what `tinytrace replay FILE` runs: the recorded command line (each argument quoted\n"
+    "as a shell needs it, control characters and invalid UTF-8 as \\xNN), its working directory\n"
+    "and its environment (the number and names of the variables, and the values of the\n"
+    "loader's, LD_*), and the thread table (id, OS tid, name, events, chunks, first and last\n"
+    "time in ns).\n"
     "\n"
     "Options:\n"
-    "  -j, --json          print one JSON object: {\"file\", \"manifest\", \"threads\"}\n"
+    "  -j, --json          print one JSON object: {\"file\", \"manifest\", \"command\",\n"
+    "                      \"threads\"}; command is null when nothing was recorded, else\n"
+    "                      {\"argv\", \"cwd\", \"environment\": [\"NAME=VALUE\", ...] or null,\n"
+    "                      \"execfn\", \"untraced\", \"damaged\"} (null where not recorded)\n"
     TOOL_MAX_MEMORY_HELP
     "  -h, --help          print this help\n"
     "\n"
@@ -87,6 +102,140 @@ static void print_text(const tool_trace *t)
         printf("write errno:      %" PRId32 " (%s)\n", m->write_errno, strerror(m->write_errno));
     else
         printf("write errno:      0\n");
+}
+
+/* One argument as a shell would need it to be the same word: as it is when it holds only
+ * characters no shell treats specially, else in single quotes ('\'' for a quote); escaped in
+ * both cases (tool_print_text), so a control character shows as \xNN and does nothing. */
+static void print_word(FILE *f, const char *s)
+{
+    size_t n = strlen(s);
+    int plain = n > 0 && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                   "0123456789_./=:,+@%-") == n;
+    if (plain) {
+        fputs(s, f);
+        return;
+    }
+    fputc('\'', f);
+    for (const char *p = s, *q; *p != '\0'; p = q) {
+        q = strchr(p, '\'');
+        if (q == NULL)
+            q = p + strlen(p);
+        tool_print_text(f, p, (size_t)(q - p));
+        if (*q == '\'') {
+            fputs("'\\''", f);
+            q++;
+        }
+    }
+    fputc('\'', f);
+}
+
+/* The recorded environment: how many variables, their names, and the loader's in full. */
+static void print_environment_text(const tool_meta *mt)
+{
+    printf("environment:      ");
+    if (mt->env == NULL) {
+        printf("not recorded\n");
+        return;
+    }
+    printf("%" PRIu64 " variable%s", mt->envc, mt->envc == 1 ? "" : "s");
+    for (uint64_t i = 0; i < mt->envc; i++) {
+        const char *eq = strchr(mt->env[i], '=');
+        fputs(i == 0 ? ": " : " ", stdout);
+        tool_print_text(stdout, mt->env[i], eq ? (size_t)(eq - mt->env[i]) : strlen(mt->env[i]));
+    }
+    fputc('\n', stdout);
+    for (uint64_t i = 0; i < mt->envc; i++) {
+        if (strncmp(mt->env[i], "LD_", 3) != 0)
+            continue;
+        printf("                  ");
+        tool_print_text(stdout, mt->env[i], strlen(mt->env[i]));
+        fputc('\n', stdout);
+    }
+}
+
+/* The recorded command line, directory and environment (meta.h), after the manifest. */
+static void print_command_text(const tool_trace *t)
+{
+    tool_meta mt;
+    char why[128];
+    int rc = tool_meta_parse(t->r, &mt, why, sizeof why);
+
+    printf("command:          ");
+    if (rc == TT_E_NOMEM)
+        printf("(out of memory)");
+    else if (rc != TT_OK)
+        printf("damaged (%s): replay refuses it", why);
+    else if (mt.argv == NULL)
+        printf("not recorded (replay needs -- PROG ARGS)");
+    for (uint64_t i = 0; rc == TT_OK && mt.argv != NULL && i < mt.argc; i++) {
+        if (i > 0)
+            fputc(' ', stdout);
+        print_word(stdout, mt.argv[i]);
+    }
+    printf("\ncwd:              ");
+    if (rc == TT_OK && mt.cwd != NULL)
+        tool_print_text(stdout, mt.cwd, strlen(mt.cwd));
+    else
+        printf("not recorded");
+    fputc('\n', stdout);
+    if (rc == TT_OK)
+        print_environment_text(&mt);
+    else
+        printf("environment:      not read\n");
+    if (rc == TT_OK && mt.untraced != NULL) {
+        printf("untraced child:   ");
+        tool_print_text(stdout, mt.untraced, strlen(mt.untraced));
+        fputc('\n', stdout);
+    }
+    tool_meta_free(&mt);
+}
+
+/* A string member, or null. */
+static void json_str_or_null(tool_json *j, const char *key, const char *s)
+{
+    if (s != NULL)
+        tj_str(j, key, s);
+    else
+        tj_null(j, key);
+}
+
+/* An array of the @n strings of @v, or null when @v is NULL. */
+static void json_strings_or_null(tool_json *j, const char *key, char *const *v, uint64_t n)
+{
+    if (v == NULL) {
+        tj_null(j, key);
+        return;
+    }
+    tj_array_begin(j, key);
+    for (uint64_t i = 0; i < n; i++)
+        tj_str(j, NULL, v[i]);
+    tj_array_end(j);
+}
+
+static void print_command_json(tool_json *j, const tool_trace *t)
+{
+    tool_meta mt;
+    char why[128];
+    int rc = tool_meta_parse(t->r, &mt, why, sizeof why);
+
+    if (rc == TT_OK && !mt.found) {
+        tj_null(j, "command");
+        tool_meta_free(&mt);
+        return;
+    }
+    tj_object_begin(j, "command");
+    json_strings_or_null(j, "argv", rc == TT_OK ? mt.argv : NULL, mt.argc);
+    json_str_or_null(j, "cwd", rc == TT_OK ? mt.cwd : NULL);
+    json_strings_or_null(j, "environment", rc == TT_OK ? mt.env : NULL, mt.envc);
+    json_str_or_null(j, "execfn", rc == TT_OK ? mt.execfn : NULL);
+    json_str_or_null(j, "untraced", rc == TT_OK ? mt.untraced : NULL);
+    if (rc == TT_OK)
+        tj_null(j, "damaged");
+    else
+        tj_str(j, "damaged", rc == TT_E_NOMEM ? "out of memory" : why);
+    tj_object_end(j);
+    tool_meta_free(&mt);
 }
 
 static void print_threads_text(const tool_trace *t)
@@ -213,13 +362,17 @@ int cmd_info(int argc, char **argv)
             tj_object_begin(&j, NULL);
             tj_str(&j, "file", t.path);
             print_manifest_json(&j, &t);
-            if (rc == TOOL_EXIT_OK)
+            if (rc == TOOL_EXIT_OK) {
+                print_command_json(&j, &t);
                 print_threads_json(&j, &t);
-            else
+            } else {
+                tj_null(&j, "command");
                 tj_null(&j, "threads");
+            }
             tj_object_end(&j);
             tj_newline(&j);
         } else if (rc == TOOL_EXIT_OK) {
+            print_command_text(&t);
             print_threads_text(&t);
         }
     }

@@ -27,13 +27,15 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char usage[] =
-    "Usage: tinytrace record [-o FILE] [--alloc] [--buffer-kb N] [--memory-mb N]\n"
-    "                        [--] PROG [ARGS...]\n"
+    "Usage: tinytrace record [-o FILE] [--alloc] [--chaos[=SEED]] [--buffer-kb N]\n"
+    "                        [--memory-mb N] [--quiet] [--force] [--] PROG [ARGS...]\n"
     "\n"
     "Runs PROG with ARGS under the tinytrace runtime (LD_PRELOAD) and writes its trace. The\n"
     "calls through which PROG reads its environment (clocks, random bytes, reads from pipes,\n"
@@ -43,11 +45,20 @@ static const char usage[] =
     "key, so that replay runs its command line without asking (docs/REPLAY.md).\n"
     "\n"
     "Options:\n"
-    "  -o, --output FILE   the trace file (default: PROG's base name + \".tt\", here)\n"
+    "  -o, --output FILE   the trace file (default: PROG's base name + \".tt\", here); an\n"
+    "                      existing FILE is refused without --force, and never replaced\n"
+    "                      when it is not a regular file or is PROG itself\n"
+    "  -f, --force         replace FILE when it exists\n"
     "  -a, --alloc         also record allocations (malloc, free, ...); replay compares sizes\n"
     "  -c, --check-output  accepted for older scripts: the output is always recorded\n"
     "  --aslr              keep address-space randomization (by default it is off, in the\n"
     "                      recording and in its replay, so that addresses replay too)\n"
+    "  --chaos[=SEED]      perturb the schedule at synchronization points (PCT-style thread\n"
+    "                      priorities, short delays), so that rare interleavings come up\n"
+    "                      often; SEED (a number) makes the perturbation repeatable, default\n"
+    "                      random. The seed and the scheme's parameters are in the trace\n"
+    "  -q, --quiet         print nothing of the tool's own when all went well (errors and\n"
+    "                      warnings still go to stderr)\n"
     "  --buffer-kb N       one thread's buffer, KiB (4 to 65536, a multiple of 4)\n"
     "  --memory-mb N       all buffers together, MiB (1 to 65536; at least two buffers)\n"
     "  -h, --help          print this help\n"
@@ -173,10 +184,18 @@ static void warn_untraced(tool_trace *t)
     fputs("; replay runs them live and does not compare them\n", stderr);
 }
 
+/* What the command line asks for. */
+struct record {
+    const char *output;
+    int alloc, check_output, aslr, chaos, quiet, force;
+    uint64_t chaos_seed;
+    uint64_t buffer_kb, memory_mb; /* 0: the library's default */
+};
+
 /* After the program: the trace, or why there is none. Returns the tool's code for a missing or
  * unusable trace, or -1 when the trace is fine (then the program's status decides). */
-static int summarize(const char *shown, const char *abs, const struct file_id *before,
-                     pid_t pid, int status)
+static int summarize(const struct record *o, const char *shown, const char *abs,
+                     const struct file_id *before, pid_t pid, int status)
 {
     struct file_id after;
     char how[128], partial[PATH_MAX + 32];
@@ -202,17 +221,22 @@ static int summarize(const char *shown, const char *abs, const struct file_id *b
         tool_error("the program %s", how);
         return rc;
     }
-    fprintf(stderr,
-            "tinytrace: recorded %s: %" PRIu64 " events, %" PRIu64 " bytes, %" PRIu32
-            " thread%s%s; the program %s\n",
-            shown, t.m.event_count, t.m.file_size, t.m.thread_count,
-            t.m.thread_count == 1 ? "" : "s",
-            (t.m.flags & TT_MF_CRASHED) ? ", ends with its crash" : "", how);
+    if (!o->quiet) {
+        char chaos[64] = "";
+        if (o->chaos)
+            snprintf(chaos, sizeof chaos, ", schedule chaos seed %" PRIu64, o->chaos_seed);
+        fprintf(stderr,
+                "tinytrace: recorded %s: %" PRIu64 " events, %" PRIu64 " bytes, %" PRIu32
+                " thread%s%s%s; the program %s\n",
+                shown, t.m.event_count, t.m.file_size, t.m.thread_count,
+                t.m.thread_count == 1 ? "" : "s",
+                (t.m.flags & TT_MF_CRASHED) ? ", ends with its crash" : "", chaos, how);
+    }
     if (t.m.threads_refused)
         tool_error("warning: %" PRIu32 " more thread%s than the limit of recording threads "
                    "(TINYTRACE_MAX_THREADS) ran unrecorded", t.m.threads_refused,
                    t.m.threads_refused == 1 ? "" : "s");
-    if (t.m.build_id_len == 0)
+    if (t.m.build_id_len == 0 && !o->quiet)
         tool_error("note: the program has no GNU build-id; replay cannot check that it runs "
                    "the same build");
     warn_untraced(&t);
@@ -220,14 +244,8 @@ static int summarize(const char *shown, const char *abs, const struct file_id *b
     return -1;
 }
 
-/* What the command line asks for. */
-struct record {
-    const char *output;
-    int alloc, check_output, aslr;
-    uint64_t buffer_kb, memory_mb; /* 0: the library's default */
-};
 
-enum { OPT_BUFFER = 256, OPT_MEMORY, OPT_ASLR };
+enum { OPT_BUFFER = 256, OPT_MEMORY, OPT_ASLR, OPT_CHAOS };
 
 static int take_option(void *ctx, const char *prog, int c, const char *arg)
 {
@@ -251,6 +269,19 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
         return tool_parse_u64(prog, "--memory-mb", arg, 1, 65536, &o->memory_mb);
     case OPT_ASLR:
         o->aslr = 1;
+        return TOOL_EXIT_OK;
+    case OPT_CHAOS:
+        o->chaos = 1;
+        if (arg)
+            return tool_parse_u64(prog, "--chaos", arg, 0, UINT64_MAX, &o->chaos_seed);
+        if (getrandom(&o->chaos_seed, sizeof o->chaos_seed, 0) != sizeof o->chaos_seed)
+            o->chaos_seed = (uint64_t)getpid() * 0x9E3779B97F4A7C15u ^ (uint64_t)time(NULL);
+        return TOOL_EXIT_OK;
+    case 'q':
+        o->quiet = 1;
+        return TOOL_EXIT_OK;
+    case 'f':
+        o->force = 1;
         return TOOL_EXIT_OK;
     default:
         return tool_usage_hint(prog);
@@ -277,6 +308,11 @@ static int set_environment(const struct record *o, const char *abs, const char *
         tool_setenv(TT_ENV_REPORT_FD, NULL) || tool_setenv(TT_ENV_KEEP_GOING, NULL) ||
         tool_setenv(TT_ENV_PID, NULL))
         return TOOL_EXIT_SYSTEM;
+    if (o->chaos) {
+        snprintf(num, sizeof num, "%" PRIu64, o->chaos_seed);
+        if (tool_setenv("TINYTRACE_CHAOS", num))
+            return TOOL_EXIT_SYSTEM;
+    }
     if (o->buffer_kb != 0) {
         snprintf(num, sizeof num, "%" PRIu64, o->buffer_kb);
         if (tool_setenv("TINYTRACE_BUFFER_KB", num))
@@ -299,6 +335,9 @@ int cmd_record(int argc, char **argv)
         {"buffer-kb", required_argument, NULL, OPT_BUFFER},
         {"memory-mb", required_argument, NULL, OPT_MEMORY},
         {"aslr", no_argument, NULL, OPT_ASLR},
+        {"chaos", optional_argument, NULL, OPT_CHAOS},
+        {"quiet", no_argument, NULL, 'q'},
+        {"force", no_argument, NULL, 'f'},
         {NULL, 0, NULL, 0},
     };
     static const tool_verb verb = {.usage = usage,
@@ -334,11 +373,17 @@ int cmd_record(int argc, char **argv)
     if (tool_absolute_path(o.output, abs, sizeof abs) != 0)
         return tool_usage_error(argv[0], "cannot make '%s' an absolute path", o.output);
 
+    if ((rc = check_program(argv[first], prog_path, sizeof prog_path)) != TOOL_EXIT_OK)
+        return rc;
+    {
+        /* never the program, a device, a FIFO or a directory; an existing file with --force */
+        const char *inputs[] = { prog_path, NULL };
+        if ((rc = tool_output_check(argv[0], o.output, inputs, o.force)) != TOOL_EXIT_OK)
+            return rc;
+    }
     if ((rc = set_environment(&o, abs, argv[0])) != TOOL_EXIT_OK)
         return rc;
     if ((rc = tool_find_preload(preload, sizeof preload)) != TOOL_EXIT_OK)
-        return rc;
-    if ((rc = check_program(argv[first], prog_path, sizeof prog_path)) != TOOL_EXIT_OK)
         return rc;
     if ((rc = tool_set_preload_env(preload)) != TOOL_EXIT_OK)
         return rc;
@@ -353,7 +398,7 @@ int cmd_record(int argc, char **argv)
     close(settings_fd);
     if (rc != TOOL_EXIT_OK)
         return rc;
-    rc = summarize(o.output, abs, &before, pid, status);
+    rc = summarize(&o, o.output, abs, &before, pid, status);
     if (rc < 0)
         tool_auth_sign(abs); /* a trace without it still is one: replay asks for --trust */
     return rc >= 0 ? rc : tool_shell_status(status);

@@ -44,9 +44,9 @@
 #define REPORT_MAX (16u << 20)
 
 static const char usage[] =
-    "Usage: tinytrace replay FILE [--report OUT.json] [--keep-going] [--ordered]\n"
-    "                        [--no-check-output] [--trust] [--aslr] [--allow-build-mismatch]\n"
-    "                        [-- PROG [ARGS...]]\n"
+    "Usage: tinytrace replay FILE [--report OUT.json [--force]] [--keep-going] [--ordered]\n"
+    "                        [--no-check-output] [--trust] [--aslr] [--real-sleep]\n"
+    "                        [--allow-build-mismatch] [-- PROG [ARGS...]]\n"
     "\n"
     "Runs the program recorded in trace FILE again, under the tinytrace runtime: the calls\n"
     "through which it reads its environment return the recorded results, and every call, and\n"
@@ -80,6 +80,9 @@ static const char usage[] =
     "  --aslr                     keep address-space randomization (off by default, as when\n"
     "                             recording, unless FILE was recorded with --aslr)\n"
     "  --allow-build-mismatch     run PROG even if its build-id differs from the recorded one\n"
+    "  --real-sleep               the sleeps sleep for real (by default a recorded sleep\n"
+    "                             returns at once, with its recorded result)\n"
+    "  -f, --force                replace OUT.json if it exists (a regular file only)\n"
     "  -h, --help                 print this help\n"
     "\n"
     "Environment: TINYTRACE_PRELOAD names the runtime library (default: found next to the\n"
@@ -96,7 +99,8 @@ static const char usage[] =
     "6 for a system error or when PROG ended without leaving a report (killed by a signal\n"
     "before the runtime could write it).\n";
 
-enum { OPT_ORDERED = 256, OPT_ALLOW_MISMATCH, OPT_TRUST, OPT_NO_OUTPUT, OPT_ASLR };
+enum { OPT_ORDERED = 256, OPT_ALLOW_MISMATCH, OPT_TRUST, OPT_NO_OUTPUT, OPT_ASLR,
+       OPT_REAL_SLEEP };
 
 static const struct option options[] = {
     {"report", required_argument, NULL, 'r'},
@@ -107,6 +111,8 @@ static const struct option options[] = {
     {"trust", no_argument, NULL, OPT_TRUST},
     {"no-check-output", no_argument, NULL, OPT_NO_OUTPUT},
     {"aslr", no_argument, NULL, OPT_ASLR},
+    {"real-sleep", no_argument, NULL, OPT_REAL_SLEEP},
+    {"force", no_argument, NULL, 'f'},
     {NULL, 0, NULL, 0},
 };
 
@@ -632,6 +638,7 @@ struct replay {
     const char *file;
     const char *report_out;
     int keep_going, ordered, check_output, no_check_output, allow_mismatch, trust, aslr;
+    int force, real_sleep;
     char **prog_argv; /* after "--", or NULL */
 };
 
@@ -902,6 +909,12 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
     case OPT_ASLR:
         o->aslr = 1;
         break;
+    case OPT_REAL_SLEEP:
+        o->real_sleep = 1;
+        break;
+    case 'f':
+        o->force = 1;
+        break;
     default:
         return tool_usage_hint(prog);
     }
@@ -932,15 +945,13 @@ static int parse_command_line(struct replay *o, int argc, char **argv)
             return tool_usage_error(argv[0], "missing PROG after '--'");
         o->prog_argv = argv + dashes + 1;
     }
-    if (o->report_out != NULL &&
-        (rc = tool_check_output_path(argv[0], o->report_out, "the report")) != TOOL_EXIT_OK)
-        return rc;
     if (o->report_out != NULL) {
-        struct stat a, b;
-        if (stat(o->file, &a) == 0 && stat(o->report_out, &b) == 0 && a.st_dev == b.st_dev &&
-            a.st_ino == b.st_ino)
-            return tool_usage_error(argv[0], "the report '%s' would overwrite the trace",
-                                    o->report_out);
+        /* never the trace, never a device, a FIFO or a directory; an existing file only with
+         * --force */
+        const char *inputs[] = { o->file, NULL };
+        if ((rc = tool_check_output_path(argv[0], o->report_out, "the report")) != TOOL_EXIT_OK ||
+            (rc = tool_output_check(argv[0], o->report_out, inputs, o->force)) != TOOL_EXIT_OK)
+            return rc;
     }
     return TOOL_GO_ON;
 }
@@ -1115,6 +1126,7 @@ static int set_environment(const struct replay *o, const struct plan *p, const c
     if (tool_setenv("TINYTRACE_MODE", "replay") || tool_setenv("TINYTRACE_FILE", abs) ||
         tool_setenv(TT_ENV_KEEP_GOING, o->keep_going ? "1" : NULL) ||
         tool_setenv("TINYTRACE_ORDERED", o->ordered ? "1" : NULL) ||
+        tool_setenv("TINYTRACE_REAL_SLEEP", o->real_sleep ? "1" : NULL) ||
         tool_setenv(TT_ENV_CHECK_OUTPUT, p->check_output ? "1" : "0") ||
         (p->known && tool_setenv(TT_ENV_ALLOC, p->alloc ? "1" : NULL)) ||
         tool_setenv(TT_ENV_PID, NULL)) /* see cmd-record.c */

@@ -70,8 +70,9 @@ static void print_text(const struct ctx *c)
     const tt_manifest *m = &c->t->m;
     uint64_t frames, kinds[TT_EV_KIND_MAX + 1];
     totals(c, &frames, kinds);
-    printf("%s: %" PRIu64 " events, %" PRIu64 " frames, %u threads, %u functions called\n",
-           c->t->path, m->event_count, frames, m->thread_count, c->nrows);
+    tool_print_text(stdout, c->t->path, strlen(c->t->path));
+    printf(": %" PRIu64 " events, %" PRIu64 " frames, %u threads, %u functions called\n",
+           m->event_count, frames, m->thread_count, c->nrows);
     printf("\nfunctions (by self time)\n%14s %14s %10s %12s %14s %5s  %s\n", "SELF_NS", "TOTAL_NS",
            "CALLS", "AVG_NS", "LONGEST_NS", "DEPTH", "FUNCTION");
     for (uint32_t i = 0; i < c->nrows; i++) {

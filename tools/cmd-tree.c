@@ -1,15 +1,27 @@
 /* tinytrace tree — the call tree of a trace, from its frame table.
  *
- * The frame table holds each thread's calls in post-order with explicit child lists
- * (tinytrace/index.h). The tree is walked top-down: a thread's top-level calls are found from
- * its last frame backwards (the one before a top-level frame's subtree is the previous top-level
- * frame), and each printed frame's children come from its child list. Only the frames that are
- * printed, and the children of printed frames that a filter rejects, are read: `--depth 3` on a
- * run of billions of calls reads the blocks of its first three levels, not the run.
+ * The frame table holds each thread's calls in post-order, each with its depth and its number of
+ * descendants (tinytrace/index.h). The tree is printed top-down, in call order, by one loop with
+ * no recursion: in post-order the first frame of a subtree is its leftmost leaf, so the frame a
+ * walk meets next is found by climbing (tt_index_parent) from the frame just after the subtree
+ * it has finished — the leftmost leaf of the next sibling, or else the parent — and each climb
+ * keeps the frames it passed through (their indexes, 8 bytes each) to print them on the way
+ * down. Every frame is climbed through once, so a tree 10^6 calls deep costs 10^6 climbs, not
+ * 10^12; memory is one index per level of the chain being climbed, never a list of children.
+ * Only the frames that are printed, the chains under them and the frames after a finished
+ * subtree are read: `--depth 3` on a run of billions of calls reads the blocks of its first
+ * three levels (and the leftmost chains below them), not the run.
+ *
+ * Lines are indented two spaces per level up to TREE_INDENT_MAX levels; deeper lines keep that
+ * indentation and start with their level in brackets, so that the output grows with the calls,
+ * not with calls times depth.
  *
  * --function scans every frame of the thread(s) in order (sequential block reads) for the
- * function's calls, and climbs from each only to the ancestors the previous call did not share; --folded walks every frame and adds each one's self time to its stack in a
- * hash table of distinct call paths, so memory grows with the paths, not the calls.
+ * function's calls, and climbs from each only to the ancestors the previous call did not share;
+ * --folded walks every frame and adds each one's self time to its stack in a hash table of
+ * distinct call paths, so memory grows with the paths, not the calls. A path is cut after
+ * FOLD_MAX frames: what runs deeper is counted in one frame "..." below the cut (a recursion
+ * 10^6 deep would otherwise print 10^6 lines of up to 10^6 names each).
  */
 #include "opts.h"
 #include "tool.h"
@@ -29,6 +41,9 @@ static const char usage[] =
     "    FUNCTION DURATION_NS ns [OUTCOME]\n"
     "OUTCOME is shown when a call did not return: 'crashed' (its thread crashed inside it),\n"
     "'open' (still running when the recording ended) or 'abandoned' (a caller exited first).\n"
+    "Indentation stops at 64 levels: a call at level 64 or deeper (0 is a top-level call, or the\n"
+    "call --function found) is indented as level 64, and its line starts with its level:\n"
+    "  [LEVEL] FUNCTION DURATION_NS ns [OUTCOME]\n"
     "\n"
     "Options:\n"
     "  -t, --thread N          only thread N\n"
@@ -38,7 +53,9 @@ static const char usage[] =
     "  -f, --function NAME     every call of function NAME, each with its subtree (--depth\n"
     "                          counts from it), after a line with its call path\n"
     "  -F, --folded            folded stacks for flame-graph tools: one line per distinct call\n"
-    "                          path, 'thread-name;caller;...;function SELF_NS'\n" TOOL_MAX_MEMORY_HELP
+    "                          path, 'thread-name;caller;...;function SELF_NS'; a path is cut\n"
+    "                          after 512 calls, and what runs deeper is counted in one last\n"
+    "                          frame '...'\n" TOOL_MAX_MEMORY_HELP
     "  -h, --help              print this help\n"
     "\n"
     "Exits 0 on success; 2 on a usage error (an unknown thread or function); 3 when the tables\n"
@@ -57,27 +74,32 @@ struct opts {
     int folded;
 };
 
+/* Lines deeper than this many levels are not indented further (the usage text says 64). */
+#define TREE_INDENT_MAX 64
+/* Frames of a folded path, below the thread (the usage text says 512). */
+#define FOLD_MAX 512
+
 struct ctx {
     tool_trace *t;
     tt_index *ix;
     struct opts o;
     tt_error_info err;
-    /* print_subtree's stack: per printed level, a frame and its next child to find */
-    struct item { uint64_t frame, next; uint32_t depth, level; } *stack;
+    /* print_forest's chain: frames climbed through and not yet printed, the shallowest on top */
+    uint64_t *chain;
     size_t n, cap;
 };
 
-static int push(struct ctx *c, uint64_t frame, uint32_t depth, uint64_t next, uint32_t level)
+static int push(struct ctx *c, uint64_t frame)
 {
     if (c->n == c->cap) {
         size_t ncap = c->cap ? c->cap * 2 : 256;
-        struct item *ns = realloc(c->stack, ncap * sizeof *ns);
-        if (ns == NULL)
+        uint64_t *nc = realloc(c->chain, ncap * sizeof *nc);
+        if (nc == NULL)
             return TT_E_NOMEM;
-        c->stack = ns;
+        c->chain = nc;
         c->cap = ncap;
     }
-    c->stack[c->n++] = (struct item){ frame, next, depth, level };
+    c->chain[c->n++] = frame;
     return TT_OK;
 }
 
@@ -91,10 +113,17 @@ static const char *outcome_name(uint32_t o)
     }
 }
 
-static void print_frame(struct ctx *c, const tt_frame *f, uint32_t level)
+static void print_frame(struct ctx *c, const tt_frame *f, uint64_t level)
 {
-    for (uint32_t i = 0; i < level + 1; i++)
-        fputs("  ", stdout);
+    char spaces[2 * (TREE_INDENT_MAX + 1)];
+    size_t n = 2 * (size_t)((level < TREE_INDENT_MAX ? level : TREE_INDENT_MAX) + 1);
+    memset(spaces, ' ', n);
+    fwrite(spaces, 1, n, stdout);
+    if (level >= TREE_INDENT_MAX) {
+        fputc('[', stdout);
+        tool_print_u64(stdout, level);
+        fputs("] ", stdout);
+    }
     tool_print_object(stdout, c->t->r, f->function);
     fputc(' ', stdout);
     tool_print_u64(stdout, tool_ticks_to_ns(f->duration, c->t->m.ticks_per_sec));
@@ -121,65 +150,90 @@ __attribute__((format(printf, 4, 5))) static int damaged(struct ctx *c, uint32_t
     return TT_E_CORRUPT;
 }
 
-/* The frame at depth @depth whose subtree starts at frame @x: @x itself or an ancestor. In
- * post-order the first frame of a subtree is its leftmost leaf, so climbing from the frame just
- * after a sibling (or from a subtree's first frame) reaches the next sibling (or first child). */
-static int climb(struct ctx *c, uint32_t th, uint64_t x, uint32_t depth, tt_frame *f)
+/* Climbs from frame @x (the first frame of a subtree not yet visited) to its ancestor at depth
+ * @depth, the frame whose subtree starts at @x, into *@f; pushes every frame on the way whose
+ * printed level (its depth less @base) is below --depth, so that the shallowest is on top. */
+static int climb(struct ctx *c, uint32_t th, uint64_t x, uint32_t depth, uint32_t base,
+                 tt_frame *f)
 {
-    int rc;
     const uint64_t from = x;
+    int rc;
     for (;;) {
         if ((rc = tt_index_frame(c->ix, th, x, f, &c->err)) != TT_OK)
             return rc;
-        if (f->depth <= depth)
+        if (f->depth < depth || f->index - f->desc != from)
             break;
+        if ((uint64_t)(f->depth - base) < c->o.depth && (rc = push(c, x)) != TT_OK)
+            return rc;
+        if (f->depth == depth)
+            return TT_OK;
         if ((rc = tt_index_parent(c->ix, th, x, &x, &c->err)) != TT_OK)
             return rc;
         if (x == TT_FRAME_NONE)
             break;
     }
-    if (f->depth != depth)
-        return damaged(c, th, from, "has no ancestor at depth %" PRIu32 ": the frame table is "
-                       "damaged", depth);
+    return damaged(c, th, from, "has no ancestor at depth %" PRIu32 " whose calls start with "
+                   "it: the frame table is damaged", depth);
+}
+
+/* Prints, in call order, the frames @lo .. @hi of thread @th: the subtrees of consecutive
+ * frames at depth @base, the last of them frame @hi (a thread's top-level calls, or the one
+ * call --function found). A frame is printed at level (depth - @base). No recursion, and no
+ * frame is climbed through twice (the top of the file). */
+static int print_forest(struct ctx *c, uint32_t th, uint64_t lo, uint64_t hi, uint32_t base)
+{
+    uint64_t next = lo;       /* the first frame of the next subtree to visit */
+    uint32_t depth = base;    /* the depth of that subtree's root */
+    tt_frame f;
+    int rc;
+
+    while (next <= hi) {
+        /* down: the chain from the subtree's root to its leftmost leaf (within --depth) */
+        c->n = 0;
+        if ((rc = climb(c, th, next, depth, base, &f)) != TT_OK)
+            return rc;
+        if (f.index > hi)
+            return damaged(c, th, f.index, "lies outside the calls it should be part of: the "
+                           "frame table is damaged");
+        uint64_t done = f.index; /* the last frame finished: the subtree's root for now */
+        uint32_t done_depth = f.depth;
+        while (c->n > 0) {
+            uint64_t i = c->chain[--c->n];
+            if ((rc = tt_index_frame(c->ix, th, i, &f, &c->err)) != TT_OK)
+                return rc;
+            done = i;
+            done_depth = f.depth;
+            if (f.duration < c->o.min_ticks) {
+                c->n = 0; /* the rest of the chain is inside it: its subtree is not shown */
+                break;
+            }
+            print_frame(c, &f, f.depth - base);
+        }
+        /* up: past every subtree that ends here, to the first frame of the next one */
+        for (next = done + 1; next <= hi; next = done + 1) {
+            if ((rc = tt_index_frame(c->ix, th, next, &f, &c->err)) != TT_OK)
+                return rc;
+            if (f.depth >= done_depth)
+                break; /* the next sibling's leftmost leaf */
+            if (f.depth + 1 != done_depth || f.depth < base)
+                return damaged(c, th, next, "follows a frame at depth %" PRIu32 " but has depth "
+                               "%" PRIu32 ": the frame table is damaged", done_depth, f.depth);
+            done = next; /* the parent: its subtree ends with it */
+            done_depth = f.depth;
+        }
+        depth = done_depth;
+    }
     return TT_OK;
 }
 
-/* Prints the subtree of @root (at printed level 0), depth-first in call order. Children are
- * found first to last by climbing (above), so the stack holds one entry per printed level,
- * never a frame's list of children: a frame with 10^8 children costs no memory. */
+/* Prints the subtree of @root at printed level 0 (--function). */
 static int print_subtree(struct ctx *c, uint32_t th, uint64_t root)
 {
-    int rc;
     tt_frame f;
-    if ((rc = tt_index_frame(c->ix, th, root, &f, &c->err)) != TT_OK)
+    int rc = tt_index_frame(c->ix, th, root, &f, &c->err);
+    if (rc != TT_OK)
         return rc;
-    if (f.duration < c->o.min_ticks)
-        return TT_OK;
-    print_frame(c, &f, 0);
-    c->n = 0;
-    if (f.desc && c->o.depth > 1 && (rc = push(c, f.index, f.depth, f.index - f.desc, 1)) != TT_OK)
-        return rc;
-    while (c->n) {
-        struct item *it = &c->stack[c->n - 1];
-        if (it->next >= it->frame) { /* every child printed */
-            c->n--;
-            continue;
-        }
-        uint32_t level = it->level;
-        if ((rc = climb(c, th, it->next, it->depth + 1, &f)) != TT_OK)
-            return rc;
-        if (f.index >= it->frame)
-            return damaged(c, th, f.index, "is not inside its parent's subtree: the frame table "
-                           "is damaged");
-        it->next = f.index + 1;
-        if (f.duration < c->o.min_ticks)
-            continue;
-        print_frame(c, &f, level);
-        if (f.desc && level + 1 < c->o.depth &&
-            (rc = push(c, f.index, f.depth, f.index - f.desc, level + 1)) != TT_OK)
-            return rc;
-    }
-    return TT_OK;
+    return print_forest(c, th, root - f.desc, root, f.depth);
 }
 
 static void print_thread_head(struct ctx *c, uint32_t th)
@@ -193,17 +247,8 @@ static void print_thread_head(struct ctx *c, uint32_t th)
 static int tree_thread(struct ctx *c, uint32_t th)
 {
     uint64_t frames = tt_index_thread_info(c->ix, th)->frames;
-    int rc = TT_OK;
     print_thread_head(c, th);
-    /* the top-level calls, first to last: each one starts right after the one before */
-    for (uint64_t y = 0; y < frames && rc == TT_OK;) {
-        tt_frame f;
-        if ((rc = climb(c, th, y, 0, &f)) != TT_OK)
-            break;
-        rc = print_subtree(c, th, f.index);
-        y = f.index + 1;
-    }
-    return rc;
+    return frames > 0 ? print_forest(c, th, 0, frames - 1, 0) : TT_OK;
 }
 
 /* A call path, from the top: the ancestors of the last match, each with the first frame of
@@ -355,12 +400,24 @@ static uint32_t path_of(struct paths *ps, uint32_t parent, uint32_t fn)
     return ps->n++;
 }
 
+/* The function of the frame that stands for everything below a cut path. */
+#define FN_CUT UINT32_MAX
+
+/* ";caller;...;function" of path @p, from the top: at most FOLD_MAX + 1 frames, collected
+ * bottom-up first (no recursion on the depth). */
 static void print_path(struct ctx *c, const struct paths *ps, uint32_t p)
 {
-    if (ps->v[p].parent)
-        print_path(c, ps, ps->v[p].parent - 1);
-    fputc(';', stdout);
-    tool_print_object(stdout, c->t->r, ps->v[p].fn);
+    uint32_t up[FOLD_MAX + 1];
+    size_t n = 0;
+    for (uint32_t q = p + 1; q != 0 && n < FOLD_MAX + 1; q = ps->v[q - 1].parent)
+        up[n++] = q - 1;
+    while (n-- > 0) {
+        fputc(';', stdout);
+        if (ps->v[up[n]].fn == FN_CUT)
+            fputs("...", stdout);
+        else
+            tool_print_object(stdout, c->t->r, ps->v[up[n]].fn);
+    }
 }
 
 static int folded_thread(struct ctx *c, uint32_t th)
@@ -370,9 +427,13 @@ static int folded_thread(struct ctx *c, uint32_t th)
     int rc = TT_OK;
     /* Frames last to first: in reverse post-order a frame's parent comes before it, so the
      * path of the last frame seen at each depth is the whole state (memory grows with the
-     * depth, not with the number of calls). A frame's duration is added to its own path's self
-     * time and taken off its parent's. */
-    uint32_t levels = tt_index_thread_info(c->ix, th)->max_depth + 1;
+     * depth, up to the cut, not with the number of calls). A frame's duration is added to its
+     * own path's self time and taken off its parent's. Every frame at depth FOLD_MAX or deeper
+     * has the cut path below its ancestor at depth FOLD_MAX - 1 (at[FOLD_MAX]): what runs
+     * there adds up to the time of the subtrees cut off. */
+    uint64_t levels = (uint64_t)tt_index_thread_info(c->ix, th)->max_depth + 1;
+    if (levels > FOLD_MAX + 1)
+        levels = FOLD_MAX + 1;
     uint32_t *at = malloc((size_t)levels * sizeof *at);
     if (at == NULL)
         rc = TT_E_NOMEM;
@@ -384,17 +445,20 @@ static int folded_thread(struct ctx *c, uint32_t th)
         if ((rc = tt_index_frame(c->ix, th, i, &f, &c->err)) != TT_OK)
             break;
         tool_progress_update(++done);
-        if (f.depth >= levels || (f.depth && at[f.depth - 1] == UINT32_MAX)) {
+        uint32_t d = f.depth < FOLD_MAX ? f.depth : FOLD_MAX;      /* its slot in at[] */
+        uint32_t pd = f.depth <= FOLD_MAX ? d - 1 : FOLD_MAX;      /* its parent's */
+        if (d >= levels || (f.depth && at[pd] == UINT32_MAX)) {
             rc = damaged(c, th, i, "has depth %" PRIu32 " but no parent", f.depth);
             break;
         }
-        uint32_t parent = f.depth ? at[f.depth - 1] + 1 : 0;
-        uint32_t p = path_of(&ps, parent, f.function);
+        uint32_t parent = f.depth ? at[pd] + 1 : 0;
+        uint32_t p = f.depth > FOLD_MAX ? at[pd]
+                     : path_of(&ps, parent, f.depth == FOLD_MAX ? FN_CUT : f.function);
         if (p == UINT32_MAX) {
             rc = TT_E_NOMEM;
             break;
         }
-        at[f.depth] = p;
+        at[d] = p;
         ps.v[p].self += f.duration;
         if (parent)
             ps.v[parent - 1].self -= f.duration;
@@ -515,7 +579,7 @@ int cmd_tree(int argc, char **argv)
         rc = resolve_options(&cx);
     if (rc == TOOL_EXIT_OK)
         rc = print_threads(&cx);
-    free(cx.stack);
+    free(cx.chain);
     tool_trace_close(&t);
     return tool_finish_stdout(rc) == TOOL_EXIT_SYSTEM ? TOOL_EXIT_SYSTEM : rc;
 }

@@ -22,6 +22,18 @@
  *
  * The cursor number breaks ties, so the order is total even between two events a damaged file
  * gives the same (time, thread, seq): the output does not depend on how the heap was built.
+ *
+ * Many threads. A per-thread cursor finds its thread's next chunk by reading the chunk headers
+ * after its current one, and finds that it has ended by reading them to the end of the data
+ * (the reader, store.h): for a trace of T threads of a few events each, that is T x chunks
+ * header reads, 4 * 10^8 for 20 000 threads. So the merge does neither where it can: a cursor
+ * whose thread has delivered as many events as the thread table counts is done without
+ * another read (tool_merge_next), a thread with no events is never read (tool_merge_add), and
+ * tool_cursor_begin puts a cursor at its thread's first chunk through the seek index instead of
+ * a scan from the start of the data. What this leaves unread is a thread's chunks after the
+ * count its thread table gives; the sequential pass of `tinytrace verify` checks those counts
+ * against the chunks. The cost left is the reader's scan between two chunks of one thread: the
+ * headers of the other threads' chunks in between.
  */
 #ifndef TINYTRACE_TOOL_MERGE_H
 #define TINYTRACE_TOOL_MERGE_H
@@ -35,17 +47,37 @@ typedef struct tool_merge {
     tt_reader *r;
     const tt_event **heads; /* heads[c]: cursor c's head (the reader's), while c is in the heap */
     uint32_t *heap;         /* cursor numbers, heap-ordered by their heads */
+    uint64_t *ends;         /* ends[c]: thread c's event count (the thread table) */
     uint32_t len;           /* cursors in the heap */
     uint32_t cursors;
 } tool_merge;
 
-/* An empty merge over cursors 0 .. @cursors - 1 of @r. TT_OK, or TT_E_NOMEM (then *@mg needs
- * no tool_merge_free, and one is harmless). */
+/* An empty merge over the per-thread cursors 0 .. @cursors - 1 of @r (TT_CURSORS_PER_THREAD:
+ * cursor c reads thread c). TT_OK, or TT_E_NOMEM (then *@mg needs no tool_merge_free, and one
+ * is harmless). */
 int tool_merge_init(tool_merge *mg, tt_reader *r, uint32_t cursors);
 
 /* Puts cursor @c (not already in the merge) in: peeks its next event. TT_OK, also when the
- * cursor has no events left (it then stays out); else the reader's error, with @err filled. */
+ * cursor has no events left or its thread has none (it then stays out); else the reader's
+ * error, with @err filled. */
 int tool_merge_add(tool_merge *mg, uint32_t c, tt_error_info *err);
+
+/* Puts per-thread cursor @c of @r, not yet read, at the first event of its thread through the
+ * seek index @ix (tt_index_seek_seq, tt_reader_seek), so that it reads no other thread's chunk
+ * headers before its own. Nothing to do when @ix is NULL (no index tables) or the thread has
+ * no events. Where the seek index cannot be used (damaged: the seek fails and moves nothing)
+ * the cursor stays at the start and scans from there, as without an index: the events and
+ * their checks are the same either way, only the cost differs. */
+void tool_cursor_begin(tt_reader *r, tt_index *ix, uint32_t c);
+
+/* Whether @ev, read by the per-thread cursor of its thread in @r, is that thread's last event
+ * as its thread table counts them: the cursor has nothing more to give, and reading on would
+ * only scan the rest of the data to find that out. */
+static inline int tool_cursor_at_end(const tt_reader *r, const tt_event *ev)
+{
+    const tt_thread_entry *e = tt_reader_thread(r, ev->tp.thread);
+    return e == NULL || ev->tp.seq + 1 >= e->event_count;
+}
 
 /* The next event in recorded order, or NULL when every cursor in the merge has ended. Owned by
  * the reader, valid until tool_merge_next or tool_merge_free. */

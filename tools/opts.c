@@ -83,18 +83,41 @@ static int check_operands(tool_opts *o, const tool_verb *v, int argc, char **arg
     return TOOL_GO_ON;
 }
 
+/* getopt's own message for a bad option, when the command line holds something that must not
+ * reach the terminal raw (getopt would echo it): the same facts, escaped. */
+static int bad_option(const char *prog, int argc, char **argv)
+{
+    const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+    fflush(stdout);
+    fprintf(stderr, "%s: ", prog);
+    if (optopt != 0 && optopt <= 255 && strncmp(arg, "--", 2) != 0) { /* -x */
+        char c = (char)optopt;
+        fputs("invalid option, or an option without its value -- '", stderr);
+        tool_print_text(stderr, &c, 1);
+    } else { /* --name: unknown, ambiguous, or without its value */
+        fputs("unrecognized option, or an option without its value '", stderr);
+        tool_print_text(stderr, arg, strlen(arg));
+    }
+    fputs("'\n", stderr);
+    return tool_usage_hint(prog);
+}
+
 int tool_opts_parse(tool_opts *o, const tool_verb *v, void *ctx, int argc, char **argv)
 {
     struct option all[MAX_OPTIONS];
     char shorts[MAX_SHORTS];
     uint64_t thread;
-    int c, rc;
+    int c, rc, plain = 1;
 
     memset(o, 0, sizeof *o);
     if (build_tables(v, all, shorts) != 0) {
         fprintf(stderr, "%s: more options than the option table holds\n", argv[0]);
         return TOOL_EXIT_SYSTEM;
     }
+    /* getopt names a bad option as it was given: it may speak only when that is plain text */
+    for (int i = 1; i < argc && plain; i++)
+        plain = argv[i][0] != '-' || tool_text_is_plain(argv[i], strlen(argv[i]));
+    opterr = plain;
     while ((c = getopt_long(argc, argv, shorts, all, NULL)) != -1) {
         switch (c) {
         case 'j':
@@ -117,6 +140,8 @@ int tool_opts_parse(tool_opts *o, const tool_verb *v, void *ctx, int argc, char 
                 v->more_help(stdout);
             return tool_finish_stdout(TOOL_EXIT_OK);
         case '?':
+            if (!plain)
+                return bad_option(argv[0], argc, argv);
             return tool_usage_hint(argv[0]); /* getopt named the option */
         default: /* one of the verb's own */
             if ((rc = v->take(ctx, argv[0], c, optarg)) != TOOL_EXIT_OK)

@@ -21,6 +21,7 @@ static int cmd_help(int argc, char **argv);
 static const struct verb verbs[] = {
     {"record", cmd_record, "run a program under tinytrace and write its trace"},
     {"replay", cmd_replay, "run a recorded program again against its trace"},
+    {"hunt", cmd_hunt, "record a program run after run until one fails, and keep that one"},
     {"info", cmd_info, "print the manifest and the thread table of a trace"},
     {"verify", cmd_verify, "check a whole trace: frames, checksums, counts"},
     {"recover", cmd_recover, "turn the temporary file of a run that died into a valid trace"},

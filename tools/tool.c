@@ -8,10 +8,14 @@
 #include "progress.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,13 +38,35 @@ const char tool_exit_codes_help[] =
 
 /* ---- messages ---- */
 
+/* Formats @fmt and prints it escaped (tool_print_text): a message names paths, names and
+ * arguments from traces and from the file system, which must not reach the terminal raw. A
+ * message longer than the buffer is formatted again in memory of its size. */
+static void vput_escaped(FILE *f, const char *fmt, va_list ap)
+{
+    char buf[1024], *p = buf;
+    va_list again;
+    int n;
+
+    va_copy(again, ap);
+    n = vsnprintf(buf, sizeof buf, fmt, ap);
+    if (n >= (int)sizeof buf && (p = malloc((size_t)n + 1)) != NULL)
+        n = vsnprintf(p, (size_t)n + 1, fmt, again);
+    else if (p == NULL)
+        p = buf, n = (int)sizeof buf - 1; /* out of memory: what fitted */
+    va_end(again);
+    if (n > 0)
+        tool_print_text(f, p, (size_t)n);
+    if (p != buf)
+        free(p);
+}
+
 void tool_error(const char *fmt, ...)
 {
     va_list ap;
     fflush(stdout); /* keep the order of stdout and stderr when both go to one place */
     fputs("tinytrace: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vput_escaped(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
 }
@@ -51,7 +77,7 @@ int tool_usage_error(const char *prog, const char *fmt, ...)
     fflush(stdout);
     fprintf(stderr, "%s: ", prog);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vput_escaped(stderr, fmt, ap);
     va_end(ap);
     fprintf(stderr, "\nTry '%s --help'.\n", prog);
     return TOOL_EXIT_USAGE;
@@ -148,6 +174,134 @@ int tool_finish_stdout(int rc)
     return rc;
 }
 
+/* ---- output files ---- */
+
+/* What a file that is not a regular one is, for a message. */
+static const char *file_kind(mode_t mode)
+{
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a regular file";
+}
+
+int tool_output_check(const char *prog, const char *path, const char *const *inputs, int force)
+{
+    struct stat out, in;
+    size_t n = strlen(path);
+
+    if (n == 0)
+        return tool_usage_error(prog, "an output file needs a name");
+    if (path[n - 1] == '/')
+        return tool_usage_error(prog, "cannot write to '%s': it names a directory, not a file",
+                                path);
+    if (lstat(path, &out) != 0) {
+        if (errno == ENOENT)
+            return TOOL_EXIT_OK; /* to be created */
+        return tool_usage_error(prog, "cannot write to '%s': %s", path, strerror(errno));
+    }
+    if (!S_ISREG(out.st_mode) && !S_ISLNK(out.st_mode))
+        return tool_usage_error(prog, "cannot write to '%s': it is %s, not a regular file",
+                                path, file_kind(out.st_mode));
+    for (size_t i = 0; inputs != NULL && inputs[i] != NULL; i++)
+        if (stat(inputs[i], &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+            return tool_usage_error(prog, "cannot write to '%s': it is the input '%s' (the same "
+                                    "file)", path, inputs[i]);
+    if (!force && S_ISLNK(out.st_mode))
+        return tool_usage_error(prog, "'%s' exists (a symbolic link): give --force to replace "
+                                "the link (never the file it points to)", path);
+    if (!force)
+        return tool_usage_error(prog, "'%s' exists: give --force to replace it", path);
+    return TOOL_EXIT_OK;
+}
+
+int tool_output_open(tool_output *o, const char *path, mode_t mode)
+{
+    size_t n = strlen(path) + 32;
+
+    o->path = path;
+    o->fd = -1;
+    o->tmp = malloc(n);
+    if (o->tmp == NULL) {
+        tool_error("%s: out of memory", path);
+        return TOOL_EXIT_SYSTEM;
+    }
+    snprintf(o->tmp, n, "%s.%ld.tmp", path, (long)getpid());
+    /* O_EXCL: a file, a symbolic link or anything else already there is refused, not reused */
+    o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (o->fd < 0) {
+        tool_error("%s: cannot create: %s", o->tmp, strerror(errno));
+        free(o->tmp);
+        o->tmp = NULL;
+        return TOOL_EXIT_SYSTEM;
+    }
+    return TOOL_EXIT_OK;
+}
+
+/* Renames o->tmp to o->path unless something is at o->path. 0, or the errno (EEXIST: there
+ * is). */
+static int rename_noreplace(const tool_output *o)
+{
+    if (renameat2(AT_FDCWD, o->tmp, AT_FDCWD, o->path, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+        return errno;
+    /* a file system without RENAME_NOREPLACE: a hard link fails on an existing name too */
+    if (link(o->tmp, o->path) == 0) {
+        unlink(o->tmp);
+        return 0;
+    }
+    if (errno != EPERM && errno != ENOTSUP && errno != EOPNOTSUPP)
+        return errno;
+    /* nor hard links (FAT, some FUSE ones): o->path was checked just before */
+    return rename(o->tmp, o->path) == 0 ? 0 : errno;
+}
+
+int tool_output_commit(const char *prog, tool_output *o, const char *const *inputs, int force)
+{
+    int rc, e;
+
+    if (o->fd >= 0 && close(o->fd) != 0) {
+        e = errno;
+        o->fd = -1;
+        tool_error("%s: write error: %s", o->tmp, strerror(e));
+        tool_output_discard(o);
+        return TOOL_EXIT_SYSTEM;
+    }
+    o->fd = -1;
+    /* what is at o->path may have changed while the output was written */
+    if ((rc = tool_output_check(prog, o->path, inputs, force)) != TOOL_EXIT_OK) {
+        tool_output_discard(o);
+        return rc;
+    }
+    e = force ? (rename(o->tmp, o->path) == 0 ? 0 : errno) : rename_noreplace(o);
+    if (e == EEXIST) {
+        tool_output_discard(o);
+        return tool_usage_error(prog, "'%s' exists: give --force to replace it", o->path);
+    }
+    if (e != 0) {
+        tool_error("%s: cannot rename to %s: %s", o->tmp, o->path, strerror(e));
+        tool_output_discard(o);
+        return TOOL_EXIT_SYSTEM;
+    }
+    free(o->tmp);
+    o->tmp = NULL;
+    return TOOL_EXIT_OK;
+}
+
+void tool_output_discard(tool_output *o)
+{
+    if (o->fd >= 0)
+        close(o->fd);
+    o->fd = -1;
+    if (o->tmp != NULL)
+        unlink(o->tmp);
+    free(o->tmp);
+    o->tmp = NULL;
+}
+
 /* ---- option values ---- */
 
 int tool_parse_u64(const char *prog, const char *option, const char *s, uint64_t min,
@@ -176,6 +330,9 @@ void tool_limits(tt_reader_limits *lim, uint64_t max_memory_mb)
 }
 
 /* ---- opening a trace ---- */
+
+/* Reader storage from this size on is mapped (tool_trace_open). */
+#define MAPPED_STORAGE ((size_t)64 << 20)
 
 int tool_trace_probe(tool_trace *t, const char *path, const tt_reader_limits *lim,
                      tt_cursor_mode mode)
@@ -215,7 +372,19 @@ int tool_trace_open(tool_trace *t)
         return TOOL_EXIT_SYSTEM;
     }
     len = ((size_t)t->cap.total + 15) & ~(size_t)15;
-    t->mem = aligned_alloc(16, len);
+    if (len >= MAPPED_STORAGE) {
+        /* Room the reader may never touch: per-thread cursors get the largest chunk of the
+         * file each (the thread table, 48 bytes a thread, is one), and a cursor touches only
+         * what its own chunks take. Mapped, not reserved: the memory used is what is touched
+         * (20 000 threads: 19 GB asked for, under 100 MB used), and a system that overcommits
+         * nothing refuses it here. */
+        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        t->mem = p != MAP_FAILED ? p : NULL;
+        t->mapped = t->mem != NULL ? len : 0;
+    } else {
+        t->mem = aligned_alloc(16, len);
+    }
     if (t->mem == NULL) {
         tool_error("%s: cannot allocate %" PRIu64 " bytes for the reader: %s", t->path,
                    t->cap.total, strerror(errno));
@@ -238,8 +407,12 @@ void tool_trace_close(tool_trace *t)
     if (t->r != NULL)
         tt_reader_close(t->r);
     t->r = NULL;
-    free(t->mem);
+    if (t->mapped)
+        munmap(t->mem, t->mapped);
+    else
+        free(t->mem);
     t->mem = NULL;
+    t->mapped = 0;
     if (t->src_open)
         tt_source_close(&t->src);
     t->src_open = 0;
@@ -465,28 +638,109 @@ static size_t utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
+/* The escaped form of the character at @p (@len bytes left) into @out (at most ESC_UNIT bytes);
+ * returns how many bytes of @p it takes and sets *@n to the length of @out. Printable ASCII and
+ * valid UTF-8 stay as they are; C0 and C1 controls, DEL, a backslash and invalid UTF-8 become
+ * \xNN (a backslash \\), so that the output names every byte and drives no terminal. */
+#define ESC_UNIT 16
+static size_t esc_unit(const unsigned char *p, size_t len, char *out, size_t *n)
+{
+    static const char digits[] = "0123456789abcdef";
+    size_t k = utf8_len(p, len);
+    /* C1 controls (U+0080..U+009F, C2 80..C2 9F) act on terminals like C0 ones. */
+    int c1 = k == 2 && p[0] == 0xc2 && p[1] < 0xa0;
+    if (k == 1 && p[0] >= 0x20 && p[0] != 0x7f && p[0] != '\\') {
+        out[0] = (char)p[0];
+        *n = 1;
+    } else if (k == 1 && p[0] == '\\') {
+        out[0] = out[1] = '\\';
+        *n = 2;
+    } else if (k > 1 && !c1) {
+        memcpy(out, p, k);
+        *n = k;
+    } else {
+        if (k == 0)
+            k = 1;
+        for (size_t j = 0; j < k; j++) {
+            out[4 * j] = '\\';
+            out[4 * j + 1] = 'x';
+            out[4 * j + 2] = digits[p[j] >> 4];
+            out[4 * j + 3] = digits[p[j] & 15];
+        }
+        *n = 4 * k;
+    }
+    return k;
+}
+
 void tool_print_text(FILE *f, const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < len) {
-        size_t n = utf8_len(p + i, len - i);
-        /* C1 controls (U+0080..U+009F, C2 80..C2 9F) act on terminals like C0 ones. */
-        int c1 = n == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0;
-        if (n == 1 && p[i] >= 0x20 && p[i] != 0x7f && p[i] != '\\') {
-            fputc(p[i], f);
-        } else if (n == 1 && p[i] == '\\') {
-            fputs("\\\\", f);
-        } else if (n > 1 && !c1) {
-            fwrite(p + i, 1, n, f);
-        } else {
-            size_t k = n == 0 ? 1 : n;
-            for (size_t j = 0; j < k; j++)
-                fprintf(f, "\\x%02x", p[i + j]);
-            n = k;
+        char u[ESC_UNIT];
+        size_t run = i, n;
+        /* the common case, printable ASCII, goes out in one piece */
+        while (run < len && p[run] >= 0x20 && p[run] < 0x7f && p[run] != '\\')
+            run++;
+        if (run > i) {
+            fwrite(p + i, 1, run - i, f);
+            i = run;
+            continue;
         }
-        i += n;
+        i += esc_unit(p + i, len - i, u, &n);
+        fwrite(u, 1, n, f);
     }
+}
+
+int tool_text_is_plain(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        char u[ESC_UNIT];
+        size_t n, k = esc_unit(p + i, len - i, u, &n);
+        if (p[i] != '\\' && (n != k || memcmp(u, p + i, k) != 0))
+            return 0;
+        i += k;
+    }
+    return 1;
+}
+
+char *tool_esc_n(char *buf, size_t cap, const char *s, size_t len)
+{
+    static const char cut[] = "...";
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i, used = 0, whole = 0, room;
+    char u[ESC_UNIT];
+
+    if (cap == 0)
+        return buf;
+    for (i = 0; i < len;) { /* the escaped length: does it all fit? */
+        size_t n;
+        i += esc_unit(p + i, len - i, u, &n);
+        whole += n;
+    }
+    /* if not, as many whole characters as leave room for the mark of the cut */
+    room = whole <= cap - 1 ? cap - 1 : cap - 1 > sizeof cut - 1 ? cap - sizeof cut : 0;
+    for (i = 0; i < len;) {
+        size_t n, k = esc_unit(p + i, len - i, u, &n);
+        if (used + n > room)
+            break;
+        memcpy(buf + used, u, n);
+        used += n;
+        i += k;
+    }
+    if (i < len) {
+        size_t m = cap - 1 - used < sizeof cut - 1 ? cap - 1 - used : sizeof cut - 1;
+        memcpy(buf + used, cut, m);
+        used += m;
+    }
+    buf[used] = '\0';
+    return buf;
+}
+
+char *tool_esc(char *buf, size_t cap, const char *s)
+{
+    return tool_esc_n(buf, cap, s, strlen(s));
 }
 
 const char *tool_object_name(const tt_reader *r, uint32_t id, size_t *len)
@@ -658,6 +912,10 @@ void tj_strn(tool_json *j, const char *key, const char *s, size_t len)
         if (n == 0) {
             jputs(j, "\\ufffd");
             n = 1;
+        } else if (n == 2 && c == 0xc2 && p[i + 1] < 0xa0) {
+            /* a C1 control (U+0080..U+009F) acts on a terminal as a C0 one does: as \u00XX */
+            char u[6] = {'\\', 'u', '0', '0', digits[p[i + 1] >> 4], digits[p[i + 1] & 15]};
+            jput(j, u, sizeof u);
         } else if (n > 1) {
             jput(j, p + i, n);
         } else if (c == '"' || c == '\\') {

@@ -76,6 +76,7 @@ int cmd_gc(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_hunt(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_export(int argc, char **argv);
@@ -84,11 +85,14 @@ int cmd_tree(int argc, char **argv);
 
 /* ---- messages ---- */
 
-/* Prints "tinytrace: " and the formatted message to stderr, with a newline. */
+/* Prints "tinytrace: " and the formatted message to stderr, with a newline. The whole formatted
+ * message is escaped as tool_print_text escapes (a path, a name or an argument in it cannot
+ * drive the terminal), so @fmt holds no newline and its arguments are never escaped before. */
 void tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints "tinytrace VERB: <msg>" and "Try 'tinytrace VERB --help'." to stderr and returns
- * TOOL_EXIT_USAGE. @prog is the verb's argv[0] ("tinytrace VERB"). */
+ * TOOL_EXIT_USAGE. @prog is the verb's argv[0] ("tinytrace VERB"). <msg> is escaped as
+ * tool_error's is. */
 int tool_usage_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prints "Try 'tinytrace VERB --help'." after getopt's own message; returns TOOL_EXIT_USAGE. */
@@ -109,6 +113,67 @@ void tool_error_info_init(tt_error_info *err);
 
 /* Flushes stdout; on a write error reports it and returns TOOL_EXIT_SYSTEM, else @rc. */
 int tool_finish_stdout(int rc);
+
+/* ---- output files ----
+ * A verb that writes a file never clobbers one: it checks the destination before it starts,
+ * writes the whole output under a temporary name beside it, and checks again just before the
+ * rename. export -o and recover do; the check is the one for record -o (with the program among
+ * the inputs) and replay --report too, which write through the library and the runtime:
+ *
+ *     const char *const inputs[] = {trace_path, NULL};
+ *     tool_output out;
+ *     if ((rc = tool_output_check(prog, path, inputs, force)) != TOOL_EXIT_OK)
+ *         return rc;                                  // refused, reported
+ *     if ((rc = tool_output_open(&out, path, 0644)) != TOOL_EXIT_OK)
+ *         return rc;
+ *     ...write out.fd...; on a failure: tool_output_discard(&out);
+ *     rc = tool_output_commit(prog, &out, inputs, force);
+ */
+
+/* Whether @path may become an output file of @prog (the verb's argv[0]). Returns TOOL_EXIT_OK,
+ * or TOOL_EXIT_USAGE after printing a usage error that names @path. @path is looked at with
+ * lstat, so a symbolic link there is never followed. Refused:
+ *   - an empty @path, or one ending in '/';
+ *   - a @path that is neither a regular file nor a symbolic link (a directory, a FIFO, a
+ *     character or block device, a socket), even with @force: writing into it is not writing a
+ *     file, and renaming over it would replace the device node or the pipe;
+ *   - a @path that is one of @inputs (a NULL-terminated list; NULL: none), that is, whose
+ *     st_dev and st_ino are those of stat(input) (which follows links, as opening the input
+ *     does), even with @force; the message names both; an input that does not exist is
+ *     skipped;
+ *   - a @path that exists (a regular file, or a symbolic link to anything or nothing) while
+ *     @force is 0: "exists: give --force to replace it";
+ *   - a @path lstat cannot look at for another reason than ENOENT (EACCES, ENOTDIR, ELOOP,
+ *     ENAMETOOLONG), with that reason.
+ * A @path that does not exist passes. Not checked here: its directory (a missing or read-only
+ * one shows when tool_output_open creates the temporary file, as an I/O error). */
+int tool_output_check(const char *prog, const char *path, const char *const *inputs, int force);
+
+/* A whole output file, written under a temporary name in the same directory. */
+typedef struct tool_output {
+    const char *path; /* the final name (the caller's string) */
+    char *tmp;        /* "<path>.<pid>.tmp" (allocated); NULL once committed or discarded */
+    int fd;           /* open for writing on tmp; -1 once closed */
+} tool_output;
+
+/* Creates the temporary file of @path with O_CREAT | O_EXCL | O_NOFOLLOW and @mode (less the
+ * umask): nothing that is already there is reused. Returns TOOL_EXIT_OK, or TOOL_EXIT_SYSTEM
+ * after reporting the failure (a missing or unwritable directory). */
+int tool_output_open(tool_output *o, const char *path, mode_t mode);
+
+/* Makes the complete temporary file the output: closes o->fd if it is still open (a failed
+ * close is a write error), runs tool_output_check again (what is at @path may have changed
+ * while the output was written), then renames. Without @force the rename never replaces
+ * anything (renameat2 RENAME_NOREPLACE; link and unlink where the file system lacks it), so a
+ * file that appears after the check is not clobbered either. With @force a regular file or a
+ * symbolic link at @path is replaced: the link itself, never its target. On any failure the
+ * temporary file is removed; returns TOOL_EXIT_OK, TOOL_EXIT_USAGE (refused, reported) or
+ * TOOL_EXIT_SYSTEM (reported). */
+int tool_output_commit(const char *prog, tool_output *o, const char *const *inputs, int force);
+
+/* Closes and removes the temporary file: the output is abandoned. Safe after a commit, after
+ * a failed open, and twice. */
+void tool_output_discard(tool_output *o);
 
 /* ---- option values ---- */
 
@@ -132,6 +197,7 @@ typedef struct tool_trace {
     tt_manifest m;
     tt_reader_capacity cap;
     void *mem;
+    size_t mapped;  /* mem is an anonymous mapping of this many bytes; 0: from malloc */
     tt_reader *r;
     tt_index *ix; /* the index tables once opened (tool_trace_start, or the verb); closed here */
 } tool_trace;
@@ -143,7 +209,9 @@ int tool_trace_probe(tool_trace *t, const char *path, const tt_reader_limits *li
                      tt_cursor_mode mode);
 
 /* After a successful probe: allocates t->cap.total bytes and opens the reader in them (reads the
- * thread and object tables). Reports failures and returns their exit code. */
+ * thread and object tables). Storage of 64 MiB or more is an anonymous mapping without swap
+ * reservation: the reader asks for the largest chunk per cursor, and with many threads most of
+ * it is never touched. Reports failures and returns their exit code. */
 int tool_trace_open(tool_trace *t);
 
 /* Closes the index tables and the reader, frees the reader's storage, closes the source. Safe on
@@ -226,9 +294,22 @@ void tool_print_u64(FILE *f, uint64_t v);
  * 20 bytes whatever @v is: the bytes after the end may be overwritten. */
 char *tool_fmt_u64(char *dst, uint64_t v);
 
-/* Text output of untrusted bytes: printable text and valid UTF-8 as is; control characters,
- * backslash and invalid UTF-8 as \xNN, so a hostile name cannot drive the terminal. */
+/* Text output of untrusted bytes: printable text and valid UTF-8 as is; control characters
+ * (C0, DEL and C1), backslash and invalid UTF-8 as \xNN (a backslash as \\), so a hostile name
+ * cannot drive the terminal. Every name, path, argument and message from a trace or from the
+ * file system reaches the terminal through this, tool_esc or tool_error. */
 void tool_print_text(FILE *f, const char *s, size_t len);
+
+/* The same escaping into @buf (@cap bytes, NUL-terminated), for a message built with printf:
+ * tool_esc(buf, sizeof buf, path). A text whose escaped form does not fit ends in "..." (never
+ * inside an escape or a UTF-8 sequence). Returns @buf. Thread-safe. */
+char *tool_esc(char *buf, size_t cap, const char *s);
+char *tool_esc_n(char *buf, size_t cap, const char *s, size_t len);
+/* 1 when tool_print_text prints @s as it is, a backslash aside (no control character, no
+ * invalid UTF-8), else 0. */
+int tool_text_is_plain(const char *s, size_t len);
+/* Room for an escaped path of PATH_MAX bytes that is cut only when it is hostile. */
+#define TOOL_ESC_PATH 4608
 
 /* The name of object @id in @r (not NUL-terminated, *len set), or NULL when the table has no such
  * object. */
@@ -238,8 +319,9 @@ const char *tool_object_name(const tt_reader *r, uint32_t id, size_t *len);
 void tool_print_object(FILE *f, const tt_reader *r, uint32_t id);
 
 /* ---- JSON output ----
- * A small writer for one-line JSON values: it places the commas, escapes strings (control
- * characters as \uXXXX, invalid UTF-8 as U+FFFD, so the output is always valid JSON). Every key
+ * A small writer for one-line JSON values: it places the commas, escapes strings (C0 and C1
+ * control characters and DEL as \uXXXX, so that none reaches a terminal raw; invalid UTF-8 as
+ * U+FFFD, so the output is always valid JSON). Every key
  * argument is NULL inside an array and a key string inside an object. Output is buffered in the
  * writer and reaches @f at the latest at tj_newline, which ends every value. */
 typedef struct tool_json {

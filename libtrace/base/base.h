@@ -4,9 +4,10 @@
  * What belongs here: error values (tt_fail fills a tt_error_info), the clock (tt_ticks, the tick
  * rate's calibration, CLOCK_MONOTONIC), the one hash (XXH3, hash.c is the only file that
  * includes xxhash), the running executable's build-id, backtraces and symbol names (unwind.c is
- * the only file that includes libunwind), the per-thread "inside tinytrace" flag, and the
- * compiler hints. A function goes here when two layers need it and it needs nothing above the
- * public headers. Never installed; see docs/ARCHITECTURE.md for the layers.
+ * the only file that includes libunwind), the per-thread "inside tinytrace" flag, the compiler
+ * hints, the runtime's own address space (region.c) and the registry of the tracer's own file
+ * descriptors (fds.c). A function goes here when two layers need it and it needs nothing above
+ * the public headers. Never installed; see docs/ARCHITECTURE.md for the layers.
  */
 #ifndef TT_BASE_H
 #define TT_BASE_H
@@ -81,6 +82,51 @@ void *tt_region_realloc(void *p, size_t n);
 void *tt_region_memalign(size_t align, size_t n);
 void tt_region_free(void *p);
 size_t tt_region_usable(const void *p);
+
+/* ---- the tracer's own file descriptors (fds.c) ----
+ * A few descriptors that tinytrace holds for a whole run (the writer's trace file), kept out of
+ * the program's way: the preload library's fd family (instrument/preload/fdguard.c) answers the
+ * program's close, close_range, closefrom, dup2, dup3, dup and fcntl on a reserved number as if
+ * the number were not open. A reservation belongs to the process that made it: a fork child's
+ * copy of a reserved descriptor is its own.
+ *
+ * The owner's move function, called by tt_fd_move when the program puts a file on number @fd
+ * (dup2, dup3): it moves its descriptor elsewhere (tt_fd_high), switches to the new number and
+ * tells the registry (tt_fd_swap), and closes @fd; or, when it cannot, lets @fd go (closes it,
+ * tt_fd_swap to -1) and returns the errno. It is called with the registry's lock held: it may
+ * take the owner's own locks, and the owner never calls tt_fd_reserve or tt_fd_release while
+ * holding one of those. */
+#define TT_FD_SLOTS 8
+typedef int (*tt_fd_move_fn)(void *ctx, int fd);
+/* Reserves @fd for this process; returns the slot (the handle for tt_fd_swap and tt_fd_release),
+ * or -1 when every slot is taken (the descriptor is then not protected). @ctx stays the caller's:
+ * it must stay valid until tt_fd_release. Thread-safe; not async-signal-safe. */
+int tt_fd_reserve(int fd, tt_fd_move_fn move, void *ctx);
+/* The owner's descriptor of @slot is @fd now (-1: it has none). Lock-free: the owner may call it
+ * under its own locks, from its move function or not. Only the slot's owner calls it. */
+void tt_fd_swap(int slot, int fd);
+/* Ends the reservation of @slot; waits for a move of it in progress, so after it no move function
+ * of the slot runs and the owner may close the descriptor and free @ctx. Thread-safe. */
+void tt_fd_release(int slot);
+/* Whether this process has @fd reserved. Lock-free and async-signal-safe. */
+bool tt_fd_is_reserved(int fd);
+/* The numbers in [@first, @last] this process has reserved, ascending, into @out (at most @cap);
+ * returns how many. Lock-free and async-signal-safe. */
+size_t tt_fd_reserved_in(unsigned first, unsigned last, int *out, size_t cap);
+/* Asks the owner of reserved @fd to move its descriptor off that number (the move function
+ * above); returns 0 (moved, or @fd was not reserved), or the errno of a move that failed (the
+ * owner let the number go). Thread-safe; not async-signal-safe. */
+int tt_fd_move(int fd);
+/* What a move function does with its descriptor @fd of @slot, under its owner's lock: a
+ * duplicate on a high number (tt_fd_high) takes its place in the registry, and @fd is closed.
+ * Returns the new number, or -1 with errno when none was free: then @fd is closed all the
+ * same (the number goes, so that the program's dup2 finds what it would have found) and the
+ * slot holds no number. */
+int tt_fd_relocate(int slot, int fd);
+/* A duplicate of @fd with FD_CLOEXEC on a high number: the lowest free one from a little below
+ * min(soft RLIMIT_NOFILE, 1024), else the lowest above 2. Returns it, or -1 with errno (EMFILE:
+ * no number free); @fd stays open. */
+int tt_fd_high(int fd);
 
 /* ---- the tracer's own threads and calls (util.c) ----
  * Nonzero while tinytrace itself runs on this thread: the swapper holds it for its whole life,

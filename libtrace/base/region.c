@@ -50,6 +50,23 @@ static _Atomic uintptr_t region_base;
 static _Atomic size_t region_size;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The lock, taken with the guard held: a free of tinytrace's memory may come from the
+ * program's own code (fclose of a stream the runtime made), and the preload library must not
+ * take the region's lock for one of the program's (preload/sync.c). */
+static int lock_take(void)
+{
+    int was = tt_in_tracer;
+    tt_in_tracer = 1;
+    pthread_mutex_lock(&lock);
+    return was;
+}
+
+static void lock_give(int was)
+{
+    pthread_mutex_unlock(&lock);
+    tt_in_tracer = was;
+}
 static uintptr_t top;                          /* first never-used byte (lock) */
 static struct free_run runs[1024];             /* freed runs, first fit (lock) */
 static unsigned nruns;
@@ -123,9 +140,9 @@ void *tt_region_map(size_t len)
 {
     if (!tt_region_active() || len == 0 || len > SIZE_MAX - PAGE)
         return NULL;
-    pthread_mutex_lock(&lock);
+    int was = lock_take();
     void *p = pages_locked(round_pages(len));
-    pthread_mutex_unlock(&lock);
+    lock_give(was);
     return p;
 }
 
@@ -133,9 +150,9 @@ void tt_region_unmap(void *p, size_t len)
 {
     if (!p || !len)
         return;
-    pthread_mutex_lock(&lock);
+    int was = lock_take();
     unpages_locked(p, round_pages(len));
-    pthread_mutex_unlock(&lock);
+    lock_give(was);
 }
 
 static unsigned class_of(size_t n)
@@ -152,7 +169,7 @@ void *tt_region_malloc(size_t n)
         return NULL;
     size_t need = n + HEADER;
     struct header *h;
-    pthread_mutex_lock(&lock);
+    int was = lock_take();
     if (need <= ((size_t)1 << MAX_SHIFT)) {
         unsigned c = class_of(need);
         size_t bs = (size_t)1 << (c + MIN_SHIFT);
@@ -177,7 +194,7 @@ void *tt_region_malloc(size_t n)
             h->len = len;
         }
     }
-    pthread_mutex_unlock(&lock);
+    lock_give(was);
     return h ? (uint8_t *)h + HEADER : NULL;
 }
 
@@ -197,7 +214,7 @@ void tt_region_free(void *p)
     if (!p)
         return;
     struct header *h = (struct header *)((uint8_t *)p - HEADER);
-    pthread_mutex_lock(&lock);
+    int was = lock_take();
     if ((h->tag & LARGE_MASK) == LARGE_TAG) {
         uintptr_t hpage = (uintptr_t)h & ~(uintptr_t)(PAGE - 1);
         unpages_locked((void *)(hpage - (h->tag & ~LARGE_MASK) * PAGE), h->len);
@@ -206,7 +223,7 @@ void tt_region_free(void *p)
         *(void **)(void *)h = free_lists[c];
         free_lists[c] = h;
     }
-    pthread_mutex_unlock(&lock);
+    lock_give(was);
 }
 
 void *tt_region_calloc(size_t n, size_t k)
@@ -244,9 +261,9 @@ void *tt_region_memalign(size_t align, size_t n)
      * header just before it, and in the header's tag how many pages the run begins before the
      * header's page (free() needs the run's start) */
     size_t len = round_pages(n + PAGE + align);
-    pthread_mutex_lock(&lock);
+    int was = lock_take();
     uint8_t *run = pages_locked(len);
-    pthread_mutex_unlock(&lock);
+    lock_give(was);
     if (!run)
         return NULL;
     uintptr_t user = ((uintptr_t)run + PAGE + align - 1) & ~(uintptr_t)(align - 1);

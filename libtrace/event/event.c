@@ -111,7 +111,7 @@ const char *tt_event_kind_name(unsigned kind)
         [TT_EV_SAFEPOINT] = "safepoint",         [TT_EV_ALLOC] = "alloc",
         [TT_EV_FREE] = "free",                   [TT_EV_IO] = "io",
         [TT_EV_CHECKPOINT] = "checkpoint",       [TT_EV_USER] = "user",
-        [TT_EV_CRASH] = "crash",
+        [TT_EV_CRASH] = "crash",                 [TT_EV_SYNC] = "sync",
     };
     if (kind == 0 || kind > TT_EV_KIND_MAX)
         return "unknown";

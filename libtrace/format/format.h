@@ -104,6 +104,19 @@ static inline uint8_t tt_tag_full(uint8_t tag, uint64_t *step)
     return (uint8_t)(((tag & TT_TAG_SHORT_EXIT) ? TT_EV_EXIT : TT_EV_ENTER) | TT_TAG_FSAME);
 }
 
+/* The kinds a file of @version may hold: 1-13, and from version 3 also 14 (sync). */
+static inline unsigned tt_kind_max(uint32_t version)
+{
+    return version >= 3 ? 14u : 13u;
+}
+
+/* The OUT bit of a full tag: io (TT_IO_OUT) and sync (the operation took its object's turn);
+ * on any other kind it is corrupt. */
+static inline int tt_out_allowed(unsigned kind)
+{
+    return kind == 10 /* TT_EV_IO */ || kind == 14 /* TT_EV_SYNC */;
+}
+
 #define TT_THREAD_ROW 48u
 
 /* Index tables (version 2, tables.c / index.c, docs/FORMAT.md §14). */
@@ -260,8 +273,17 @@ void tt_thread_row_decode(const uint8_t in[TT_THREAD_ROW], tt_thread_entry *e);
 
 /* Creates @temp exclusively (O_EXCL | O_NOFOLLOW: never an existing file or a symlink), mode
  * 0600, for writing, and takes the recording's lock on it (held until the last descriptor of
- * the open file is closed). Returns the fd, or -1 with errno set. */
+ * the open file description is closed). Returns the fd, or -1 with errno set. */
 int tt_partial_create(const char *temp);
+/* Takes the recording's lock on the file of @fd, for @fd's open file description. Returns 0
+ * (taken, or the file system has no locks), or the errno: EAGAIN when another open file
+ * description of the file holds it. */
+int tt_partial_lock(int fd);
+/* Opens @temp again for writing (never creating it, never through a symlink) after the writer
+ * lost its descriptor, when it is still the file created (@dev, @ino: its st_dev and st_ino).
+ * Returns the fd, or -1 with errno set (ESTALE: the name is another file now). The caller takes
+ * the lock (tt_partial_lock). */
+int tt_partial_reopen(const char *temp, uint64_t dev, uint64_t ino);
 /* Whether some open file holds the recording's lock on the file of @fd (any open mode). */
 bool tt_partial_locked(int fd);
 

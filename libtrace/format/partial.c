@@ -56,6 +56,15 @@ static struct flock whole(short type)
     return fl;
 }
 
+int tt_partial_lock(int fd)
+{
+    struct flock fl = whole(F_WRLCK);
+    if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+        return 0;
+    /* a file system without locks: the recording goes on, and looks dead to gc */
+    return errno == ENOLCK || errno == EINVAL || errno == EOPNOTSUPP ? 0 : errno;
+}
+
 int tt_partial_create(const char *temp)
 {
     /* O_EXCL refuses an existing file or symlink; O_NOFOLLOW refuses a symlink in the last
@@ -63,17 +72,34 @@ int tt_partial_create(const char *temp)
     int fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -1;
-    struct flock fl = whole(F_WRLCK);
-    if (fcntl(fd, F_OFD_SETLK, &fl) != 0) {
-        /* nobody else can have it locked yet: the file did not exist a moment ago. A file
-         * system without locks: the recording goes on, and looks dead to gc. */
-        if (errno != ENOLCK && errno != EINVAL && errno != EOPNOTSUPP) {
-            int e = errno;
-            close(fd);
-            unlink(temp);
-            errno = e;
-            return -1;
-        }
+    /* nobody else can have it locked yet: the file did not exist a moment ago */
+    int e = tt_partial_lock(fd);
+    if (e) {
+        close(fd);
+        unlink(temp);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+int tt_partial_reopen(const char *temp, uint64_t dev, uint64_t ino)
+{
+    /* no O_CREAT: a file removed meanwhile (gc, once our lock was gone with the descriptor) is
+     * not made again, empty, under the name */
+    int fd = open(temp, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int e = 0;
+    if (fstat(fd, &st) != 0)
+        e = errno;
+    else if ((uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != ino)
+        e = ESTALE; /* another file under the name: never write into it */
+    if (e) {
+        close(fd);
+        errno = e;
+        return -1;
     }
     return fd;
 }

@@ -37,7 +37,8 @@ static tt_mode g_mode;
 static pid_t g_pid;
 static bool opt_alloc, opt_check_output, opt_keep_going;
 /* the report channel (protocol.h): a socket, and the nonce every report line carries */
-static int report_fd = -1;
+static _Atomic int report_fd = -1;
+static int report_slot = -1;
 static char report_nonce[TT_REPORT_NONCE_LEN + 1];
 /* 0: open; 1: closing at exit (g_closed once done); 2: a crash is being finalized, by the
  * thread g_crash_tid, which ends the process */
@@ -54,6 +55,18 @@ static int g_crash_sig;
 
 /* the guard is the library's own per-thread flag, which the swapper holds for its whole life */
 #define guard tt_in_tracer
+
+/* The calling thread's kernel tid. The guard is held around the call so that the preload
+ * library's syscall(), which replays SYS_gettid for the program, passes it through: the crash
+ * and exit paths ask without holding the guard. */
+static long os_tid(void)
+{
+    int was = guard;
+    guard = 1;
+    long t = syscall(SYS_gettid);
+    guard = was;
+    return t;
+}
 
 
 /* The session as it stands, never starting the runtime (for the runtime's own use). */
@@ -90,6 +103,12 @@ bool tt_rt_record_allocs(void)
 bool tt_rt_check_output(void)
 {
     return opt_check_output;
+}
+
+bool tt_rt_real_sleep(void)
+{
+    tt_session *s = cur();
+    return s && s->cfg.real_sleep != 0;
 }
 
 /* Ends the process at once, past the interposed _exit below. */
@@ -249,6 +268,17 @@ static void write_report(tt_session *s, const char *status, int code, const char
     free(text);
 }
 
+/* The fd registry's move (base/fds.c): the program dup2s onto the channel's number. */
+static int report_fd_move(void *ctx, int fd)
+{
+    (void)ctx;
+    if (report_fd != fd)
+        return 0;
+    int hi = tt_fd_relocate(report_slot, fd);
+    report_fd = hi;
+    return hi < 0 ? errno : 0;
+}
+
 /* The tool's end of the report channel, from TT_ENV_REPORT_FD: a socket that holds the nonce.
  * It is moved out of the program's way (a high descriptor, close-on-exec) and the variable is
  * removed, so the program does not meet either. */
@@ -279,6 +309,8 @@ static void report_channel_open(void)
         return;
     close((int)fd);
     report_fd = hi;
+    /* reserved: a program that closes every descriptor (close_range, closefrom) spares it */
+    report_slot = tt_fd_reserve(hi, report_fd_move, NULL);
     unsetenv(TT_ENV_REPORT_FD); /* when it came through the environment */
 }
 
@@ -441,7 +473,7 @@ static void arm_watchdog(int sig)
     memset(&sev, 0, sizeof sev);
     sev.sigev_notify = SIGEV_THREAD_ID;
     sev.sigev_signo = SIGALRM;
-    sev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+    sev.sigev_notify_thread_id = (pid_t)os_tid();
     timer_t tm;
     if (timer_create(CLOCK_MONOTONIC, &sev, &tm) == 0) {
         struct itimerspec its = { .it_value = { 5, 0 } };
@@ -466,7 +498,7 @@ static void crash_handler(int sig, siginfo_t *info, void *uctx)
             old->sa_handler(sig);
         return;
     }
-    long me = syscall(SYS_gettid);
+    long me = os_tid();
     tt_session *s = cur();
     /* One thread finalizes: the first to move g_closing from 0 (exit's close takes it to 1, a
      * crash to 2). Whoever lost looks at what the winner does, whenever it lost. */
@@ -556,12 +588,6 @@ static void install_crash_handlers(void)
 static __thread char thread_path[96];
 static __thread unsigned thread_children;
 
-struct start_args {
-    void *(*fn)(void *);
-    void *arg;
-    char path[96];
-};
-
 static void name_thread(const char *path)
 {
     snprintf(thread_path, sizeof thread_path, "%s", path);
@@ -604,40 +630,15 @@ static void altstack_thread(void)
         munmap(st, ALTSTACK_BYTES);
 }
 
-static void *thread_trampoline(void *p)
+void tt_rt_thread_child_path(char *out, size_t cap)
 {
-    struct start_args a = *(struct start_args *)p;
-    free(p);
-    guard = 1;
-    altstack_thread();
-    name_thread(a.path);
-    guard = 0;
-    return a.fn(a.arg);
+    snprintf(out, cap, "%.80s/%u", thread_path[0] ? thread_path : "main", ++thread_children);
 }
 
-typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-
-__attribute__((visibility("default"))) int pthread_create(pthread_t *th, const pthread_attr_t *attr,
-                                                          void *(*fn)(void *), void *arg)
+void tt_rt_thread_begin(const char *path)
 {
-    static pthread_create_fn real;
-    if (!real)
-        real = (pthread_create_fn)(uintptr_t)dlsym(RTLD_NEXT, "pthread_create");
-    if (guard || !cur())
-        return real(th, attr, fn, arg);
-    guard = 1;
-    struct start_args *a = malloc(sizeof *a);
-    guard = 0;
-    if (!a)
-        return real(th, attr, fn, arg);
-    a->fn = fn;
-    a->arg = arg;
-    snprintf(a->path, sizeof a->path, "%.80s/%u", thread_path[0] ? thread_path : "main",
-             ++thread_children);
-    int rc = real(th, attr, thread_trampoline, a);
-    if (rc != 0)
-        free(a);
-    return rc;
+    altstack_thread();
+    name_thread(path);
 }
 
 #endif /* TT_RT_PRELOAD */
@@ -856,7 +857,21 @@ static void record_meta(tt_session *s)
  * mappings are at the same addresses. The descriptor stays open, out of the way and inherited,
  * so that an exec in the traced process (a shell running its last command, a wrapper script)
  * hands the settings on. */
-static int g_rt_fd = -1;
+static _Atomic int g_rt_fd = -1;
+static int g_rt_slot = -1;
+
+/* The fd registry's move: the settings descriptor stays inherited (tt_rt_exec_env). */
+static int rt_fd_move(void *ctx, int fd)
+{
+    (void)ctx;
+    if (g_rt_fd != fd)
+        return 0;
+    int hi = tt_fd_relocate(g_rt_slot, fd);
+    if (hi >= 0)
+        fcntl(hi, F_SETFD, 0);
+    g_rt_fd = hi;
+    return hi < 0 ? errno : 0;
+}
 
 /* Reads the settings of TT_ENV_RT; false when there is none (then the environment is read, as
  * a program run with TINYTRACE_MODE set by hand has it). */
@@ -882,6 +897,7 @@ static bool rt_settings_load(void)
         fd = hi;
     }
     g_rt_fd = (int)fd;
+    g_rt_slot = tt_fd_reserve((int)fd, rt_fd_move, NULL);
     unsetenv(TT_ENV_RT);
     return true;
 }
@@ -1040,8 +1056,10 @@ static void rt_init(void)
         tt_replay_skip_out_channel_(s, TT_CH_STDERR);
     }
     opt_keep_going = env_flag(TT_ENV_KEEP_GOING);
-    if (g_mode == TT_MODE_REPLAY)
+    if (g_mode == TT_MODE_REPLAY) {
+        tt_replay_stop_at_exit_(s);
         report_channel_open();
+    }
     /* after every getenv: a program with its own environment code (bash) may not find
      * variables set before it has loaded the environment. Settings from the tool need no mark
      * (no child inherits them), and the environment stays as the program would have it. */
@@ -1113,7 +1131,7 @@ static void rt_close(bool flush_stdio)
      * tt_rt_live already, so that is looked at first. This thread waits for that crash to end
      * the process; were it to go on and exit, the process would end with status 0 and the
      * recording half written. */
-    if (atomic_load(&g_closing) == 2 && atomic_load(&g_crash_tid) != syscall(SYS_gettid))
+    if (atomic_load(&g_closing) == 2 && atomic_load(&g_crash_tid) != os_tid())
         wait_forever();
     tt_session *s = cur();
     if (!s)
@@ -1127,7 +1145,7 @@ static void rt_close(bool flush_stdio)
     if (me != g_pid)
         return;
     if (!atomic_compare_exchange_strong(&g_closing, &zero, 1)) {
-        if (zero == 2 && atomic_load(&g_crash_tid) != syscall(SYS_gettid))
+        if (zero == 2 && atomic_load(&g_crash_tid) != os_tid())
             wait_forever(); /* another thread's crash is being finalized; it ends the process */
         return;
     }
@@ -1136,6 +1154,10 @@ static void rt_close(bool flush_stdio)
     if (flush_stdio)
         fflush(NULL);
     guard = 1;
+    /* in the recording, every thread's events came before the close: let the others make
+     * theirs before they stop being replayed */
+    if (g_mode == TT_MODE_REPLAY)
+        tt_replay_drain_(s);
     atomic_store_explicit(&tt_rt_live, NULL, memory_order_release);
     tt_error_info err;
     tt_replay_progress p = { 0 };

@@ -30,10 +30,18 @@ enum tt_rt_channel {
     TT_CH_RANDOM = 2,     /* getrandom, getentropy, reads of /dev/urandom and /dev/random */
     TT_CH_READ = 3,       /* read on pipes, sockets, terminals (arg of the io event = channel) */
     TT_CH_RECV = 4,       /* recv, recvfrom, recvmsg */
-    TT_CH_PID = 5,        /* getpid */
+    TT_CH_PID = 5,        /* getpid, getppid, gettid */
     TT_CH_HOSTNAME = 6,   /* gethostname */
     TT_CH_STDOUT = 7,     /* writes to fd 1, compared with --check-output */
     TT_CH_STDERR = 8,     /* writes to fd 2 */
+    TT_CH_USAGE = 9,      /* getrusage, times, sysinfo, getloadavg */
+    TT_CH_CPU = 10,       /* sched_getcpu, getcpu */
+    TT_CH_PSEUDO = 11,    /* opening, reading and seeking /proc and /sys files (pseudo.c) */
+    TT_CH_NET = 12,       /* socket calls' results (in), the addresses given (out): net.c */
+    TT_CH_SEND = 13,      /* bytes sent on a virtual socket (out): net.c */
+    TT_CH_POLL = 14,      /* poll, select, epoll_wait: the request (out), the result (in) */
+    TT_CH_RESOLVE = 15,   /* getaddrinfo & co.: the query (out), the answer (in): resolve.c */
+    TT_CH_DIR = 16,       /* readdir: the entries of a directory listing (dir.c) */
 };
 
 /* The process-wide session, or NULL when the runtime is not active (no TINYTRACE_MODE, off
@@ -98,6 +106,16 @@ void tt_rt_child_exec(const char *cmd);
 /* The traced process is about to exec @cmd, which the runtime cannot follow: the recording (or
  * the replay) ends here, counted, and the file is finished. */
 void tt_rt_exec_untraceable(const char *cmd);
+
+/* ---- threads (preload/thread.c starts them) ----
+ * Callers hold the guard. */
+/* The creation path of the next thread the calling thread creates ("main/2"), into @out. */
+void tt_rt_thread_child_path(char *out, size_t cap);
+/* In a new thread, before it runs the program's code: its alternate signal stack, and its
+ * name @path in the session, by which replay pairs it with its recorded thread. */
+void tt_rt_thread_begin(const char *path);
+/* Replay: the sleeps sleep for real (TINYTRACE_REAL_SLEEP), not just return. */
+bool tt_rt_real_sleep(void);
 
 /* Called when a recording call made on the program's behalf returned @rc != TT_OK. For
  * TT_E_DIVERGED it writes the report (stderr, and TINYTRACE_REPORT as JSON) and, unless

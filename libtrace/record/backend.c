@@ -35,6 +35,7 @@ static int rec_thread_end(tt_session *s, struct tt_thread *bt)
     int rc;
     if ((rc = tt_rec_begin_(s, t)) != TT_OK)
         return rc;
+    tt_chaos_thread_end(s, t);
     rc = tt_writer_append_structural(s, t, TT_EV_THREAD_END, t->base.os_tid);
     if (rc == TT_OK)
         rc = tt_writer_refill(s, t, true);
@@ -134,4 +135,6 @@ const struct tt_backend tt_record_backend = {
     .event = rec_event,
     .stats = tt_writer_stats,
     .mark_crashed = rec_mark_crashed,
+    .sync_begin = tt_rec_sync_begin,
+    .sync_end = tt_rec_sync_end,
 };

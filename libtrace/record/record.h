@@ -30,6 +30,18 @@ struct tt_raw_short {
 #define TT_RAW_ADDR 0x200u
 #define TT_RAW_ADDR_END (UINT64_C(1) << 48)
 
+/* A synchronization operation without a payload (record/sync.c): kind TT_EV_SYNC | dir << 8 |
+ * TT_RAW_SYNC, then its site where the other forms have the function (a sync event's function
+ * is 0), its time, object id and sequence number: 32 bytes, against 48 for a long record. */
+#define TT_RAW_SYNC 0x400u
+struct tt_raw_sync {
+    uint32_t kind;
+    uint32_t site;
+    uint64_t time;
+    uint64_t arg;
+    uint64_t addr;
+};
+
 struct tt_raw_long {
     uint32_t kind;
     uint32_t function;
@@ -70,6 +82,8 @@ struct tt_rec_thread {
     uint64_t first_time;
     uint64_t last_time;
     bool has_time;
+    /* schedule chaos (sync.c): this thread's random state; its own */
+    uint64_t chaos_rng;
 };
 
 static inline struct tt_rec_thread *tt_rec_of(struct tt_thread *t)
@@ -79,7 +93,19 @@ static inline struct tt_rec_thread *tt_rec_of(struct tt_thread *t)
 
 struct tt_writer {
     /* sink */
+    bool file;                 /* the sink is the file (fd may be -1 for a while: lost) */
+    /* The file's descriptor: read and changed under fd_lock only, by the swapper's writes, the
+     * closing thread, and the move the fd registry asks for when the program puts a file on
+     * its number (writer.c, base/fds.c) */
+    pthread_mutex_t fd_lock;
     int fd;
+    int fd_slot;               /* its slot in the fd registry, -1: none */
+    uint64_t file_dev, file_ino; /* the .partial file's, for reopening it by name */
+    uint64_t checked_off;      /* the file holds everything written before this (fd_check) */
+    int fd_lost;               /* the number the program took from us, -1: never */
+    int reopen_errno;          /* why the file could not be opened again, 0: it could */
+    bool fd_replaced;          /* fd_check found another file on the number */
+    bool fd_relock;            /* reopened while the old description held the lock (fd_regain) */
     char final_path[4096];
     char temp_path[4096 + 32];
     tt_memory_sink *msink;
@@ -118,6 +144,9 @@ struct tt_writer {
     uint32_t block_len, block_size;
     uint64_t file_off;
     uint64_t wb_off;           /* file: writeback started up to here (block_flush) */
+
+    /* schedule chaos (sync.c), or NULL */
+    struct tt_chaos *chaos;
 
     /* index tables, built by the swapper (tables.c); NULL: the file gets none */
     struct tt_tables *tables;
@@ -176,6 +205,16 @@ void tt_writer_stats(tt_session *s, tt_session_stats *st);
 /* The owner's side of a steal: with busy set, waits out a thief that is looking at @t's buffer
  * and takes its writes (t->buf, pos, end) in, then clears the flag. */
 void tt_writer_steal_ack_(tt_session *s, struct tt_rec_thread *t) TT_HIDDEN;
+
+/* ---- sync.c: synchronization operations and schedule chaos ---- */
+int tt_rec_sync_begin(tt_session *s, struct tt_thread *t, tt_sync *op, struct tt_sync_obj *e);
+int tt_rec_sync_end(tt_session *s, struct tt_thread *t, tt_sync *op, int result, int took);
+/* The chaos state of TT_PARAM_CHAOS (nothing when it is off). */
+int tt_chaos_open(tt_session *s);
+/* Its META object "chaos=...", at close (the session interns nothing before it is open). */
+void tt_chaos_note(tt_session *s);
+void tt_chaos_free(tt_session *s);
+void tt_chaos_thread_end(tt_session *s, struct tt_rec_thread *t);
 
 /* ---- swapper.c ---- */
 int tt_swapper_start(tt_session *s, struct tt_writer *w);

@@ -6,6 +6,26 @@
  * with a provisional manifest, so a dead run's file can be recognised and salvaged. Close stops
  * the recording threads, lets the swapper drain, writes the thread and object tables and the
  * index, rewrites the manifest at offset 0, syncs and renames.
+ *
+ * The file's descriptor lives in the program's fd table, and programs close what they did not
+ * open (close_range(3, ~0U, 0), a loop over 0..1023) or dup2 their own files over every number.
+ * So the descriptor is moved high up, close-on-exec, and reserved in the fd registry
+ * (base/fds.c) as soon as the file exists; the preload library then answers the program's
+ * close, close_range, closefrom, dup2, dup3 and fcntl on it as if it were not open
+ * (instrument/preload/fdguard.c). When the program puts a file on its number, the registry asks
+ * fd_move to take the descriptor elsewhere first. Every use of the descriptor (a block write, a
+ * sync, the move) holds fd_lock, so no write ever goes to a number that is being replaced;
+ * recording threads never take it, only the swapper once per block and the closing thread.
+ *
+ * The descriptor can still be lost: a raw system call, a program linked with the library and
+ * not preloaded. A write or sync that fails on a descriptor that is no longer the file (fstat:
+ * its st_dev and st_ino, kept from the creation), and a check every TT_WRITEBACK_STEP and at
+ * close, notice it; the file is then opened again by name (tt_partial_reopen: never created,
+ * never through a symlink, only the same file, its lock taken again), moved high, and the write
+ * retried. What was written through a number that had become another file of the program's is
+ * not in the trace: the file is marked incomplete from the last check. When the file cannot be
+ * opened again, the recording is marked incomplete, and close's message says that the program
+ * closed the trace file's descriptor.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,6 +73,147 @@ int tt_writer_capacity_of(const tt_writer_limits *lim, tt_writer_capacity *cap, 
     return TT_OK;
 }
 
+/* ---------------------------------------------------------------- the file's descriptor */
+
+/* Whether w->fd is still the trace file. Under fd_lock. */
+static bool fd_ours(struct tt_writer *w)
+{
+    struct stat st;
+    return w->fd >= 0 && fstat(w->fd, &st) == 0 && (uint64_t)st.st_dev == w->file_dev &&
+           (uint64_t)st.st_ino == w->file_ino;
+}
+
+/* The program took the descriptor (closed it, or put another file on its number): the number is
+ * the program's now, never written or closed again. Opens the file again by name and moves it
+ * high. Under fd_lock. Returns 0, or the errno that stopped it (also in w->reopen_errno). */
+static int fd_regain(struct tt_writer *w)
+{
+    if (w->fd_lost < 0)
+        w->fd_lost = w->fd;
+    w->fd = -1;
+    tt_fd_swap(w->fd_slot, -1);
+    int fd = tt_partial_reopen(w->temp_path, w->file_dev, w->file_ino);
+    int e = fd < 0 ? errno : tt_partial_lock(fd);
+    /* EAGAIN: another open file description of the file holds the lock, and only ours take
+     * it (gc and recover leave a locked file alone): the old one lives on elsewhere (a fork
+     * child's table, a thread's table after CLOSE_RANGE_UNSHARE, a dup the program made). The
+     * file stays locked while it lives; fd_check takes the lock once it is gone. */
+    w->fd_relock = e == EAGAIN;
+    if (e == EAGAIN)
+        e = 0;
+    if (e) {
+        if (fd >= 0)
+            close(fd);
+        w->reopen_errno = e;
+        return e;
+    }
+    int hi = tt_fd_high(fd);
+    if (hi >= 0) {
+        close(fd);
+        fd = hi; /* else the number open gave (no number free above stdio): reserved too */
+    }
+    w->fd = fd;
+    w->reopen_errno = 0;
+    tt_fd_swap(w->fd_slot, fd);
+    return 0;
+}
+
+/* Whether everything written since the last check is in the file, up to @upto. A descriptor
+ * that is another file now took what was written since, if anything was: the recording is
+ * incomplete from the last check (EBADF). The file is opened again in any case, so that the
+ * rest, or the manifest that says it is incomplete, goes there. Under fd_lock. */
+static void fd_check(struct tt_writer *w, uint64_t upto)
+{
+    struct stat st;
+    if (w->fd >= 0 && fstat(w->fd, &st) == 0) {
+        if ((uint64_t)st.st_dev == w->file_dev && (uint64_t)st.st_ino == w->file_ino) {
+            w->checked_off = upto;
+            if (w->fd_relock && tt_partial_lock(w->fd) != EAGAIN)
+                w->fd_relock = false;
+            return;
+        }
+        if (upto > w->checked_off && !w->write_errno) {
+            w->write_errno = EBADF;
+            w->write_errno_off = w->checked_off;
+            w->fd_replaced = true;
+        }
+    }
+    (void)fd_regain(w); /* failing, the next write reports it */
+}
+
+/* The registry's move (base/fds.c): the program puts a file on @fd, w->fd's number (dup2,
+ * dup3). Called with the registry's lock held; fd_lock waits for a block write in flight. */
+static int fd_move(void *ctx, int fd)
+{
+    struct tt_writer *w = ctx;
+    int e = 0;
+    pthread_mutex_lock(&w->fd_lock);
+    if (w->fd == fd) {
+        w->fd = tt_fd_relocate(w->fd_slot, fd);
+        if (w->fd < 0) { /* no number free: the next write tries to reopen */
+            e = errno;
+            w->fd_lost = fd;
+            w->reopen_errno = e;
+        }
+    }
+    pthread_mutex_unlock(&w->fd_lock);
+    return e;
+}
+
+/* Writes @len bytes at *@off to the file, advancing *@off by what was taken; once, a
+ * descriptor that is not the file any more is regained and the write retried. Under fd_lock. */
+static int file_write(struct tt_writer *w, const uint8_t *p, size_t len, uint64_t *off)
+{
+    bool regained = false;
+    while (len) {
+        ssize_t k = w->fd >= 0 ? pwrite(w->fd, p, len, (off_t)*off) : -1;
+        if (k < 0) {
+            int e = w->fd >= 0 ? errno : EBADF;
+            if (e == EINTR)
+                continue;
+            if (regained || fd_ours(w))
+                return e; /* an error of the file itself */
+            regained = true;
+            if (fd_regain(w) != 0)
+                return EBADF;
+            continue;
+        }
+        if (k == 0)
+            return ENOSPC;
+        p += k;
+        *off += (uint64_t)k;
+        len -= (size_t)k;
+    }
+    return 0;
+}
+
+/* fdatasync, on the file again if the descriptor was lost since the last write. */
+static int file_sync(struct tt_writer *w)
+{
+    pthread_mutex_lock(&w->fd_lock);
+    fd_check(w, w->file_off);
+    int e = w->write_errno;
+    if (!e)
+        e = w->fd < 0 ? EBADF : fdatasync(w->fd) != 0 ? errno : 0;
+    pthread_mutex_unlock(&w->fd_lock);
+    return e;
+}
+
+/* Ends the reservation first: after tt_fd_release no move runs, so w->fd is final. A number
+ * that is not the file any more is the program's: not closed. */
+static int file_close(struct tt_writer *w)
+{
+    tt_fd_release(w->fd_slot);
+    w->fd_slot = -1;
+    pthread_mutex_lock(&w->fd_lock);
+    int fd = fd_ours(w) ? w->fd : -1, e = 0;
+    w->fd = -1;
+    pthread_mutex_unlock(&w->fd_lock);
+    if (fd >= 0 && close(fd) != 0)
+        e = errno;
+    return e;
+}
+
 /* ---------------------------------------------------------------- sinks */
 
 static int sink_write(struct tt_writer *w, uint64_t off, const void *data, size_t len)
@@ -80,24 +241,9 @@ static int sink_write(struct tt_writer *w, uint64_t off, const void *data, size_
         if (off + len > ms->len)
             ms->len = off + len;
     } else {
-        const uint8_t *p = data;
-        size_t left = len;
-        while (left) {
-            ssize_t k = pwrite(w->fd, p, left, (off_t)off);
-            if (k < 0) {
-                if (errno == EINTR)
-                    continue;
-                e = errno;
-                break;
-            }
-            if (k == 0) {
-                e = ENOSPC;
-                break;
-            }
-            p += k;
-            off += (uint64_t)k;
-            left -= (size_t)k;
-        }
+        pthread_mutex_lock(&w->fd_lock);
+        e = file_write(w, data, len, &off);
+        pthread_mutex_unlock(&w->fd_lock);
     }
 out:
     if (e) {
@@ -120,10 +266,14 @@ void tt_writer_block_flush(struct tt_writer *w)
         sink_write(w, w->file_off, w->block, w->block_len);
         w->file_off += w->block_len;
         w->block_len = 0;
-        if (w->fd >= 0 && w->file_off - w->wb_off >= TT_WRITEBACK_STEP && !w->write_errno) {
+        if (w->file && w->file_off - w->wb_off >= TT_WRITEBACK_STEP && !w->write_errno) {
+            pthread_mutex_lock(&w->fd_lock);
+            fd_check(w, w->file_off);
             /* advisory: an error here shows again, and is reported, at fdatasync */
-            (void)sync_file_range(w->fd, (off_t)w->wb_off, (off_t)(w->file_off - w->wb_off),
-                                  SYNC_FILE_RANGE_WRITE);
+            if (w->fd >= 0)
+                (void)sync_file_range(w->fd, (off_t)w->wb_off,
+                                      (off_t)(w->file_off - w->wb_off), SYNC_FILE_RANGE_WRITE);
+            pthread_mutex_unlock(&w->fd_lock);
             w->wb_off = w->file_off;
         }
     }
@@ -214,24 +364,47 @@ static int open_file(tt_session *s, struct tt_writer *w, tt_error_info *err)
     snprintf(w->final_path, sizeof w->final_path, "%s", path);
     if (tt_partial_name(path, (long)getpid(), w->temp_path, sizeof w->temp_path) != TT_OK)
         return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX, "%s: path too long", path);
-    w->fd = tt_partial_create(w->temp_path);
-    if (w->fd < 0) {
+    int fd = tt_partial_create(w->temp_path);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
         int e = errno;
+        if (fd >= 0) {
+            close(fd);
+            unlink(w->temp_path);
+        }
         return tt_fail(err, TT_E_IO, e, UINT64_MAX, "cannot create %s: %s", w->temp_path,
                        strerror(e));
     }
+    w->file_dev = (uint64_t)st.st_dev;
+    w->file_ino = (uint64_t)st.st_ino;
+    /* out of the program's way: high up, close-on-exec, reserved (the essay above); a dup
+     * shares the open file description, so the lock stays held */
+    int hi = tt_fd_high(fd);
+    if (hi >= 0) {
+        close(fd);
+        fd = hi;
+    }
+    w->fd = fd;
+    w->file = true;
+    w->fd_slot = tt_fd_reserve(fd, fd_move, w);
     return TT_OK;
 }
 
-static void manifest_write(struct tt_writer *w)
+/* Returns the error of this write (0: the manifest is in the file); w->write_errno and its
+ * offset keep the first error of the run. */
+static int manifest_write(struct tt_writer *w)
 {
     uint8_t buf[TT_MANIFEST_SIZE];
     tt_manifest_encode(buf, &w->m);
     int saved = w->write_errno;
+    uint64_t saved_off = w->write_errno_off;
     w->write_errno = 0; /* the manifest is always attempted: it records the error */
-    sink_write(w, 0, buf, sizeof buf);
-    if (saved)
+    int e = sink_write(w, 0, buf, sizeof buf);
+    if (saved) {
         w->write_errno = saved;
+        w->write_errno_off = saved_off;
+    }
+    return e;
 }
 
 /* Maps the whole memory budget for the buffers at open, so the recording's footprint is fixed:
@@ -271,6 +444,8 @@ int tt_writer_open(tt_session *s, tt_error_info *err)
         return tt_fail(err, TT_E_NOMEM, ENOMEM, UINT64_MAX, "out of memory");
     s->w = w;
     w->fd = -1;
+    w->fd_slot = -1;
+    w->fd_lost = -1;
     const struct tt_config_impl *c = &s->cfg;
     w->buffer_bytes = c->buffer_bytes;
     w->nbufs_max = c->memory_bytes / c->buffer_bytes;
@@ -306,6 +481,7 @@ int tt_writer_open(tt_session *s, tt_error_info *err)
         }
     }
     pthread_mutex_init(&w->qlock, NULL);
+    pthread_mutex_init(&w->fd_lock, NULL);
     pthread_cond_init(&w->qcond, NULL);
     pthread_cond_init(&w->fcond, NULL);
     pthread_cond_init(&w->scond, NULL);
@@ -346,20 +522,21 @@ int tt_writer_open(tt_session *s, tt_error_info *err)
     m->data_end = TT_MANIFEST_SIZE;
     m->file_size = TT_MANIFEST_SIZE;
     w->file_off = TT_MANIFEST_SIZE;
+    w->checked_off = TT_MANIFEST_SIZE;
     manifest_write(w);
     if (w->write_errno) {
         int e = w->write_errno;
         int rc = tt_fail(err, TT_E_IO, e, 0, "cannot write the manifest of %s: %s",
-                         w->fd >= 0 ? w->temp_path : "the sink", strerror(e));
-        if (w->fd >= 0)
+                         w->file ? w->temp_path : "the sink", strerror(e));
+        if (w->file)
             unlink(w->temp_path);
         tt_writer_free(s);
         return rc;
     }
 
     /* close uses an asymmetric barrier, so the hot path needs no fence (see tt_writer_close) */
-    if (tt_tables_open(s, &w->tables) != TT_OK) {
-        if (w->fd >= 0)
+    if (tt_tables_open(s, &w->tables) != TT_OK || tt_chaos_open(s) != TT_OK) {
+        if (w->file)
             unlink(w->temp_path);
         tt_writer_free(s);
         return tt_fail(err, TT_E_NOMEM, ENOMEM, UINT64_MAX, "out of memory");
@@ -369,7 +546,7 @@ int tt_writer_open(tt_session *s, tt_error_info *err)
 
     int prc = tt_swapper_start(s, w);
     if (prc != 0) {
-        if (w->fd >= 0)
+        if (w->file)
             unlink(w->temp_path);
         tt_writer_free(s);
         return tt_fail(err, TT_E_NOMEM, prc, UINT64_MAX, "cannot start the swapper thread");
@@ -448,6 +625,7 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
     struct tt_writer *w = s->w;
     int rc = TT_OK, lrc;
 
+    tt_chaos_note(s);
     /* the closing thread's last event */
     struct tt_rec_thread *self = tt_rec_of(tt_thread_lookup_slow(s, &lrc));
     if (self && !self->base.ended) {
@@ -494,6 +672,11 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
     bool failed_before = w->write_errno != 0;
 
     tt_manifest *m = &w->m;
+    if (w->file) { /* the tables and the final manifest never go into another file */
+        pthread_mutex_lock(&w->fd_lock);
+        fd_check(w, w->file_off);
+        pthread_mutex_unlock(&w->fd_lock);
+    }
     if (w->tables)
         tt_tables_finish(w->tables, w); /* the frames still open, the last partial blocks */
     tt_writer_block_flush(w);
@@ -519,7 +702,7 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
         m->write_errno = w->write_errno;
     }
     int werr = w->write_errno;
-    manifest_write(w);
+    int merr = manifest_write(w);
     if (!werr && w->write_errno)
         werr = w->write_errno;
     if (!failed_before && werr == EFBIG && !sigismember(&old_mask, SIGXFSZ)) {
@@ -528,31 +711,44 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
     }
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 
-    if (w->fd >= 0) {
-        if (!werr && fdatasync(w->fd) != 0)
-            werr = errno;
-        if (close(w->fd) != 0 && !werr)
-            werr = errno;
-        w->fd = -1;
+    if (w->file) {
+        if (!werr)
+            werr = file_sync(w);
+        int cerr = file_close(w);
+        if (!werr)
+            werr = cerr;
         if (rename(w->temp_path, w->final_path) != 0) {
             int e = errno;
             return tt_fail(err, TT_E_IO, e, UINT64_MAX, "cannot rename %s to %s: %s",
                            w->temp_path, w->final_path, strerror(e));
         }
     }
+    char why[4096 + 256];
+    if (werr == EBADF && w->fd_lost >= 0 && w->reopen_errno)
+        snprintf(why, sizeof why, "the program closed the trace file's descriptor (fd %d), "
+                 "and opening %s again failed: %s (errno %d)", w->fd_lost, w->temp_path,
+                 strerror(w->reopen_errno), w->reopen_errno);
+    else if (werr == EBADF && w->fd_replaced)
+        snprintf(why, sizeof why, "the program put a file of its own on the trace file's "
+                 "descriptor (fd %d); what was written after that is not in the trace",
+                 w->fd_lost);
+    else
+        snprintf(why, sizeof why, "%s (errno %d)", strerror(werr), werr);
     if (werr && (m->flags & TT_MF_INCOMPLETE)) {
         pthread_mutex_lock(&w->qlock);
         uint64_t refused = w->refused;
         pthread_mutex_unlock(&w->qlock);
         rc = tt_fail(err, TT_E_IO, werr, w->write_errno_off,
-                     "writing %s failed at offset %llu: %s (errno %d); the file is marked "
-                     "incomplete (%llu recording calls refused with TT_E_STOPPED)",
-                     w->final_path[0] ? w->final_path : "the sink",
-                     (unsigned long long)w->write_errno_off, strerror(werr), werr,
+                     "writing %s failed at offset %llu: %s; %s (%llu recording calls refused "
+                     "with TT_E_STOPPED)", w->final_path[0] ? w->final_path : "the sink",
+                     (unsigned long long)w->write_errno_off, why,
+                     merr ? "the final manifest could not be written either, so the file is "
+                            "unfinished (`tinytrace recover` can save its intact chunks)"
+                          : "the file is marked incomplete",
                      (unsigned long long)refused);
     } else if (werr) {
-        rc = tt_fail(err, TT_E_IO, werr, UINT64_MAX, "finishing %s failed: %s (errno %d)",
-                     w->final_path[0] ? w->final_path : "the sink", strerror(werr), werr);
+        rc = tt_fail(err, TT_E_IO, werr, UINT64_MAX, "finishing %s failed: %s",
+                     w->final_path[0] ? w->final_path : "the sink", why);
     }
     return rc;
 }
@@ -563,8 +759,9 @@ void tt_writer_free(tt_session *s)
     if (!w)
         return;
     tt_swapper_stop(w);
-    if (w->fd >= 0)
-        close(w->fd);
+    tt_chaos_free(s);
+    if (w->file)
+        file_close(w);
     if (!w->storage) {
         struct tt_buf *b = w->free_list;
         while (b) {
@@ -592,6 +789,7 @@ void tt_writer_free(tt_session *s)
     }
     tt_tables_free(w->tables);
     pthread_mutex_destroy(&w->qlock);
+    pthread_mutex_destroy(&w->fd_lock);
     pthread_cond_destroy(&w->qcond);
     pthread_cond_destroy(&w->fcond);
     pthread_cond_destroy(&w->scond);

@@ -22,6 +22,7 @@ struct tt_rp_thread {
     struct tt_thread base;
     uint32_t rec;                        /* recorded thread id, or UINT32_MAX before binding */
     _Atomic uint64_t matched;            /* written by its thread only; read by progress */
+    uint32_t rec_ended;                  /* its recording's end (THREAD_END) was stepped over */
     uint32_t hist_len, hist_pos;
     tt_report_event hist[TT_REPORT_HISTORY];
 };
@@ -49,6 +50,9 @@ struct tt_replayer {
      * runtime's output, when the replay does not compare it): set before any thread runs */
     uint64_t skip_out[4];
     uint32_t nskip_out;
+    /* threads stopped where their recording ended without their end (stop_at_exit) */
+    _Atomic uint32_t cut_off;
+    bool stop_at_exit;                   /* set by the runtime: the replay is a whole process's */
     /* close: the first recorded event no call consumed */
     tt_report_event first_left;
     bool has_first_left;
@@ -58,6 +62,25 @@ struct tt_replayer {
 void tt_report_event_set(tt_report_event *re, const tt_event *ev);
 /* report.c: appends @ev to @t's history of matches */
 void tt_report_history_push(struct tt_rp_thread *t, const tt_event *ev);
+
+/* replayer.c, for sync.c: the next recorded event of @t that a call meets, in *@ev (binding
+ * @t first; in an ordered replay, waiting for its turn); a divergence when there is none
+ * (@act: the call, for the report) */
+int tt_rp_peek_(tt_session *s, struct tt_rp_thread *t, const tt_event *act, tt_event *ev);
+/* ... and its consumption, once the call matched it */
+int tt_rp_consume_(tt_session *s, struct tt_rp_thread *t, const tt_event *ev);
+/* A divergence of @t (the report, the count, the re-alignment of the COUNT policy); @message
+ * replaces the reason's text when not NULL. Returns TT_E_DIVERGED. */
+int tt_rp_diverge_(tt_session *s, struct tt_rp_thread *t, tt_diverge_reason why,
+                   const tt_event *exp, const tt_event *act, uint64_t first_diff,
+                   const char *message);
+/* The nesting guard of a replay call (TT_E_MODE inside another one on the same thread). */
+int tt_rp_busy_begin_(struct tt_rp_thread *t);
+void tt_rp_busy_end_(struct tt_rp_thread *t);
+
+/* sync.c: the replay half of a synchronization operation */
+int tt_rp_sync_begin(tt_session *s, struct tt_thread *t, tt_sync *op, struct tt_sync_obj *e);
+int tt_rp_sync_end(tt_session *s, struct tt_thread *t, tt_sync *op, int result, int took);
 
 extern const struct tt_backend tt_replay_backend TT_HIDDEN;
 

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "replay-int.h"
 
@@ -46,6 +48,21 @@ int tt_replay_skip_out_channel_(tt_session *s, uint64_t channel)
         return TT_E_INVAL;
     rp->skip_out[rp->nskip_out++] = channel;
     return TT_OK;
+}
+
+int tt_replay_stop_at_exit_(tt_session *s)
+{
+    struct tt_replayer *rp = s->be == &tt_replay_backend ? s->rp : NULL;
+    if (!rp)
+        return TT_E_INVAL;
+    rp->stop_at_exit = true;
+    return TT_OK;
+}
+
+uint32_t tt_replay_cut_off_(tt_session *s)
+{
+    struct tt_replayer *rp = s->be == &tt_replay_backend ? s->rp : NULL;
+    return rp ? atomic_load_explicit(&rp->cut_off, memory_order_relaxed) : 0;
 }
 
 int tt_replay_first_left_(tt_session *s, tt_report_event *out)
@@ -296,8 +313,9 @@ static void realign(tt_session *s, struct tt_rp_thread *t, const tt_event *act)
         publish_next(rp, rec, &e2);
 }
 
-static int diverge(tt_session *s, struct tt_rp_thread *t, tt_diverge_reason why, const tt_event *exp,
-                   const tt_event *act, uint64_t first_diff)
+int tt_rp_diverge_(tt_session *s, struct tt_rp_thread *t, tt_diverge_reason why,
+                   const tt_event *exp, const tt_event *act, uint64_t first_diff,
+                   const char *message)
 {
     struct tt_replayer *rp = s->rp;
     tt_divergence d;
@@ -336,8 +354,12 @@ static int diverge(tt_session *s, struct tt_rp_thread *t, tt_diverge_reason why,
         [TT_DIV_THREAD] = "the recording has no thread left for this one",
         [TT_DIV_ORDER] = "this thread's turn did not come in time",
         [TT_DIV_OUTPUT] = "the program's output differs",
+        [TT_DIV_SCHEDULE] = "this thread's turn on a synchronization object did not come in time",
     };
-    if (why == TT_DIV_PAYLOAD && exp && exp->kind == TT_EV_CHECKPOINT) {
+    if (message) {
+        snprintf(d.message, sizeof d.message, "thread %u seq %" PRIu64 ": %s", d.tp.thread,
+                 d.tp.seq, message);
+    } else if (why == TT_DIV_PAYLOAD && exp && exp->kind == TT_EV_CHECKPOINT) {
         uint32_t prov;
         uint64_t off;
         checkpoint_locate(exp->payload, exp->payload_len, first_diff, &prov, &off);
@@ -357,7 +379,8 @@ static int diverge(tt_session *s, struct tt_rp_thread *t, tt_diverge_reason why,
     rp->has_last = true;
     pthread_mutex_unlock(&rp->lock);
     atomic_fetch_add_explicit(&s->divergences, 1, memory_order_relaxed);
-    if (s->cfg.divergence == TT_DIVERGE_COUNT && exp && why != TT_DIV_ORDER)
+    if (s->cfg.divergence == TT_DIVERGE_COUNT && exp && why != TT_DIV_ORDER &&
+        why != TT_DIV_SCHEDULE)
         realign(s, t, act);
     return TT_E_DIVERGED;
 }
@@ -402,28 +425,11 @@ static int replay_fn(tt_session *s, struct tt_rp_thread *t, uint8_t k, uint32_t 
 static int replay_event(tt_session *s, struct tt_rp_thread *t, const tt_event *act,
                         void *in_buf, size_t in_cap, size_t *in_len)
 {
-    struct tt_replayer *rp = s->rp;
-    struct tt_rp_thread *rt = t;
-    tt_error_info err;
     tt_event ev;
     int rc;
-    if (t->base.ended)
-        return TT_E_CLOSED;
-    if (rt->rec == UINT32_MAX && !bind_by_order(rp, t))
-        return diverge(s, t, TT_DIV_THREAD, NULL, act, 0);
+    if ((rc = tt_rp_peek_(s, t, act, &ev)) != TT_OK)
+        return rc;
     uint8_t k = act->kind;
-    for (;;) {
-        rc = tt_reader_peek(rp->r, rt->rec, &ev, &err);
-        if (rc == TT_E_END)
-            return diverge(s, t, TT_DIV_END, NULL, act, 0);
-        if (rc != TT_OK)
-            return rc;
-        if (!stepped_over(rp, &ev))
-            break;
-        tt_reader_advance(rp->r, rt->rec);
-    }
-    if (rp->ordered && !wait_turn(s, rt->rec, ev.time))
-        return diverge(s, t, TT_DIV_ORDER, &ev, act, 0);
     tt_diverge_reason why = TT_DIV_NONE;
     uint64_t diff = 0;
     if (ev.kind != k)
@@ -454,7 +460,7 @@ static int replay_event(tt_session *s, struct tt_rp_thread *t, const tt_event *a
             why = TT_DIV_PAYLOAD;
     }
     if (why != TT_DIV_NONE)
-        return diverge(s, t, why, &ev, act, diff);
+        return tt_rp_diverge_(s, t, why, &ev, act, diff, NULL);
 
     if (k == TT_EV_IO && act->dir == TT_IO_IN) {
         if (ev.payload_len)
@@ -464,16 +470,137 @@ static int replay_event(tt_session *s, struct tt_rp_thread *t, const tt_event *a
     }
     if (k == TT_EV_CHECKPOINT)
         tt_checkpoint_retain(s, ev.payload, ev.payload_len, ev.tp);
-    tt_report_history_push(rt, &ev);
-    tt_reader_advance(rp->r, rt->rec);
-    atomic_store_explicit(&rt->matched, rt->matched + 1, memory_order_relaxed);
+    return tt_rp_consume_(s, t, &ev);
+}
+
+/* A thread whose recording ends without its end: in the recording the process exited (or
+ * the session closed) while the thread still ran, and its later calls were never recorded.
+ * Replay stops it there, as the recording did: it waits for the process to end, and the
+ * count says so (tt_replay_progress). */
+static _Noreturn void stop_at_exit(tt_session *s, struct tt_rp_thread *t)
+{
+    atomic_fetch_add_explicit(&s->rp->cut_off, 1, memory_order_relaxed);
+    tt_rp_busy_end_(t);
+    for (;;)
+        pause();
+}
+
+int tt_rp_peek_(tt_session *s, struct tt_rp_thread *t, const tt_event *act, tt_event *ev)
+{
+    struct tt_replayer *rp = s->rp;
+    tt_error_info err;
+    int rc;
+    if (t->base.ended)
+        return TT_E_CLOSED;
+    if (t->rec == UINT32_MAX && !bind_by_order(rp, t))
+        return tt_rp_diverge_(s, t, TT_DIV_THREAD, NULL, act, 0, NULL);
+    for (;;) {
+        rc = tt_reader_peek(rp->r, t->rec, ev, &err);
+        if (rc == TT_E_END && !t->rec_ended && rp->stop_at_exit)
+            stop_at_exit(s, t);
+        if (rc == TT_E_END)
+            return tt_rp_diverge_(s, t, TT_DIV_END, NULL, act, 0, NULL);
+        if (rc != TT_OK)
+            return rc;
+        if (!stepped_over(rp, ev))
+            break;
+        if (ev->kind == TT_EV_THREAD_END || ev->kind == TT_EV_SESSION_END)
+            t->rec_ended = 1;
+        tt_reader_advance(rp->r, t->rec);
+    }
+    if (rp->ordered && !wait_turn(s, t->rec, ev->time))
+        return tt_rp_diverge_(s, t, TT_DIV_ORDER, ev, act, 0, NULL);
+    return TT_OK;
+}
+
+int tt_rp_consume_(tt_session *s, struct tt_rp_thread *t, const tt_event *ev)
+{
+    struct tt_replayer *rp = s->rp;
+    tt_report_history_push(t, ev);
+    tt_reader_advance(rp->r, t->rec);
+    atomic_store_explicit(&t->matched, t->matched + 1, memory_order_relaxed);
     if (rp->ordered) {
         tt_error_info e2;
-        int rc2 = publish_next(rp, rt->rec, &e2);
+        int rc2 = publish_next(rp, t->rec, &e2);
         if (rc2 != TT_OK)
             return rc2;
     }
     return TT_OK;
+}
+
+/* The calls a recorded thread made: its events but the structural ones, from the index. */
+static bool calls_per_thread(struct tt_replayer *rp, uint64_t *calls, uint32_t n)
+{
+    tt_reader_limits lim;
+    tt_reader_limits_default(&lim);
+    tt_manifest m;
+    tt_reader_capacity cap;
+    tt_error_info err;
+    if (tt_reader_probe(rp->src, &lim, 1, &m, &cap, &err) != TT_OK)
+        return false;
+    void *mem = aligned_alloc(16, (cap.total + 15) & ~(uint64_t)15);
+    tt_reader *r;
+    tt_index *ix = NULL;
+    bool ok = mem && tt_reader_open(rp->src, &lim, 1, mem, cap.total, &r, &err) == TT_OK;
+    if (ok) {
+        ok = tt_index_open(r, &lim, &ix, &err) == TT_OK;
+        for (uint32_t i = 0; ok && i < n; i++) {
+            const tt_index_thread *ti = tt_index_thread_info(ix, i);
+            const tt_thread_entry *te = tt_reader_thread(r, i);
+            if (!ti || !te) {
+                ok = false;
+                break;
+            }
+            uint64_t structural = ti->kinds[TT_EV_SESSION_START] + ti->kinds[TT_EV_SESSION_END] +
+                                  ti->kinds[TT_EV_THREAD_START] + ti->kinds[TT_EV_THREAD_END];
+            calls[i] = te->event_count - structural;
+        }
+        if (ix)
+            tt_index_close(ix);
+        tt_reader_close(r);
+    }
+    free(mem);
+    return ok;
+}
+
+/* A whole process's replay ends at its exit, while other threads may still run: in the
+ * recording every event of the file came before the close, so a thread that has not made all
+ * its recorded calls yet is given the order timeout to make them (a Python thread, say, whose
+ * join returned before the thread itself ended). Without an index (a recovered file) there is
+ * nothing to wait for. The runtime calls it at exit, while the session still serves the other
+ * threads. */
+void tt_replay_drain_(tt_session *s)
+{
+    struct tt_replayer *rp = s->be == &tt_replay_backend ? s->rp : NULL;
+    if (!rp)
+        return;
+    if (rp->nthreads < 2)
+        return;
+    uint64_t *calls = calloc(rp->nthreads, sizeof *calls);
+    if (!calls || !calls_per_thread(rp, calls, rp->nthreads)) {
+        free(calls);
+        return;
+    }
+    int rc;
+    struct tt_thread *self = tt_thread_lookup_slow(s, &rc);
+    uint64_t deadline = tt_mono_ns() + s->cfg.order_timeout_ms * 1000000u;
+    for (bool waiting = true; waiting && tt_mono_ns() < deadline;) {
+        waiting = false;
+        pthread_mutex_lock(&s->lock);
+        for (uint32_t i = 0; i < s->nthreads && !waiting; i++) {
+            struct tt_rp_thread *t = tt_rp_of(s->threads[i]);
+            if (&t->base == self || t->base.ended || t->rec == UINT32_MAX ||
+                t->rec >= rp->nthreads)
+                continue;
+            waiting = atomic_load_explicit(&t->matched, memory_order_relaxed) < calls[t->rec];
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (waiting) {
+            struct timespec ts = { 0, 1000000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+    free(calls);
 }
 
 static int rp_finish(tt_session *s, tt_error_info *err)
@@ -566,7 +693,7 @@ int tt_replay_progress_get(tt_session *s, tt_replay_progress *out)
 /* Replay's nesting guard: the same busy flag as recording (nobody else reads it in replay), so
  * a signal handler that interrupted a replay call on this thread is refused instead of moving
  * the cursor under the interrupted comparison. Replay is not the hot path: a plain branch. */
-static inline int replay_begin(struct tt_rp_thread *t)
+int tt_rp_busy_begin_(struct tt_rp_thread *t)
 {
     /* relaxed: only this thread, and a handler running on it, touch busy in replay */
     if (atomic_load_explicit(&t->base.busy, memory_order_relaxed))
@@ -576,7 +703,7 @@ static inline int replay_begin(struct tt_rp_thread *t)
     return TT_OK;
 }
 
-static inline void replay_end(struct tt_rp_thread *t)
+void tt_rp_busy_end_(struct tt_rp_thread *t)
 {
     atomic_store_explicit(&t->base.busy, 0, memory_order_release);
 }
@@ -587,10 +714,10 @@ static int rp_fn_event(tt_session *s, struct tt_thread *bt, uint32_t kind, uint3
     (void)now;
     struct tt_rp_thread *t = tt_rp_of(bt);
     int rc;
-    if ((rc = replay_begin(t)) != TT_OK)
+    if ((rc = tt_rp_busy_begin_(t)) != TT_OK)
         return rc;
     rc = replay_fn(s, t, (uint8_t)kind, function);
-    replay_end(t);
+    tt_rp_busy_end_(t);
     return rc;
 }
 
@@ -599,10 +726,10 @@ static int rp_event(tt_session *s, struct tt_thread *bt, const tt_event *ev, voi
 {
     struct tt_rp_thread *t = tt_rp_of(bt);
     int rc;
-    if ((rc = replay_begin(t)) != TT_OK)
+    if ((rc = tt_rp_busy_begin_(t)) != TT_OK)
         return rc;
     rc = replay_event(s, t, ev, in_buf, in_cap, in_len);
-    replay_end(t);
+    tt_rp_busy_end_(t);
     return rc;
 }
 
@@ -645,4 +772,6 @@ const struct tt_backend tt_replay_backend = {
     .event = rp_event,
     .stats = rp_stats,
     .mark_crashed = rp_mark_crashed,
+    .sync_begin = tt_rp_sync_begin,
+    .sync_end = tt_rp_sync_end,
 };

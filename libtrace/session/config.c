@@ -31,6 +31,8 @@ void tt_config_init(tt_config *cfg)
     c->divergence = 0;
     c->ordered = 0;
     c->order_timeout_ms = 10000;
+    c->chaos_depth = 3;
+    c->chaos_delay_us = 1000;
 }
 
 static const char *param_name(tt_param p)
@@ -46,6 +48,11 @@ static const char *param_name(tt_param p)
     case TT_PARAM_DIVERGENCE: return "TT_PARAM_DIVERGENCE";
     case TT_PARAM_ORDERED: return "TT_PARAM_ORDERED";
     case TT_PARAM_ORDER_TIMEOUT_MS: return "TT_PARAM_ORDER_TIMEOUT_MS";
+    case TT_PARAM_CHAOS: return "TT_PARAM_CHAOS";
+    case TT_PARAM_CHAOS_SEED: return "TT_PARAM_CHAOS_SEED";
+    case TT_PARAM_CHAOS_DEPTH: return "TT_PARAM_CHAOS_DEPTH";
+    case TT_PARAM_CHAOS_DELAY_US: return "TT_PARAM_CHAOS_DELAY_US";
+    case TT_PARAM_REAL_SLEEP: return "TT_PARAM_REAL_SLEEP";
     default: return "unknown parameter";
     }
 }
@@ -94,6 +101,15 @@ static int check(tt_param p, uint64_t v, const char *name, tt_error_info *err)
         return range(err, name, v, 0, 1);
     case TT_PARAM_ORDER_TIMEOUT_MS:
         return range(err, name, v, 1, 3600u * 1000u);
+    case TT_PARAM_CHAOS:
+    case TT_PARAM_REAL_SLEEP:
+        return range(err, name, v, 0, 1);
+    case TT_PARAM_CHAOS_SEED:
+        return TT_OK;
+    case TT_PARAM_CHAOS_DEPTH:
+        return range(err, name, v, 1, 16);
+    case TT_PARAM_CHAOS_DELAY_US:
+        return range(err, name, v, 1, 1000000);
     default:
         return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX, "unknown parameter %d", (int)p);
     }
@@ -111,6 +127,11 @@ static uint64_t *slot(struct tt_config_impl *c, tt_param p)
     case TT_PARAM_DIVERGENCE: return &c->divergence;
     case TT_PARAM_ORDERED: return &c->ordered;
     case TT_PARAM_ORDER_TIMEOUT_MS: return &c->order_timeout_ms;
+    case TT_PARAM_CHAOS: return &c->chaos;
+    case TT_PARAM_CHAOS_SEED: return &c->chaos_seed;
+    case TT_PARAM_CHAOS_DEPTH: return &c->chaos_depth;
+    case TT_PARAM_CHAOS_DELAY_US: return &c->chaos_delay_us;
+    case TT_PARAM_REAL_SLEEP: return &c->real_sleep;
     default: return NULL;
     }
 }
@@ -283,7 +304,8 @@ extern char **environ;
 static const char *const known_vars[] = {
     "MODE", "FILE", "CALLER", "BUFFER_KB", "MEMORY_MB", "BLOCK_KB", "MAX_EVENT_MB",
     "MAX_THREADS", "ORDERED", "ORDER_TIMEOUT_MS", "DIVERGENCE", "ALLOC", "CHECK_OUTPUT",
-    "KEEP_GOING", "PID", "PRELOAD", "PROGRESS_MS", "REPORT_FD", "RT",
+    "KEEP_GOING", "PID", "PRELOAD", "PROGRESS_MS", "REPORT_FD", "RT", "CHAOS", "CHAOS_DEPTH",
+    "CHAOS_DELAY_US", "REAL_SLEEP",
 };
 
 static int check_names(tt_error_info *err)
@@ -367,8 +389,17 @@ int tt_config_from_env(tt_config *cfg, tt_error_info *err)
         (rc = env_num(&tmp, "TINYTRACE_MAX_EVENT_MB", TT_PARAM_MAX_EVENT_BYTES, 1u << 20, err)) ||
         (rc = env_num(&tmp, "TINYTRACE_MAX_THREADS", TT_PARAM_MAX_THREADS, 1, err)) ||
         (rc = env_num(&tmp, "TINYTRACE_ORDERED", TT_PARAM_ORDERED, 1, err)) ||
-        (rc = env_num(&tmp, "TINYTRACE_ORDER_TIMEOUT_MS", TT_PARAM_ORDER_TIMEOUT_MS, 1, err)))
+        (rc = env_num(&tmp, "TINYTRACE_ORDER_TIMEOUT_MS", TT_PARAM_ORDER_TIMEOUT_MS, 1, err)) ||
+        (rc = env_num(&tmp, "TINYTRACE_CHAOS_DEPTH", TT_PARAM_CHAOS_DEPTH, 1, err)) ||
+        (rc = env_num(&tmp, "TINYTRACE_CHAOS_DELAY_US", TT_PARAM_CHAOS_DELAY_US, 1, err)) ||
+        (rc = env_num(&tmp, "TINYTRACE_REAL_SLEEP", TT_PARAM_REAL_SLEEP, 1, err)))
         return rc;
+    /* TINYTRACE_CHAOS=SEED: chaos on, with that seed */
+    if (tt_setting_("TINYTRACE_CHAOS")) {
+        if ((rc = env_num(&tmp, "TINYTRACE_CHAOS", TT_PARAM_CHAOS_SEED, 1, err)) != TT_OK)
+            return rc;
+        cfgw(&tmp)->chaos = 1;
+    }
     const char *div = tt_setting_("TINYTRACE_DIVERGENCE");
     if (div) {
         if (!strcmp(div, "abort") || !strcmp(div, "return"))

@@ -35,6 +35,8 @@ struct tt_config_impl {
     uint64_t divergence;
     uint64_t ordered;
     uint64_t order_timeout_ms;
+    uint64_t chaos, chaos_seed, chaos_depth, chaos_delay_us;
+    uint64_t real_sleep;
     tt_memory_sink *memory_sink;
     tt_sink_write_fn cb_fn;
     void *cb_ctx;
@@ -107,6 +109,7 @@ struct tt_thread {
     uint32_t name_id;        /* TT_OBJ_THREAD id, 0: unnamed */
     uint32_t ended;          /* records nothing more (thread_end, close, a failed start) */
     uint32_t carved;         /* lives in caller storage: not freed */
+    uint32_t sync_objects;   /* record: objects this thread gave an id (the k of sync.h) */
     uint64_t serial;         /* unique per OS thread for the life of the process */
 };
 
@@ -129,6 +132,39 @@ struct tt_thread *tt_thread_lookup_slow(struct tt_session *s, int *rc);
 
 /* Clears the calling thread's cache ways that name @s (session close). */
 void tt_threads_forget_(struct tt_session *s);
+
+/* ---- synchronization objects (sync.c) ----
+ * The registry that maps an object's address (a mutex, a semaphore, a pthread_t) to its id
+ * and its count of ordered operations (sync.h). Open addressing over a fixed table, mapped at
+ * the first sync operation: a lookup is lock-free, a first touch one compare-and-swap. A full
+ * table (more than TT_SYNC_SLOTS objects alive at once, or a probe run past TT_SYNC_PROBE)
+ * gives NULL: the operation is then recorded on no object, unordered, and counted. */
+#define TT_SYNC_SLOTS (1u << 20)
+#define TT_SYNC_PROBE 64u
+struct tt_sync_obj {
+    _Atomic uintptr_t key;       /* the object's address; 0: a free slot */
+    _Atomic uint64_t id;         /* 0: not given yet (fresh, or forgotten) */
+    /* record: the next operation's sequence number; replay: the operations done, that is the
+     * turn. Written by the holder only for an exclusive object, atomically otherwise. */
+    _Atomic uint64_t seq;
+    _Atomic uint32_t gen;        /* replay: bumped at every turn passed on (a futex word) */
+    _Atomic uint32_t waiters;    /* replay: threads asleep on gen */
+};
+struct tt_sync_table {
+    struct tt_sync_obj *_Atomic slots;  /* TT_SYNC_SLOTS entries, or NULL before first use */
+    bool in_region;
+    _Atomic uint64_t untracked;  /* operations on objects the table had no room for */
+};
+struct tt_session;
+/* The entry of @addr (not NULL), made at its first touch; NULL when the table is full or could
+ * not be mapped (then counted in untracked). */
+struct tt_sync_obj *tt_sync_obj_get_(struct tt_session *s, const void *addr);
+/* The entry of @addr if it has one, else NULL; never makes one. */
+struct tt_sync_obj *tt_sync_obj_find_(struct tt_session *s, const void *addr);
+/* Record: @e's id, given now (thread @tid's next object id) when it has none. */
+uint64_t tt_sync_obj_id_(struct tt_session *s, struct tt_sync_obj *e, uint32_t tid,
+                         uint32_t *next_k);
+void tt_sync_table_free_(struct tt_session *s);
 
 /* ---- the backend ----
  * What a mode does, chosen once at open. Every function gets a session opened with this
@@ -159,6 +195,12 @@ struct tt_backend {
     void (*stats)(struct tt_session *s, tt_session_stats *st);
     /* the crash handler finalizes this session (record: flag the manifest) */
     void (*mark_crashed)(struct tt_session *s);
+    /* a synchronization operation (sync.h), before and after the real one; @e is its
+     * object's entry, or NULL */
+    int (*sync_begin)(struct tt_session *s, struct tt_thread *t, tt_sync *op,
+                      struct tt_sync_obj *e);
+    int (*sync_end)(struct tt_session *s, struct tt_thread *t, tt_sync *op, int result,
+                    int took);
 };
 
 /* Maps a hook's function address (TT_RAW_ADDR records) to its id, on the swapper
@@ -194,6 +236,9 @@ struct tt_session {
     size_t last_cp_len, last_cp_cap;
     tt_timepoint last_cp_tp;
     bool has_cp;
+
+    /* synchronization objects (sync.c) */
+    struct tt_sync_table sync;
 
     /* the backend's state: one of the two, opaque here */
     struct tt_writer *w;
@@ -251,6 +296,13 @@ void tt_session_note_processes_(tt_session *s, uint32_t children, uint32_t untra
 /* Replay (replay/replayer.c): recorded io OUT events on @channel are stepped over, not compared
  * (the runtime's output when the replay does not check it). Before any thread replays. */
 int tt_replay_skip_out_channel_(tt_session *s, uint64_t channel);
+/* Replay of a whole process (the runtime's): a thread whose recording ends without its end
+ * (the process exited while it ran) stops there instead of diverging; how many did. */
+int tt_replay_stop_at_exit_(tt_session *s);
+uint32_t tt_replay_cut_off_(tt_session *s);
+/* Replay of a whole process, at its exit: waits (up to the order timeout) for the other threads
+ * to make the calls they made before the recording's close. */
+void tt_replay_drain_(tt_session *s);
 /* Replay, after finish: the first recorded event that no call consumed. */
 int tt_replay_first_left_(tt_session *s, tt_report_event *out);
 

@@ -148,6 +148,7 @@ int tt_session_close(tt_session *s, tt_error_info *err)
     tt_threads_forget_(s);
     free(s->threads);
     tt_names_free(&s->names);
+    tt_sync_table_free_(s);
     free(s->last_cp);
     pthread_mutex_destroy(&s->lock);
     free(s);

@@ -173,7 +173,9 @@ static int parse_thread(tt_index *ix, uint32_t i, const uint8_t **pp, const uint
     t->info.max_depth = (uint32_t)depth;
     t->info.crashed = (uint32_t)crashed;
     uint64_t kinds = 0;
-    for (unsigned k = 1; k <= TT_EV_KIND_MAX; k++) {
+    /* 13 kinds up to version 2, 14 from version 3 */
+    const unsigned nkinds = tt_kind_max(tt_reader_manifest(ix->r)->version);
+    for (unsigned k = 1; k <= nkinds; k++) {
         GETV(t->info.kinds[k], "a kind count");
         BAD(t->info.kinds[k] > te->event_count - kinds,
             "%s: kind counts of thread %u exceed its %" PRIu64 " events", nm, i, te->event_count);

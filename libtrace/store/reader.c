@@ -588,7 +588,7 @@ static int decode(tt_reader *r, struct tt_cursor *c, tt_event *ev, tt_error_info
     bool short_tag = (tag & TT_TAG_SHORT) != 0;
     tag = tt_tag_full(tag, &dt);
     uint8_t kind = tag & TT_TAG_KIND;
-    if (kind == 0 || kind > TT_EV_KIND_MAX)
+    if (kind == 0 || kind > tt_kind_max(r->m.version))
         goto bad;
     if ((!short_tag && tt_get_varint(&p, end, &dt) != 0) || dt > UINT64_MAX - c->prev_time)
         goto bad;
@@ -612,7 +612,7 @@ static int decode(tt_reader *r, struct tt_cursor *c, tt_event *ev, tt_error_info
             tt_get_varint(&p, end, &ev->arg) != 0 || tt_get_varint(&p, end, &ev->addr) != 0 ||
             tt_get_varint(&p, end, &len) != 0)
             goto bad;
-        if ((tag & TT_TAG_OUT) && kind != TT_EV_IO)
+        if ((tag & TT_TAG_OUT) && !tt_out_allowed(kind))
             goto bad;
         if (len > r->m.largest_event)
             return tt_fail(err, TT_E_CORRUPT, 0, at,

@@ -87,7 +87,7 @@ static const char *walk(const uint8_t *body, const struct tt_chunk_header *h, st
         if (tt_get_varint(&p, end, &site) != 0 || site > UINT32_MAX ||
             tt_get_varint(&p, end, &arg) != 0 ||
             tt_get_varint(&p, end, &addr) != 0 || tt_get_varint(&p, end, &len) != 0 ||
-            ((tag & TT_TAG_OUT) && kind != TT_EV_IO))
+            ((tag & TT_TAG_OUT) && !tt_out_allowed(kind)))
             return "an event is malformed";
         k->payload += len;
         if (len > k->largest)

@@ -3,6 +3,13 @@
  * A source is a read function and a size; every reader of the store layer reads through one, so
  * a trace in memory or behind a network callback reads exactly as a file does. A file source
  * keeps one read-ahead window (below). Sources are thread-safe, as store.h promises.
+ *
+ * A replay reads its trace from inside the replayed program, which may close every descriptor
+ * it did not open, or dup2 its own files over them, while the replay still reads. So a file
+ * source's descriptor is put high up, close-on-exec, and reserved in the fd registry
+ * (base/fds.c), as the writer's is: the preload library then keeps the program's close,
+ * close_range, dup2 and fcntl off it, and a dup2 onto its number first moves it (fd_move),
+ * under the lock that every read of the descriptor takes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,7 +50,8 @@ static int pread_all(int fd, uint64_t off, void *dst, size_t len, size_t *got)
 #define READ_AHEAD (256u * 1024u)
 
 struct file_ctx {
-    int fd;
+    int fd;   /* under lock: fd_move may change it */
+    int slot; /* in the fd registry, -1: none */
     pthread_mutex_t lock;
     uint64_t win_off;
     size_t win_len;
@@ -53,9 +61,12 @@ struct file_ctx {
 static int fd_read(void *ctx, uint64_t off, void *dst, size_t len, size_t *got)
 {
     struct file_ctx *fc = ctx;
-    if (len >= READ_AHEAD / 2)
-        return pread_all(fc->fd, off, dst, len, got);
     pthread_mutex_lock(&fc->lock);
+    if (len >= READ_AHEAD / 2) {
+        int rc = pread_all(fc->fd, off, dst, len, got);
+        pthread_mutex_unlock(&fc->lock);
+        return rc;
+    }
     if (off < fc->win_off || off - fc->win_off > fc->win_len ||
         len > fc->win_len - (off - fc->win_off)) {
         size_t n = 0;
@@ -89,6 +100,22 @@ int tt_source_mem_read_(void *ctx, uint64_t off, void *dst, size_t len, size_t *
     return TT_OK;
 }
 
+/* The fd registry's move: the program puts a file on @fd, the source's number (dup2). Called
+ * with the registry's lock held; the source's lock waits for a read in flight. */
+static int fd_move(void *ctx, int fd)
+{
+    struct file_ctx *fc = ctx;
+    int e = 0;
+    pthread_mutex_lock(&fc->lock);
+    if (fc->fd == fd) {
+        fc->fd = tt_fd_relocate(fc->slot, fd);
+        if (fc->fd < 0) /* no number free: reads fail from now on (EBADF), and say so */
+            e = errno;
+    }
+    pthread_mutex_unlock(&fc->lock);
+    return e;
+}
+
 int tt_source_file(tt_source *src, const char *path, tt_error_info *err)
 {
     memset(src, 0, sizeof *src);
@@ -110,10 +137,16 @@ int tt_source_file(tt_source *src, const char *path, tt_error_info *err)
         close(fd);
         return tt_fail(err, TT_E_NOMEM, ENOMEM, UINT64_MAX, "%s: out of memory", path);
     }
+    int hi = tt_fd_high(fd); /* out of the program's way (the essay above) */
+    if (hi >= 0) {
+        close(fd);
+        fd = hi;
+    }
     fc->fd = fd;
     pthread_mutex_init(&fc->lock, NULL);
     fc->win_off = 0;
     fc->win_len = 0;
+    fc->slot = tt_fd_reserve(fd, fd_move, fc);
     src->fd = fd;
     src->read = fd_read;
     src->ctx = fc;
@@ -147,11 +180,15 @@ void tt_source_close(tt_source *src)
     if (src && src->fd >= 0) {
         if (src->read == fd_read && src->ctx) {
             struct file_ctx *fc = src->ctx;
+            tt_fd_release(fc->slot); /* after it no move runs: fc->fd is final */
+            if (fc->fd >= 0)
+                close(fc->fd);
             pthread_mutex_destroy(&fc->lock);
             free(fc);
             src->ctx = NULL;
+        } else {
+            close(src->fd);
         }
-        close(src->fd);
         src->fd = -1;
     }
 }

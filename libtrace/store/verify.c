@@ -179,7 +179,7 @@ static int skim_chunk(tt_reader *r, struct tt_cursor *c, uint64_t *events, tt_er
         bool short_tag = (tag & TT_TAG_SHORT) != 0;
         tag = tt_tag_full(tag, &dt);
         uint8_t kind = tag & TT_TAG_KIND;
-        if (kind == 0 || kind > TT_EV_KIND_MAX)
+        if (kind == 0 || kind > tt_kind_max(r->m.version))
             goto bad;
         if (short_tag)
             ; /* the step came with the tag */
@@ -203,7 +203,7 @@ static int skim_chunk(tt_reader *r, struct tt_cursor *c, uint64_t *events, tt_er
                 tt_get_varint(&q, end, &arg) != 0 || tt_get_varint(&q, end, &addr) != 0 ||
                 tt_get_varint(&q, end, &len) != 0)
                 goto bad;
-            if ((tag & TT_TAG_OUT) && kind != TT_EV_IO)
+            if ((tag & TT_TAG_OUT) && !tt_out_allowed(kind))
                 goto bad;
             if (len > max_event || len > (uint64_t)(end - q))
                 break; /* decode() reports it in its own words */

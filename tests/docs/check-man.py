@@ -60,7 +60,7 @@ def leading_options(line):
     first word of the description."""
     out = []
     for tok in line.split():
-        t = tok.rstrip(",")
+        t = re.sub(r"\[?=[A-Z][A-Z0-9_]*\]?$", "", tok.rstrip(","))  # --chaos[=SEED]
         if re.fullmatch(r"--?[A-Za-z0-9][A-Za-z0-9-]*", t):
             out.append(t)
         elif not re.fullmatch(r"[A-Z][A-Z0-9_|,.\[\]]*(?:\.[a-z]+)?", t):

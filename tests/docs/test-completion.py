@@ -53,7 +53,7 @@ def options_of(tool, verb):
             break
         elif on and re.match(r"^ {2,8}-", line):
             for tok in line.split():
-                t = tok.rstrip(",")
+                t = re.sub(r"\[?=[A-Z][A-Z0-9_]*\]?$", "", tok.rstrip(","))  # --chaos[=SEED]
                 if re.fullmatch(r"--?[A-Za-z0-9][A-Za-z0-9-]*", t):
                     out.add(t)
                 elif not re.fullmatch(r"[A-Z][A-Z0-9_|,.\[\]]*(?:\.[a-z]+)?", t):

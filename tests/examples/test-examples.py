@@ -156,8 +156,9 @@ def case_main_job(d, tool, script, build):
     env = dict(os.environ, TT_OUT=os.path.join(d, "failing.tt"))
     p = run(["bash", script, build], d, env=env, timeout=300)
     check(p.returncode == 0, "main-job.sh finds a failing run", p.text)
-    check(len(re.findall(r"tinytrace replay exit status 0 ", p.out)) == 3,
-          "and its three replays match the recording", p.text)
+    status = re.findall(r"tinytrace replay exit status (\d+) ", p.out)
+    check(len(status) >= 3 and set(status) == {"0"},
+          "and every replay it makes matches the recording", p.text)
 
 
 # ---- the examples in the headers' comments ---------------------------------------------------

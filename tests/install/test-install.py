@@ -118,9 +118,10 @@ def case_layout(work, build, src):
         "share/bash-completion/completions/tinytrace",
         "share/zsh/site-functions/_tinytrace",
     }
-    expected |= {"include/tinytrace/%s.h" % h for h in
-                 ("tinytrace", "version", "error", "event", "store", "index", "session",
-                  "replay", "checkpoint")}
+    # every public header of the source, and the generated version.h
+    headers = [f for f in os.listdir(os.path.join(src, "libtrace", "include", "tinytrace"))
+               if f.endswith(".h")]
+    expected |= {"include/tinytrace/%s" % h for h in headers + ["version.h"]}
     expected |= {"share/man/man1/tinytrace-%s.1" % v for v in verbs}
     expected |= {"share/doc/tinytrace/%s" % d for d in
                  ("README.md", "CHANGELOG.md", "CONTRIBUTING.md", "LICENSE", "ARCHITECTURE.md",

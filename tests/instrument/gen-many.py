@@ -3,7 +3,7 @@
 the hooks name (32 768), in an order where recording and replay would name different ones.
 
 Thread B calls g() first, then lets thread A call f0() .. f(N-1) once each, and ends only after
-A. Recording names functions in the order the swapper encodes the threads' buffers: A's (full
+main has joined A (so A's last buffer is handed over before B's). Recording names functions in the order the swapper encodes the threads' buffers: A's (full
 first) before B's, so g comes after the cap and is not recorded. Replay meets g first. The
 replay must still match: the functions the recording named are replayed, the others skipped.
 
@@ -27,7 +27,7 @@ with open(out, "w") as f:
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static int stage; /* 1: B has called g; 2: A is done */
+static int stage; /* 1: B has called g; 2: A is done; 3: main has joined A */
 
 static void wait_for(int s)
 {
@@ -60,7 +60,7 @@ static void *thread_b(void *arg)
     (void)arg;
     g();
     set(1);
-    wait_for(2);
+    wait_for(3);
     return NULL;
 }
 
@@ -70,6 +70,7 @@ int main(void)
     pthread_create(&a, NULL, thread_a, NULL);
     pthread_create(&b, NULL, thread_b, NULL);
     pthread_join(a, NULL);
+    set(3);
     pthread_join(b, NULL);
     printf("sum %lu\\n", (unsigned long)sink);
     return 0;

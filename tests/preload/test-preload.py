@@ -244,9 +244,14 @@ def case_probe():
                     "hostname cut", "gettimeofday(NULL, tz)", "tcp MSG_TRUNC"):
             check(any(l.startswith(key + ":") for l in lines), "probe: prints %s" % key, rec)
         check(b"'alpha'" in rec.out, "probe: received what it sent", rec)
-        rep = c.replay_matches(rec, [PROBE], extra={"PROBE_WORD": "omega"},
-                               what="sent omega, receives the recorded alpha")
-        check(b"omega" not in rep.out, "probe: the replay never saw what it sent", rep)
+        # a pipe and a socket pair are written for real and read from the recording; what is
+        # sent on an internet socket is compared (libtrace/instrument/preload/net.c)
+        rep = c.replay([PROBE], extra={"PROBE_WORD": "omega"})
+        check(rep.rc != 0 and b"in sendto: replay diverged" in rep.err,
+              "probe: a replay that sends omega diverges where it sends it on UDP", rep)
+        check(b"recv: 5 'alpha'" in rep.out and b"omega" not in rep.out,
+              "probe: until then the replay sent omega and received the recorded alpha", rep)
+        c.replay_matches(rec, [PROBE], extra={"PROBE_WORD": "alpha"})
         now = plain([PROBE], b"")
         differ = [l for l in now.out.decode(errors="replace").splitlines()
                   if l not in lines]

@@ -220,10 +220,14 @@ def test_exit_status():
         expect_rc(r, EXIT_OK, "record with a stray TINYTRACE_PID in the environment")
         check(os.path.isfile(os.path.join(d, "pid.tt")), "... still writes the trace", str(r))
 
-        # the same file again: a new trace replaces the old one
+        # the same file again: refused, unless --force; then a new trace replaces the old one
         before = os.stat(os.path.join(d, "three.tt")).st_ino
         r = record(d, "-o", "three.tt", "--", "./prog-time", "--exit", "4")
-        expect_rc(r, 4, "record over an existing trace")
+        expect_rc(r, EXIT_USAGE, "record over an existing trace without --force")
+        check(os.stat(os.path.join(d, "three.tt")).st_ino == before,
+              "... leaves the old file", str(r))
+        r = record(d, "-o", "three.tt", "--force", "--", "./prog-time", "--exit", "4")
+        expect_rc(r, 4, "record --force over an existing trace")
         check(os.stat(os.path.join(d, "three.tt")).st_ino != before,
               "the new trace replaced the old file", str(r))
 
@@ -274,7 +278,7 @@ def test_replay_outcomes():
         check(doc.get("status") == "diverged", "the report says diverged", str(doc))
 
         # the place of an "end" divergence: just after the last matched event
-        r = tt(d, "replay", "--no-check-output", "--report", rep, "t.tt", "--", "./prog-time",
+        r = tt(d, "replay", "--no-check-output", "--force", "--report", rep, "t.tt", "--", "./prog-time",
                "--extra")
         expect_rc(r, EXIT_DIVERGED, "replay --report of a program that makes a call more")
         doc = load_json(rep)
@@ -290,7 +294,7 @@ def test_replay_outcomes():
         # (the output of the extra read is missing: a divergence, and the read is left)
         r = record(d, "-o", "co.tt", "--check-output", "--", "./prog-time", "--extra")
         expect_rc(r, EXIT_OK, "record --check-output for the keep-going test")
-        r = tt(d, "replay", "--keep-going", "--report", rep, "co.tt", "--", "./prog-time")
+        r = tt(d, "replay", "--keep-going", "--force", "--report", rep, "co.tt", "--", "./prog-time")
         expect_rc(r, EXIT_DIVERGED, "replay --keep-going that diverges, then ends early")
         doc = load_json(rep)
         check(doc.get("divergences", 0) > 0 and doc.get("reason") == "site" and
@@ -305,13 +309,15 @@ def test_replay_outcomes():
         expect_rc(r, EXIT_USAGE, "replay --report naming the trace itself")
         with open(os.path.join(d, "t.tt"), "rb") as f:
             check(f.read() == before, "... leaves the trace as it was", str(r))
-        r = tt(d, "replay", "--report", rep, "t.tt")
+        r = tt(d, "replay", "--force", "--report", rep, "t.tt")
         expect_rc(r, EXIT_OK, "replay --report of a matching run")
         check(load_json(rep).get("status") == "matched", "the report says matched")
         with open(os.path.join(d, "cut.tt"), "wb") as f:
             f.write(before[:len(before) // 2])
         r = tt(d, "replay", "--report", rep, "cut.tt")
-        expect_rc(r, EXIT_CORRUPT, "replay --report of a truncated trace")
+        expect_rc(r, EXIT_USAGE, "replay --report onto an earlier report, without --force")
+        r = tt(d, "replay", "--force", "--report", rep, "cut.tt")
+        expect_rc(r, EXIT_CORRUPT, "replay --force --report of a truncated trace")
         check(load_json(rep).get("status") == "error",
               "... replaces the earlier report with an error", str(load_json(rep))[:300])
 

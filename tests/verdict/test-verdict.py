@@ -93,7 +93,7 @@ def output_from_an_unrecorded_source_is_a_divergence_of_output():
         # a program that writes less than it did: the output ended early
         with open(data, "w") as f:
             f.write("first line\n")
-        rep = c.tt("replay", "--report", report, "cat.tt")
+        rep = c.tt("replay", "--force", "--report", report, "cat.tt")
         doc = json.load(open(report)) if os.path.exists(report) else {}
         check(rep.returncode == 1 and doc.get("reason") == "output",
               "replay of a shorter file: exit 1, reason output", "%d %s %s" % (

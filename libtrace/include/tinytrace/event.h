@@ -71,8 +71,11 @@ typedef enum tt_event_kind {
     TT_EV_CHECKPOINT = 11,   /* payload = the providers' saved state */
     TT_EV_USER = 12,         /* arg = caller's tag, payload = caller's bytes */
     TT_EV_CRASH = 13,        /* arg = signal number, payload = backtrace text */
+    TT_EV_SYNC = 14,         /* a synchronization operation (sync.h): sp.site = the operation,
+                              * arg = object id, addr = the object's sequence number, dir = 1
+                              * when it took the object's turn, payload = its result */
 } tt_event_kind;
-#define TT_EV_KIND_MAX 13
+#define TT_EV_KIND_MAX 14
 
 /* Direction of an io event. IN: bytes the program received (replay hands them back). OUT: bytes
  * the program produced (replay compares them). */

@@ -48,6 +48,9 @@ typedef enum tt_diverge_reason {
     TT_DIV_ORDER,         /* ordered replay: waited too long for this thread's turn */
     TT_DIV_OUTPUT,        /* the program's output differs (stdout, stderr): given by the runtime
                            * of `tinytrace replay` to a divergence on its output channels */
+    TT_DIV_SCHEDULE,      /* a thread's turn on a synchronization object (sync.h) did not come
+                           * within TT_PARAM_ORDER_TIMEOUT_MS; the message names the thread,
+                           * the object and the recorded thread whose turn it is */
 } tt_diverge_reason;
 
 #define TT_REPORT_HISTORY 8

@@ -75,7 +75,15 @@ typedef enum tt_param {
     TT_PARAM_OBJECT_BYTES,        /* interned names: 64 KiB … 1 GiB */
     TT_PARAM_DIVERGENCE,          /* tt_divergence_policy (replay.h), for instrumentation */
     TT_PARAM_ORDERED,             /* replay: 1 = enforce the recorded thread interleaving */
-    TT_PARAM_ORDER_TIMEOUT_MS,    /* replay: how long a thread waits for its turn */
+    TT_PARAM_ORDER_TIMEOUT_MS,    /* replay: how long a thread waits for its turn (ordered
+                                   * replay, and a sync object's turn: sync.h) */
+    TT_PARAM_CHAOS,               /* record: 1 = perturb the schedule (schedule chaos, below) */
+    TT_PARAM_CHAOS_SEED,          /* record: the chaos scheme's seed (any value) */
+    TT_PARAM_CHAOS_DEPTH,         /* record: priority change points + 1: 1 … 16, default 3 */
+    TT_PARAM_CHAOS_DELAY_US,      /* record: longest delay at a sync point: 1 … 10^6 µs,
+                                   * default 1000 */
+    TT_PARAM_REAL_SLEEP,          /* replay: 1 = the sleeps sleep for real (default: they
+                                   * return at once with the recorded result) */
     TT_PARAM_PARAM_MAX_
 } tt_param;
 

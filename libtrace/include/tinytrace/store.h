@@ -43,8 +43,9 @@ extern "C" {
 
 /* The version this library writes. Readers accept TT_FORMAT_VERSION_MIN..TT_FORMAT_VERSION:
  * version 2 is version 1 plus the index tables (docs/FORMAT.md §14), which a version-1 file
- * simply does not have. */
-#define TT_FORMAT_VERSION 2u
+ * simply does not have; version 3 is version 2 plus the sync event kind (14), whose count the
+ * index directory lists after the other 13. */
+#define TT_FORMAT_VERSION 3u
 #define TT_FORMAT_VERSION_MIN 1u
 #define TT_MANIFEST_SIZE 512u
 #define TT_BUILD_ID_MAX 32u
@@ -133,7 +134,9 @@ typedef struct tt_source {
     tt_read_fn read;   /* positional read; *got < len only at end of data */
     void *ctx;
     uint64_t size;     /* total bytes available */
-    int fd;            /* file sources: owned, closed by tt_source_close; else -1 */
+    int fd;            /* file sources: owned, closed by tt_source_close; else -1. The
+                        * descriptor it was opened on: the source may move it (a program that
+                        * dup2s onto its number), so read through @read, not this */
     char name[256];    /* for messages */
     const void *mem;   /* memory sources */
 } tt_source;

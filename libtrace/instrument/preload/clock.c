@@ -1,28 +1,37 @@
-/* Clocks: clock_gettime, gettimeofday, time, timespec_get and clock are inputs on TT_CH_CLOCK.
- * The site of clock_gettime names its clock (CLOCK_SITES, preload.h), so a replay that reads
- * another clock than the recording did diverges.
+/* Clocks: clock_gettime, gettimeofday, time, timespec_get, clock and clock_getres are inputs on
+ * TT_CH_CLOCK. The sites of clock_gettime and clock_getres name the clock (CLOCK_SITES and
+ * CLOCK_RES_SITES, preload.h), so a replay that reads another clock than the recording did
+ * diverges.
  */
 #include "preload.h"
 
 #include <sys/time.h>
 #include <time.h>
 
-static enum site clock_site(clockid_t clk)
+/* The clock's place in CLOCK_SITES and CLOCK_RES_SITES (preload.h), which list the clocks in
+ * one order: 0 is CLOCK_REALTIME, whose clock_gettime site is plain clock_gettime. */
+static int clock_index(clockid_t clk)
 {
     switch (clk) {
-    case CLOCK_REALTIME: return S_clock_gettime;
-    case CLOCK_MONOTONIC: return S_clock_monotonic;
-    case CLOCK_PROCESS_CPUTIME_ID: return S_clock_process_cputime;
-    case CLOCK_THREAD_CPUTIME_ID: return S_clock_thread_cputime;
-    case CLOCK_MONOTONIC_RAW: return S_clock_monotonic_raw;
-    case CLOCK_REALTIME_COARSE: return S_clock_realtime_coarse;
-    case CLOCK_MONOTONIC_COARSE: return S_clock_monotonic_coarse;
-    case CLOCK_BOOTTIME: return S_clock_boottime;
-    case CLOCK_REALTIME_ALARM: return S_clock_realtime_alarm;
-    case CLOCK_BOOTTIME_ALARM: return S_clock_boottime_alarm;
-    case CLOCK_TAI: return S_clock_tai;
-    default: return S_clock_other;
+    case CLOCK_REALTIME: return 0;
+    case CLOCK_MONOTONIC: return 1;
+    case CLOCK_PROCESS_CPUTIME_ID: return 2;
+    case CLOCK_THREAD_CPUTIME_ID: return 3;
+    case CLOCK_MONOTONIC_RAW: return 4;
+    case CLOCK_REALTIME_COARSE: return 5;
+    case CLOCK_MONOTONIC_COARSE: return 6;
+    case CLOCK_BOOTTIME: return 7;
+    case CLOCK_REALTIME_ALARM: return 8;
+    case CLOCK_BOOTTIME_ALARM: return 9;
+    case CLOCK_TAI: return 10;
+    default: return 11;
     }
+}
+
+static enum site clock_site(clockid_t clk)
+{
+    int i = clock_index(clk);
+    return i ? (enum site)(S_clock_monotonic + i - 1) : S_clock_gettime;
 }
 
 typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
@@ -30,6 +39,7 @@ typedef int (*gettimeofday_fn)(struct timeval *restrict, void *restrict);
 typedef time_t (*time_fn)(time_t *);
 typedef int (*timespec_get_fn)(struct timespec *, int);
 typedef clock_t (*clock_fn)(void);
+typedef int (*clock_getres_fn)(clockid_t, struct timespec *);
 
 TT_EXPORT int clock_gettime(clockid_t clk, struct timespec *ts)
 {
@@ -133,4 +143,26 @@ TT_EXPORT clock_t clock(void)
     tt_rt_guard_leave();
     errno = e0;
     return (clock_t)h.ret;
+}
+
+TT_EXPORT int clock_getres(clockid_t clk, struct timespec *res)
+{
+    clock_getres_fn f = REAL(clock_getres, clock_getres_fn);
+    tt_session *s = tt_pl_enter();
+    if (!s)
+        return f(clk, res);
+    int e0 = errno;
+    struct in_head h = { 0 };
+    struct iovec v = { res, res ? sizeof *res : 0 }; /* NULL asks only whether the clock is */
+    if (tt_pl_recording(s)) {
+        h.ret = f(clk, res);
+        h.err = h.ret < 0 ? errno : 0;
+        h.len = h.ret == 0 ? v.iov_len : 0;
+    }
+    if (!tt_pl_in_simple(s, TT_CH_CLOCK, (enum site)(S_res_realtime + clock_index(clk)), &h, &v,
+                         1)) {
+        h.ret = f(clk, res);
+        h.err = errno;
+    }
+    return (int)tt_pl_finish(&h, e0);
 }

@@ -10,7 +10,7 @@
 const char *const tt_pl_site_names[S_COUNT_] = {
 #define X(n) #n,
 #define Y(n, name) name,
-    SITES(X) CLOCK_SITES(Y)
+    SITES(X) CLOCK_SITES(Y) CLOCK_RES_SITES(Y)
 #undef X
 #undef Y
 };

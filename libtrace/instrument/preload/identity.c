@@ -1,8 +1,15 @@
-/* Identity: getpid (TT_CH_PID), gethostname and uname (TT_CH_HOSTNAME) are inputs. kill keeps
- * a replayed pid pointing at this process.
+/* Identity: getpid, getppid and gettid (TT_CH_PID), gethostname and uname (TT_CH_HOSTNAME) are
+ * inputs.
+ *
+ * An id the program learned keeps naming the live process. Each pid, ppid and tid a replay
+ * hands out is remembered with its live counterpart (tt_pl_id_live), so kill, tgkill, sigqueue
+ * and syscall()'s kill, tgkill and tkill of it reach this process, its parent or the live
+ * thread, and /proc/<id>/ paths open the live process's files (pseudo.c). The recording has
+ * nothing to map: its ids are the live ones.
  */
 #include "preload.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -11,41 +18,121 @@
 /* glibc's fortified gethostname, called by programs built with _FORTIFY_SOURCE. */
 int __gethostname_chk(char *name, size_t len, size_t buflen);
 
-typedef pid_t (*getpid_fn)(void);
+typedef pid_t (*id_fn)(void);
 typedef int (*gethostname_fn)(char *, size_t);
 typedef int (*uname_fn)(struct utsname *);
 typedef int (*kill_fn)(pid_t, int);
+typedef int (*tgkill_fn)(pid_t, pid_t, int);
+typedef int (*sigqueue_fn)(pid_t, int, const union sigval);
 
-/* The last pid a replayed getpid handed out: kill() sent to it reaches this process, not the
- * process that may now own the recorded number. Relaxed: a kill() of that number comes after
- * the getpid that produced it, on the same thread or in an order the program made. */
-static _Atomic pid_t replayed_pid;
+/* ---------------------------------------------------------------- recorded ids -> live ids */
 
-TT_EXPORT pid_t getpid(void)
+/* One slot per id a replay handed out: recorded << 32 | live, 0 while free. Slots are taken in
+ * order and never change once taken, so a lookup stops at the first free one, and a key and its
+ * value are one load. Relaxed: an id is used after the call that produced it, on the same
+ * thread or in an order the program made (which orders these too). Past IDMAP_CAP ids (a
+ * program with thousands of threads that each asked for their tid), the later ones are not
+ * mapped. */
+#define IDMAP_CAP 4096
+static _Atomic uint64_t idmap[IDMAP_CAP];
+
+static void id_remember(pid_t rec, pid_t live)
 {
-    getpid_fn f = REAL(getpid, getpid_fn);
+    if (rec <= 0 || live <= 0)
+        return;
+    uint64_t want = (uint64_t)(uint32_t)rec << 32 | (uint32_t)live;
+    for (size_t i = 0; i < IDMAP_CAP; i++) {
+        uint64_t e = atomic_load_explicit(&idmap[i], memory_order_relaxed);
+        if (!e && atomic_compare_exchange_strong_explicit(&idmap[i], &e, want,
+                                                          memory_order_relaxed,
+                                                          memory_order_relaxed))
+            return;
+        if ((pid_t)(e >> 32) == rec)
+            return; /* known already (or another thread took this slot for it) */
+    }
+}
+
+pid_t tt_pl_id_live(pid_t id)
+{
+    if (id <= 0)
+        return id;
+    for (size_t i = 0; i < IDMAP_CAP; i++) {
+        uint64_t e = atomic_load_explicit(&idmap[i], memory_order_relaxed);
+        if (!e)
+            break;
+        if ((pid_t)(e >> 32) == id)
+            return (pid_t)(uint32_t)e;
+    }
+    return id;
+}
+
+/* kill's pid argument: a pid, or minus a process group (whose id is its leader's pid). */
+static pid_t kill_target(pid_t pid)
+{
+    return pid < -1 && pid != INT_MIN ? -tt_pl_id_live(-pid) : tt_pl_id_live(pid);
+}
+
+/* ---------------------------------------------------------------- getpid, getppid, gettid */
+
+/* The last recorded id each call remembered, so that a program calling getpid in a loop maps
+ * it once (tids per thread). Relaxed: a stale value only costs one more id_remember. */
+static _Atomic pid_t seen_pid, seen_ppid;
+static __thread _Atomic pid_t seen_tid;
+
+/* An id on TT_CH_PID at site @k; in replay the recorded one, remembered with the live one. */
+static pid_t id_call(enum real_fn fn, enum site k, _Atomic pid_t *seen)
+{
+    id_fn f = (id_fn)tt_pl_real(fn);
     tt_session *s = tt_pl_enter();
     if (!s)
         return f();
+    int e0 = errno;
     struct in_head h = { 0 };
     if (tt_pl_recording(s))
         h.ret = f();
-    if (!tt_pl_in_simple(s, TT_CH_PID, S_getpid, &h, NULL, 0))
+    if (!tt_pl_in_simple(s, TT_CH_PID, k, &h, NULL, 0)) {
         h.ret = f();
-    else if (!tt_pl_recording(s))
-        atomic_store_explicit(&replayed_pid, (pid_t)h.ret, memory_order_relaxed);
-    tt_rt_guard_leave();
-    return (pid_t)h.ret;
+    } else if (!tt_pl_recording(s) &&
+               atomic_load_explicit(seen, memory_order_relaxed) != (pid_t)h.ret) {
+        id_remember((pid_t)h.ret, f());
+        atomic_store_explicit(seen, (pid_t)h.ret, memory_order_relaxed);
+    }
+    return (pid_t)tt_pl_finish(&h, e0);
 }
+
+TT_EXPORT pid_t getpid(void)
+{
+    return id_call(RF_getpid, S_getpid, &seen_pid);
+}
+
+TT_EXPORT pid_t getppid(void)
+{
+    return id_call(RF_getppid, S_getppid, &seen_ppid);
+}
+
+TT_EXPORT pid_t gettid(void)
+{
+    return id_call(RF_gettid, S_gettid, &seen_tid);
+}
+
+/* ---------------------------------------------------------------- signals to an id */
 
 TT_EXPORT int kill(pid_t pid, int sig)
 {
-    kill_fn f = REAL(kill, kill_fn);
-    pid_t rp = atomic_load_explicit(&replayed_pid, memory_order_relaxed);
-    if (UNLIKELY(rp > 0 && pid == rp))
-        pid = REAL(getpid, getpid_fn)();
-    return f(pid, sig);
+    return REAL(kill, kill_fn)(kill_target(pid), sig);
 }
+
+TT_EXPORT int tgkill(pid_t tgid, pid_t tid, int sig)
+{
+    return REAL(tgkill, tgkill_fn)(tt_pl_id_live(tgid), tt_pl_id_live(tid), sig);
+}
+
+TT_EXPORT int sigqueue(pid_t pid, int sig, const union sigval value)
+{
+    return REAL(sigqueue, sigqueue_fn)(tt_pl_id_live(pid), sig, value);
+}
+
+/* ---------------------------------------------------------------- host name */
 
 static int gethostname_impl(char *name, size_t len)
 {

@@ -93,12 +93,16 @@ TT_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
     if ((fd == 1 || fd == 2) && tt_rt_check_output())
         return tt_pl_out_write(fd, buf, n);
+    if (UNLIKELY(tt_pl_net_maybe(fd)))
+        return tt_pl_net_write(fd, buf, n);
     return REAL(write, write_fn)(fd, buf, n);
 }
 
 TT_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
     writev_fn f = REAL(writev, writev_fn);
+    if (UNLIKELY(tt_pl_net_maybe(fd)) && fd != 1 && fd != 2)
+        return tt_pl_net_writev(fd, iov, cnt);
     if ((fd != 1 && fd != 2) || !tt_rt_check_output())
         return f(fd, iov, cnt);
     tt_session *s = tt_pl_enter();

@@ -36,9 +36,14 @@
  * session (not traced, a forked child, after exit began).
  *
  * The families, one file each: real.c (the real functions), common.c (sites, the input record
- * and replay), clock.c, random.c, fds.c (which fds are inputs), read.c, open.c (opening and
- * closing), stdio.c (the replaced streams), wchar.c (wide characters), output.c, identity.c
- * (pid, host name), syscall.c (syscall()), alloc.c, life.c (constructor and destructor).
+ * and replay), clock.c, random.c, fds.c (which fds are inputs), read.c, open.c (opening),
+ * fdguard.c (close, close_range, closefrom, dup*, fcntl: the tracer's own descriptors kept out
+ * of the program's way), stdio.c (the replaced streams), wchar.c (wide characters), output.c,
+ * identity.c (pids and tids, host name), syscall.c (syscall()), alloc.c, life.c (constructor
+ * and destructor), process.c (children and execs), usage.c (resource use, the CPU), pseudo.c
+ * (/proc and /sys files), net.c (sockets: virtual in replay), poll.c (readiness), resolve.c
+ * (name resolution), dir.c (directory listings), sync.c, thread.c and sleep.c (the order of
+ * synchronization, threads, sleeps: sync.h).
  */
 #ifndef TT_INSTRUMENT_PRELOAD_H
 #define TT_INSTRUMENT_PRELOAD_H
@@ -79,6 +84,7 @@ typedef void (*fnptr)(void);
     X(clock_gettime) X(gettimeofday) X(time) X(timespec_get) X(clock)                          \
     X(getrandom) X(getentropy) X(arc4random) X(arc4random_buf) X(arc4random_uniform)           \
     X(open) X(open64) X(openat) X(openat64) X(close) X(fopen) X(fopen64)                       \
+    X(close_range) X(closefrom) X(dup) X(dup2) X(dup3) X(fcntl) X(fcntl64)                     \
     X(read) X(readv) X(recv) X(recvfrom) X(recvmsg) X(write) X(writev)                         \
     X(getpid) X(gethostname) X(uname) X(kill) X(syscall)                                       \
     X(fwrite) X(fputc) X(putc) X(fputs) X(fflush) X(fread) X(getc) X(ungetc)                  \
@@ -87,7 +93,39 @@ typedef void (*fnptr)(void);
     X(fputwc) X(putwc) X(putwchar) X(fputwc_unlocked) X(putwc_unlocked) X(putwchar_unlocked)   \
     X(fputws) X(fputws_unlocked) X(vfwprintf) X(__vfwprintf_chk) X(vfwscanf)                   \
     X(__isoc99_vfwscanf) X(fwide)                                                              \
-    X(fork) X(execve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(system) X(popen) X(clone)
+    X(fork) X(execve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(system) X(popen) X(clone)    \
+    X(getppid) X(gettid) X(tgkill) X(sigqueue) X(getrusage) X(times) X(sysinfo)                \
+    X(getloadavg) X(sched_getcpu) X(getcpu) X(clock_getres) X(fdopen) X(pread) X(pread64)      \
+    X(lseek) X(lseek64) X(readlink) X(readlinkat)                                              \
+    X(socket) X(connect) X(bind) X(listen) X(shutdown) X(setsockopt) X(getsockopt)             \
+    X(getsockname) X(getpeername) X(accept) X(accept4) X(send) X(sendto) X(sendmsg)            \
+    X(poll) X(ppoll) X(select) X(pselect) X(epoll_wait) X(epoll_pwait) X(epoll_pwait2)         \
+    X(getaddrinfo) X(getnameinfo) X(gethostbyname) X(gethostbyname2) X(gethostbyaddr)          \
+    X(gethostbyname_r) X(gethostbyname2_r) X(gethostbyaddr_r)                                  \
+    X(eventfd) X(timerfd_create) X(signalfd) X(inotify_init) X(inotify_init1)                  \
+    X(readdir) X(readdir64) X(closedir)                                                        \
+    SYNC_FUNCS(X)
+
+/* sync.c, thread.c, sleep.c */
+#define SYNC_FUNCS(X)                                                                          \
+    X(pthread_mutex_lock) X(pthread_mutex_trylock) X(pthread_mutex_timedlock)                  \
+    X(pthread_mutex_clocklock) X(pthread_mutex_unlock) X(pthread_mutex_init)                   \
+    X(pthread_mutex_destroy)                                                                   \
+    X(pthread_rwlock_rdlock) X(pthread_rwlock_wrlock) X(pthread_rwlock_tryrdlock)              \
+    X(pthread_rwlock_trywrlock) X(pthread_rwlock_timedrdlock) X(pthread_rwlock_timedwrlock)    \
+    X(pthread_rwlock_clockrdlock) X(pthread_rwlock_clockwrlock) X(pthread_rwlock_unlock)       \
+    X(pthread_rwlock_init) X(pthread_rwlock_destroy)                                           \
+    X(pthread_cond_wait) X(pthread_cond_timedwait) X(pthread_cond_clockwait)                   \
+    X(pthread_cond_signal) X(pthread_cond_broadcast) X(pthread_cond_init)                      \
+    X(pthread_cond_destroy)                                                                    \
+    X(sem_wait) X(sem_trywait) X(sem_timedwait) X(sem_clockwait) X(sem_post) X(sem_init)       \
+    X(sem_destroy)                                                                             \
+    X(pthread_barrier_wait) X(pthread_barrier_init) X(pthread_barrier_destroy)                 \
+    X(pthread_spin_lock) X(pthread_spin_trylock) X(pthread_spin_unlock) X(pthread_spin_init)   \
+    X(pthread_spin_destroy) X(pthread_once)                                                    \
+    X(pthread_create) X(pthread_join) X(pthread_tryjoin_np) X(pthread_timedjoin_np)            \
+    X(pthread_clockjoin_np) X(pthread_detach) X(pthread_exit)                                  \
+    X(sched_yield) X(nanosleep) X(clock_nanosleep) X(usleep) X(sleep)
 
 enum real_fn {
 #define X(n) RF_##n,
@@ -124,7 +162,29 @@ static inline fnptr tt_pl_real(enum real_fn id)
     X(read) X(readv) X(recv) X(recvfrom) X(recvmsg)                                            \
     X(getpid) X(gethostname) X(uname) X(write)                                                 \
     X(malloc) X(calloc) X(realloc) X(free) X(posix_memalign) X(aligned_alloc) X(memalign)      \
-    X(valloc) X(pvalloc) X(reallocarray)
+    X(valloc) X(pvalloc) X(reallocarray)                                                       \
+    X(getppid) X(gettid) X(getrusage) X(times) X(sysinfo) X(getloadavg) X(sched_getcpu)        \
+    X(getcpu) X(open) X(openat) X(fopen) X(pread) X(lseek)                                     \
+    X(socket) X(connect) X(bind) X(listen) X(shutdown) X(setsockopt) X(getsockopt)             \
+    X(getsockname) X(getpeername) X(accept) X(accept4) X(send) X(sendto) X(sendmsg) X(writev)  \
+    X(poll) X(ppoll) X(select) X(pselect) X(epoll_wait) X(epoll_pwait) X(epoll_pwait2)         \
+    X(getaddrinfo) X(getnameinfo) X(gethostbyname) X(gethostbyname2) X(gethostbyaddr)          \
+    X(gethostbyname_r) X(gethostbyname2_r) X(gethostbyaddr_r) X(readdir)                       \
+    SYNC_SITES(X)
+
+#define SYNC_SITES(X)                                                                          \
+    X(pthread_mutex_lock) X(pthread_mutex_trylock) X(pthread_mutex_timedlock)                  \
+    X(pthread_mutex_clocklock) X(pthread_mutex_unlock)                                         \
+    X(pthread_rwlock_rdlock) X(pthread_rwlock_wrlock) X(pthread_rwlock_tryrdlock)              \
+    X(pthread_rwlock_trywrlock) X(pthread_rwlock_timedrdlock) X(pthread_rwlock_timedwrlock)    \
+    X(pthread_rwlock_clockrdlock) X(pthread_rwlock_clockwrlock) X(pthread_rwlock_unlock)       \
+    X(pthread_cond_wait) X(pthread_cond_timedwait) X(pthread_cond_clockwait)                   \
+    X(pthread_cond_signal) X(pthread_cond_broadcast)                                           \
+    X(sem_wait) X(sem_trywait) X(sem_timedwait) X(sem_clockwait) X(sem_post)                   \
+    X(pthread_barrier_wait) X(pthread_spin_lock) X(pthread_spin_trylock) X(pthread_spin_unlock) \
+    X(pthread_once) X(pthread_create) X(pthread_join) X(pthread_tryjoin_np)                    \
+    X(pthread_timedjoin_np) X(pthread_clockjoin_np) X(pthread_detach) X(pthread_exit)          \
+    X(sched_yield) X(nanosleep) X(clock_nanosleep) X(usleep) X(sleep)
 
 /* clock_gettime on a clock other than CLOCK_REALTIME: the clock is part of the site, so a
  * replay that reads another clock than the recording did diverges (dynamic CPU-time clocks,
@@ -140,12 +200,32 @@ static inline fnptr tt_pl_real(enum real_fn id)
     Y(clock_realtime_alarm, "clock_gettime(CLOCK_REALTIME_ALARM)")                             \
     Y(clock_boottime_alarm, "clock_gettime(CLOCK_BOOTTIME_ALARM)")                             \
     Y(clock_tai, "clock_gettime(CLOCK_TAI)")                                                   \
-    Y(clock_other, "clock_gettime(another clock)")
+    Y(clock_other, "clock_gettime(another clock)")                                             \
+    Y(cond_release, "condition wait: release")                                                 \
+    Y(cond_reacquire, "condition wait: reacquire")                                             \
+    Y(thread_start, "thread start")                                                            \
+    Y(thread_end, "thread exit")
+
+/* clock_getres, one site per clock as for clock_gettime, the clocks in CLOCK_SITES' order with
+ * CLOCK_REALTIME first (clock.c counts on it) */
+#define CLOCK_RES_SITES(Y)                                                                     \
+    Y(res_realtime, "clock_getres")                                                            \
+    Y(res_monotonic, "clock_getres(CLOCK_MONOTONIC)")                                          \
+    Y(res_process_cputime, "clock_getres(CLOCK_PROCESS_CPUTIME_ID)")                          \
+    Y(res_thread_cputime, "clock_getres(CLOCK_THREAD_CPUTIME_ID)")                            \
+    Y(res_monotonic_raw, "clock_getres(CLOCK_MONOTONIC_RAW)")                                  \
+    Y(res_realtime_coarse, "clock_getres(CLOCK_REALTIME_COARSE)")                              \
+    Y(res_monotonic_coarse, "clock_getres(CLOCK_MONOTONIC_COARSE)")                            \
+    Y(res_boottime, "clock_getres(CLOCK_BOOTTIME)")                                            \
+    Y(res_realtime_alarm, "clock_getres(CLOCK_REALTIME_ALARM)")                                \
+    Y(res_boottime_alarm, "clock_getres(CLOCK_BOOTTIME_ALARM)")                                \
+    Y(res_tai, "clock_getres(CLOCK_TAI)")                                                      \
+    Y(res_other, "clock_getres(another clock)")
 
 enum site {
 #define X(n) S_##n,
 #define Y(n, name) S_##n,
-    SITES(X) CLOCK_SITES(Y)
+    SITES(X) CLOCK_SITES(Y) CLOCK_RES_SITES(Y)
 #undef X
 #undef Y
     S_COUNT_
@@ -238,8 +318,13 @@ static inline int64_t tt_pl_finish(const struct in_head *h, int saved_errno)
 
 bool tt_pl_is_random_path(const char *path);
 
-/* Remembers whether @fd is open on a random device (open, fopen), or no longer is (close). */
+/* Remembers whether @fd is open on a random device (open, fopen), or no longer is (close);
+ * either way it is no longer on a pseudo-file. */
 void tt_pl_fd_mark(int fd, bool random);
+
+/* Remembers that @fd is open on a pseudo-file (pseudo.c); tt_pl_fd_mark forgets it. */
+void tt_pl_fd_mark_pseudo(int fd);
+bool tt_pl_fd_is_pseudo(int fd);
 
 /* The channel of a read from @fd, or 0 when the read is not an input (a regular file, a
  * directory, an anonymous inode such as an eventfd, a bad fd). */
@@ -275,6 +360,40 @@ static inline FILE *tt_pl_redirect(FILE *fp)
         }
     return fp;
 }
+
+/* pseudo.c: an open (site @k: open, openat or fopen's) of @path relative to @dirfd, when it is
+ * pseudo.c's to make (a path in /proc or /sys): then *@fd and errno are its result. False:
+ * the caller opens. Called without the guard. */
+bool tt_pl_pseudo_open(enum site k, int dirfd, const char *path, int flags, mode_t mode,
+                       int *fd);
+
+/* pseudo.c: fopen of @path in @mode, when it is pseudo.c's to make; *@out its result. */
+bool tt_pl_pseudo_fopen(const char *path, const char *mode, FILE **out);
+
+/* stdio.c: a read-only stream on @fd whose reads reach the interposed read; fclose closes @fd.
+ * NULL with errno when none could be made (@fd stays open). Called with the guard held. */
+FILE *tt_pl_fd_stream(int fd);
+
+/* identity.c: the live id of an id a replay handed out (a pid, a ppid, a tid); any other id
+ * as it is. Async-signal-safe. */
+pid_t tt_pl_id_live(pid_t id);
+
+/* ---------------------------------------------------------------- network peers (net.c, poll.c) */
+
+/* net.c: whether @fd may be a virtual socket (no system call: a hint for output.c's write). */
+bool tt_pl_net_maybe(int fd);
+
+/* net.c: write and writev on a virtual socket, recorded and replayed as sends (an fd that is no
+ * longer one is written for real). */
+ssize_t tt_pl_net_write(int fd, const void *buf, size_t n);
+ssize_t tt_pl_net_writev(int fd, const struct iovec *iov, int cnt);
+
+/* net.c: @to is now a duplicate of @from (for dup, dup2, dup3, fcntl(F_DUPFD)). */
+void tt_pl_net_dup(int from, int to);
+
+/* poll.c: whether the anonymous-inode fd @fd came from eventfd, timerfd_create, signalfd or
+ * inotify_init: then its reads are inputs. */
+bool tt_pl_anon_input(int fd);
 
 #pragma GCC visibility pop
 

@@ -26,7 +26,13 @@ __thread int tt_pl_in_dlsym;
 static fnptr lookup(enum real_fn id)
 {
     tt_pl_in_dlsym++;
-    void *p = dlsym(RTLD_NEXT, real_names[id]);
+    /* glibc keeps the condition variables of before 2.3.2 under the old version: ask for the
+     * current one, which is what programs link against */
+    void *p = strncmp(real_names[id], "pthread_cond_", 13) == 0
+                  ? dlvsym(RTLD_NEXT, real_names[id], "GLIBC_2.3.2")
+                  : NULL;
+    if (!p)
+        p = dlsym(RTLD_NEXT, real_names[id]);
     tt_pl_in_dlsym--;
     fnptr f = NULL;
     if (p) {

@@ -2,12 +2,12 @@
  * when it is a pipe, socket or terminal, is replaced at start by a fopencookie stream whose read
  * function is the interposed read (its buffer size and line mode are chosen as glibc would
  * have: st_blksize, line-buffered on a terminal; its fileno is kept); stdout and stderr are
- * replaced the same way when output is checked; and fopen of /dev/urandom and /dev/random
- * returns such a stream too. libstdc++'s std::cin/cout/cerr hold glibc's original FILEs, so the
- * handful of stdio functions libstdc++ calls on them (fread, getc, ungetc, fwrite, putc, fputc,
- * fputs, fflush) redirect the original streams to their replacements (tt_pl_redirect). glibc
- * makes such streams byte-only, so the wide-character functions are rebuilt over bytes on them
- * (wchar.c).
+ * replaced the same way when output is checked; and fopen of /dev/urandom and /dev/random, or
+ * of a pseudo-file in /proc or /sys (pseudo.c), returns such a stream too. libstdc++'s
+ * std::cin/cout/cerr hold glibc's original FILEs, so the handful of stdio functions libstdc++
+ * calls on them (fread, getc, ungetc, fwrite, putc, fputc, fputs, fflush) redirect the original
+ * streams to their replacements (tt_pl_redirect). glibc makes such streams byte-only, so the
+ * wide-character functions are rebuilt over bytes on them (wchar.c).
  */
 #include "preload.h"
 
@@ -139,31 +139,44 @@ void tt_pl_std_replace(int i)
         stderr = fp;
 }
 
+FILE *tt_pl_fd_stream(int fd)
+{
+    struct cookie *c = malloc(sizeof *c);
+    FILE *fp = NULL;
+    if (c) {
+        c->fd = fd;
+        c->std = -1;
+        fp = ck_open(c, "r");
+    }
+    if (!fp) {
+        int err = errno;
+        free(c);
+        errno = err;
+    }
+    return fp;
+}
+
 static FILE *fopen_common(enum real_fn id, const char *restrict path, const char *restrict mode)
 {
     fopen_fn f = REAL(fopen, fopen_fn);
     if (id == RF_fopen64)
         f = REAL(fopen64, fopen_fn);
+    FILE *fp = NULL;
+    if (tt_pl_pseudo_fopen(path, mode, &fp))
+        return fp;
     if (!tt_pl_is_random_path(path) || !mode || mode[0] != 'r' || strchr(mode, '+'))
         return f(path, mode);
     tt_session *s = tt_pl_enter();
     if (!s)
         return f(path, mode);
     /* a stream on a random device: its reads must reach the interposed read */
-    FILE *fp = NULL;
     int fd = REAL(open, open_fn)(path, O_RDONLY | (strchr(mode, 'e') ? O_CLOEXEC : 0), 0);
     int err = errno;
     if (fd >= 0) {
         tt_pl_fd_mark(fd, true);
-        struct cookie *c = malloc(sizeof *c);
-        if (c) {
-            c->fd = fd;
-            c->std = -1;
-            fp = ck_open(c, "r");
-        }
+        fp = tt_pl_fd_stream(fd);
         err = errno;
         if (!fp) {
-            free(c);
             tt_pl_fd_mark(fd, false);
             REAL(close, close_fn)(fd);
         }

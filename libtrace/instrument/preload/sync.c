@@ -1,0 +1,705 @@
+/* Synchronization: pthread mutexes, rwlocks, condition variables, semaphores, barriers,
+ * spinlocks and pthread_once, each operation a sync event of the calling thread (sync.h).
+ *
+ * The shape of every interposer: tt_sync_begin, then the real operation (in replay only when
+ * the recorded one got that far), then tt_sync_end with what it returned. In replay an
+ * operation returns what it returned in the recording: a trylock that failed fails again
+ * without touching the lock, a timed lock or wait that timed out times out at once, and one
+ * that succeeded waits for its turn on its object and then takes it for real (with the
+ * blocking call: at its turn the object is free). What each operation orders:
+ *
+ * - mutex and spinlock lock, trylock, timedlock, clocklock: an exclusive acquisition when it
+ *   succeeded (EOWNERDEAD counts: the robust mutex is held), unlock: an exclusive release;
+ *   a release is recorded before it happens (so that a thread the release lets go never
+ *   finds its own operation in the trace without the release before it, even when the
+ *   process ends right then), without its result: replay returns what the real call
+ *   returns (0, or EPERM for a mutex the thread does not hold);
+ * - rwlock read and write locks in all their forms: a shared acquisition, unlock: a release;
+ * - condition wait, timedwait, clockwait: three events — the mutex released (in turn), the
+ *   wake-up on the condition (it waits until as many signals happened as the waiter had seen:
+ *   one that was signalled waits for its signal; one that timed out returns ETIMEDOUT at once),
+ *   the mutex taken again (in turn). Replay does not call the real wait: it unlocks, waits,
+ *   and locks;
+ * - signal and broadcast: a release on the condition;
+ * - sem_wait, sem_trywait, sem_timedwait, sem_clockwait: a shared acquisition when it
+ *   succeeded (errno replayed when not), sem_post: a release; named semaphores the same, by
+ *   their address in this process;
+ * - barrier wait: every party passes the real barrier, then they take their turns, and the
+ *   serial one is the recorded one;
+ * - pthread_once: the thread that ran the routine in the recording runs it (the others wait
+ *   for it before they call the real pthread_once);
+ * - init and destroy of each object: no event, but the object is forgotten, so that memory
+ *   used again is a new object with a new id.
+ *
+ * A program that holds the guard (tinytrace's own locks) only forwards, like every family.
+ * errno is kept as the real call left it, or as it was for the calls that report through
+ * their return value.
+ */
+#include "preload.h"
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <time.h>
+
+/* ---------------------------------------------------------------- the common shape */
+
+static inline tt_session *sync_enter(tt_sync *op, tt_sync_kind kind, enum site k,
+                                     const void *obj)
+{
+    tt_session *s = tt_pl_enter();
+    if (!s)
+        return NULL;
+    int rc = tt_sync_begin(s, op, kind, tt_pl_site_id(s, k), obj);
+    if (rc != TT_OK) {
+        tt_rt_failed(rc, tt_pl_site_names[k]);
+        op->mode = TT_MODE_OFF; /* the runtime lets the program go on: live, unordered */
+    }
+    return s;
+}
+
+static inline void sync_end(tt_session *s, tt_sync *op, enum site k, int result, int took)
+{
+    int rc = tt_sync_end(s, op, result, took);
+    if (rc != TT_OK)
+        tt_rt_failed(rc, tt_pl_site_names[k]);
+}
+
+static inline void sync_leave(int saved_errno)
+{
+    tt_rt_guard_leave();
+    errno = saved_errno;
+}
+
+/* ---------------------------------------------------------------- exclusive: mutex, spinlock */
+
+typedef int (*mutex_fn)(pthread_mutex_t *);
+typedef int (*mutex_timed_fn)(pthread_mutex_t *, const struct timespec *);
+typedef int (*mutex_clock_fn)(pthread_mutex_t *, clockid_t, const struct timespec *);
+typedef int (*mutex_init_fn)(pthread_mutex_t *, const pthread_mutexattr_t *);
+
+static inline bool mutex_held(int r)
+{
+    return r == 0 || r == EOWNERDEAD;
+}
+
+/* Replay of an acquisition that succeeded in the recording: the real blocking lock, at its
+ * turn. */
+static int mutex_take(pthread_mutex_t *m)
+{
+    return REAL(pthread_mutex_lock, mutex_fn)(m);
+}
+
+TT_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    mutex_fn f = REAL(pthread_mutex_lock, mutex_fn);
+    int e0 = errno;
+    tt_sync op;
+    tt_session *s = sync_enter(&op, TT_SYNC_LOCK, S_pthread_mutex_lock, m);
+    if (!s)
+        return f(m);
+    int r;
+    if (tt_sync_replaying(&op)) {
+        r = op.result;
+        if (op.ordered)
+            f(m);
+    } else {
+        r = f(m);
+    }
+    sync_end(s, &op, S_pthread_mutex_lock, r, mutex_held(r));
+    sync_leave(e0);
+    return r;
+}
+
+TT_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+    mutex_fn f = REAL(pthread_mutex_trylock, mutex_fn);
+    int e0 = errno;
+    tt_sync op;
+    tt_session *s = sync_enter(&op, TT_SYNC_LOCK, S_pthread_mutex_trylock, m);
+    if (!s)
+        return f(m);
+    int r;
+    if (tt_sync_replaying(&op)) {
+        r = op.result;
+        if (op.ordered)
+            mutex_take(m);
+    } else {
+        r = f(m);
+    }
+    sync_end(s, &op, S_pthread_mutex_trylock, r, mutex_held(r));
+    sync_leave(e0);
+    return r;
+}
+
+TT_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *at)
+{
+    mutex_timed_fn f = REAL(pthread_mutex_timedlock, mutex_timed_fn);
+    int e0 = errno;
+    tt_sync op;
+    tt_session *s = sync_enter(&op, TT_SYNC_LOCK, S_pthread_mutex_timedlock, m);
+    if (!s)
+        return f(m, at);
+    int r;
+    if (tt_sync_replaying(&op)) {
+        r = op.result;
+        if (op.ordered)
+            mutex_take(m);
+    } else {
+        r = f(m, at);
+    }
+    sync_end(s, &op, S_pthread_mutex_timedlock, r, mutex_held(r));
+    sync_leave(e0);
+    return r;
+}
+
+TT_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk, const struct timespec *at)
+{
+    mutex_clock_fn f = REAL(pthread_mutex_clocklock, mutex_clock_fn);
+    int e0 = errno;
+    tt_sync op;
+    tt_session *s = sync_enter(&op, TT_SYNC_LOCK, S_pthread_mutex_clocklock, m);
+    if (!s)
+        return f(m, clk, at);
+    int r;
+    if (tt_sync_replaying(&op)) {
+        r = op.result;
+        if (op.ordered)
+            mutex_take(m);
+    } else {
+        r = f(m, clk, at);
+    }
+    sync_end(s, &op, S_pthread_mutex_clocklock, r, mutex_held(r));
+    sync_leave(e0);
+    return r;
+}
+
+TT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+    mutex_fn f = REAL(pthread_mutex_unlock, mutex_fn);
+    int e0 = errno;
+    tt_sync op;
+    tt_session *s = sync_enter(&op, TT_SYNC_UNLOCK, S_pthread_mutex_unlock, m);
+    if (!s)
+        return f(m);
+    int r = f(m); /* a release records no result: replay returns its own */
+    sync_end(s, &op, S_pthread_mutex_unlock, r, 1);
+    sync_leave(e0);
+    return r;
+}
+
+/* init and destroy: the memory is a new object from now on */
+static void forget(const void *obj)
+{
+    tt_session *s = tt_pl_enter();
+    if (!s)
+        return;
+    tt_sync_forget(s, obj);
+    tt_rt_guard_leave();
+}
+
+TT_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a)
+{
+    int e0 = errno;
+    forget(m);
+    errno = e0;
+    return REAL(pthread_mutex_init, mutex_init_fn)(m, a);
+}
+
+TT_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
+{
+    int e0 = errno;
+    forget(m);
+    errno = e0;
+    return REAL(pthread_mutex_destroy, mutex_fn)(m);
+}
+
+typedef int (*spin_fn)(pthread_spinlock_t *);
+typedef int (*spin_init_fn)(pthread_spinlock_t *, int);
+
+TT_EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
+{
+    spin_fn f = REAL(pthread_spin_lock, spin_fn);
+    int e0 = errno;
+    tt_sync op;
+    tt_session *s = sync_enter(&op, TT_SYNC_LOCK, S_pthread_spin_lock, (const void *)l);
+    if (!s)
+        return f(l);
+    int r;
+    if (tt_sync_replaying(&op)) {
+        r = op.result;
+        if (op.ordered)
+            f(l);
+    } else {
+        r = f(l);
+    }
+    sync_end(s, &op, S_pthread_spin_lock, r, r == 0);
+    sync_leave(e0);
+    return r;
+}
+
+TT_EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
+{
+    spin_fn f = REAL(pthread_spin_trylock, spin_fn);
+    int e0 = errno;
+    tt_sync op;
+    tt_session *s = sync_enter(&op, TT_SYNC_LOCK, S_pthread_spin_trylock, (const void *)l);
+    if (!s)
+        return f(l);
+    int r;
+    if (tt_sync_replaying(&op)) {
+        r = op.result;
+        if (op.ordered)
+            REAL(pthread_spin_lock, spin_fn)(l);
+    } else {
+        r = f(l);
+    }
+    sync_end(s, &op, S_pthread_spin_trylock, r, r == 0);
+    sync_leave(e0);
+    return r;
+}
+
+TT_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l)
+{
+    spin_fn f = REAL(pthread_spin_unlock, spin_fn);
+    int e0 = errno;
+    tt_sync op;
+    tt_session *s = sync_enter(&op, TT_SYNC_UNLOCK, S_pthread_spin_unlock, (const void *)l);
+    if (!s)
+        return f(l);
+    int r = f(l);
+    sync_end(s, &op, S_pthread_spin_unlock, r, 1);
+    sync_leave(e0);
+    return r;
+}
+
+TT_EXPORT int pthread_spin_init(pthread_spinlock_t *l, int pshared)
+{
+    int e0 = errno;
+    forget((const void *)l);
+    errno = e0;
+    return REAL(pthread_spin_init, spin_init_fn)(l, pshared);
+}
+
+TT_EXPORT int pthread_spin_destroy(pthread_spinlock_t *l)
+{
+    int e0 = errno;
+    forget((const void *)l);
+    errno = e0;
+    return REAL(pthread_spin_destroy, spin_fn)(l);
+}
+
+/* ---------------------------------------------------------------- shared: rwlock */
+
+typedef int (*rw_fn)(pthread_rwlock_t *);
+typedef int (*rw_timed_fn)(pthread_rwlock_t *, const struct timespec *);
+typedef int (*rw_clock_fn)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+typedef int (*rw_init_fn)(pthread_rwlock_t *, const pthread_rwlockattr_t *);
+
+/* One rwlock acquisition: @live makes it (record, or a replay that runs live); in replay an
+ * acquisition that succeeded takes the lock with @take, the blocking call, at its turn. */
+#define RW_ACQUIRE(name, site, take, call)                                                    \
+    do {                                                                                      \
+        int e0 = errno;                                                                       \
+        tt_sync op;                                                                           \
+        tt_session *s = sync_enter(&op, TT_SYNC_ACQUIRE, site, l);                            \
+        if (!s)                                                                               \
+            return call;                                                                      \
+        int r;                                                                                \
+        if (tt_sync_replaying(&op)) {                                                         \
+            r = op.result;                                                                    \
+            if (op.ordered)                                                                   \
+                REAL(take, rw_fn)(l);                                                         \
+        } else {                                                                              \
+            r = call;                                                                         \
+        }                                                                                     \
+        sync_end(s, &op, site, r, r == 0);                                                    \
+        sync_leave(e0);                                                                       \
+        return r;                                                                             \
+    } while (0)
+
+TT_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+    RW_ACQUIRE(rdlock, S_pthread_rwlock_rdlock, pthread_rwlock_rdlock,
+               REAL(pthread_rwlock_rdlock, rw_fn)(l));
+}
+
+TT_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+{
+    RW_ACQUIRE(wrlock, S_pthread_rwlock_wrlock, pthread_rwlock_wrlock,
+               REAL(pthread_rwlock_wrlock, rw_fn)(l));
+}
+
+TT_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
+{
+    RW_ACQUIRE(tryrdlock, S_pthread_rwlock_tryrdlock, pthread_rwlock_rdlock,
+               REAL(pthread_rwlock_tryrdlock, rw_fn)(l));
+}
+
+TT_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
+{
+    RW_ACQUIRE(trywrlock, S_pthread_rwlock_trywrlock, pthread_rwlock_wrlock,
+               REAL(pthread_rwlock_trywrlock, rw_fn)(l));
+}
+
+TT_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *at)
+{
+    RW_ACQUIRE(timedrdlock, S_pthread_rwlock_timedrdlock, pthread_rwlock_rdlock,
+               REAL(pthread_rwlock_timedrdlock, rw_timed_fn)(l, at));
+}
+
+TT_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *at)
+{
+    RW_ACQUIRE(timedwrlock, S_pthread_rwlock_timedwrlock, pthread_rwlock_wrlock,
+               REAL(pthread_rwlock_timedwrlock, rw_timed_fn)(l, at));
+}
+
+TT_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clk,
+                                         const struct timespec *at)
+{
+    RW_ACQUIRE(clockrdlock, S_pthread_rwlock_clockrdlock, pthread_rwlock_rdlock,
+               REAL(pthread_rwlock_clockrdlock, rw_clock_fn)(l, clk, at));
+}
+
+TT_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clk,
+                                         const struct timespec *at)
+{
+    RW_ACQUIRE(clockwrlock, S_pthread_rwlock_clockwrlock, pthread_rwlock_wrlock,
+               REAL(pthread_rwlock_clockwrlock, rw_clock_fn)(l, clk, at));
+}
+
+TT_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
+{
+    rw_fn f = REAL(pthread_rwlock_unlock, rw_fn);
+    int e0 = errno;
+    tt_sync op;
+    tt_session *s = sync_enter(&op, TT_SYNC_RELEASE, S_pthread_rwlock_unlock, l);
+    if (!s)
+        return f(l);
+    int r = f(l);
+    sync_end(s, &op, S_pthread_rwlock_unlock, r, 1);
+    sync_leave(e0);
+    return r;
+}
+
+TT_EXPORT int pthread_rwlock_init(pthread_rwlock_t *l, const pthread_rwlockattr_t *a)
+{
+    int e0 = errno;
+    forget(l);
+    errno = e0;
+    return REAL(pthread_rwlock_init, rw_init_fn)(l, a);
+}
+
+TT_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *l)
+{
+    int e0 = errno;
+    forget(l);
+    errno = e0;
+    return REAL(pthread_rwlock_destroy, rw_fn)(l);
+}
+
+/* ---------------------------------------------------------------- condition variables */
+
+typedef int (*cond_wait_fn)(pthread_cond_t *, pthread_mutex_t *);
+typedef int (*cond_timed_fn)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+typedef int (*cond_clock_fn)(pthread_cond_t *, pthread_mutex_t *, clockid_t,
+                             const struct timespec *);
+typedef int (*cond_fn)(pthread_cond_t *);
+typedef int (*cond_init_fn)(pthread_cond_t *, const pthread_condattr_t *);
+
+enum cond_form { COND_WAIT, COND_TIMED, COND_CLOCK };
+
+/* The three events of a wait: the mutex released, the wake-up, the mutex taken again. */
+static int cond_wait_any(tt_session *s, enum site k, enum cond_form form, pthread_cond_t *c,
+                         pthread_mutex_t *m, clockid_t clk, const struct timespec *at)
+{
+    tt_sync rel, wake, acq;
+    int rc = tt_sync_begin(s, &rel, TT_SYNC_UNLOCK, tt_pl_site_id(s, S_cond_release), m);
+    if (rc != TT_OK) {
+        tt_rt_failed(rc, tt_pl_site_names[k]);
+        rel.mode = TT_MODE_OFF;
+    }
+    bool replay = tt_sync_replaying(&rel);
+    if (replay)
+        REAL(pthread_mutex_unlock, mutex_fn)(m);
+    sync_end(s, &rel, k, 0, 1);
+    int r = 0;
+    if (!replay) {
+        if (form == COND_WAIT)
+            r = REAL(pthread_cond_wait, cond_wait_fn)(c, m);
+        else if (form == COND_TIMED)
+            r = REAL(pthread_cond_timedwait, cond_timed_fn)(c, m, at);
+        else
+            r = REAL(pthread_cond_clockwait, cond_clock_fn)(c, m, clk, at);
+    }
+    rc = tt_sync_begin(s, &wake, TT_SYNC_OBSERVE, tt_pl_site_id(s, k), c);
+    if (rc != TT_OK)
+        tt_rt_failed(rc, tt_pl_site_names[k]);
+    else if (tt_sync_replaying(&wake))
+        r = wake.result;
+    sync_end(s, &wake, k, r, 0);
+    rc = tt_sync_begin(s, &acq, TT_SYNC_LOCK, tt_pl_site_id(s, S_cond_reacquire), m);
+    if (rc != TT_OK) {
+        tt_rt_failed(rc, tt_pl_site_names[k]);
+        acq.mode = TT_MODE_OFF;
+    }
+    if (replay) {
+        int lr = REAL(pthread_mutex_lock, mutex_fn)(m);
+        if (lr == EOWNERDEAD && r == 0)
+            r = lr;
+    }
+    sync_end(s, &acq, k, 0, 1);
+    return r;
+}
+
+TT_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+    int e0 = errno;
+    tt_session *s = tt_pl_enter();
+    if (!s)
+        return REAL(pthread_cond_wait, cond_wait_fn)(c, m);
+    int r = cond_wait_any(s, S_pthread_cond_wait, COND_WAIT, c, m, 0, NULL);
+    sync_leave(e0);
+    return r;
+}
+
+TT_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+                                     const struct timespec *at)
+{
+    int e0 = errno;
+    tt_session *s = tt_pl_enter();
+    if (!s)
+        return REAL(pthread_cond_timedwait, cond_timed_fn)(c, m, at);
+    int r = cond_wait_any(s, S_pthread_cond_timedwait, COND_TIMED, c, m, 0, at);
+    sync_leave(e0);
+    return r;
+}
+
+TT_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
+                                     const struct timespec *at)
+{
+    int e0 = errno;
+    tt_session *s = tt_pl_enter();
+    if (!s)
+        return REAL(pthread_cond_clockwait, cond_clock_fn)(c, m, clk, at);
+    int r = cond_wait_any(s, S_pthread_cond_clockwait, COND_CLOCK, c, m, clk, at);
+    sync_leave(e0);
+    return r;
+}
+
+static int cond_give(enum site k, enum real_fn real, pthread_cond_t *c)
+{
+    cond_fn f = (cond_fn)tt_pl_real(real);
+    int e0 = errno;
+    tt_sync op;
+    tt_session *s = sync_enter(&op, TT_SYNC_RELEASE, k, c);
+    if (!s)
+        return f(c);
+    int r = f(c);
+    sync_end(s, &op, k, r, 1);
+    sync_leave(e0);
+    return r;
+}
+
+TT_EXPORT int pthread_cond_signal(pthread_cond_t *c)
+{
+    return cond_give(S_pthread_cond_signal, RF_pthread_cond_signal, c);
+}
+
+TT_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
+{
+    return cond_give(S_pthread_cond_broadcast, RF_pthread_cond_broadcast, c);
+}
+
+TT_EXPORT int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a)
+{
+    int e0 = errno;
+    forget(c);
+    errno = e0;
+    return REAL(pthread_cond_init, cond_init_fn)(c, a);
+}
+
+TT_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
+{
+    int e0 = errno;
+    forget(c);
+    errno = e0;
+    return REAL(pthread_cond_destroy, cond_fn)(c);
+}
+
+/* ---------------------------------------------------------------- semaphores */
+
+typedef int (*sem_fn)(sem_t *);
+typedef int (*sem_timed_fn)(sem_t *, const struct timespec *);
+typedef int (*sem_clock_fn)(sem_t *, clockid_t, const struct timespec *);
+typedef int (*sem_init_fn)(sem_t *, int, unsigned);
+
+/* Replay of a wait that succeeded: the real wait, at its turn (a signal may interrupt it). */
+static void sem_take(sem_t *sem)
+{
+    sem_fn f = REAL(sem_wait, sem_fn);
+    while (f(sem) != 0 && errno == EINTR)
+        ;
+}
+
+/* A sem_* acquisition: 0, or -1 with errno; @call makes it live. */
+#define SEM_ACQUIRE(site, call)                                                               \
+    do {                                                                                      \
+        int e0 = errno;                                                                       \
+        tt_sync op;                                                                           \
+        tt_session *s = sync_enter(&op, TT_SYNC_ACQUIRE, site, sem);                          \
+        if (!s)                                                                               \
+            return call;                                                                      \
+        int r, e;                                                                             \
+        if (tt_sync_replaying(&op)) {                                                         \
+            if (op.ordered)                                                                   \
+                sem_take(sem);                                                                \
+            r = op.result ? -1 : 0;                                                           \
+            e = op.result;                                                                    \
+        } else {                                                                              \
+            r = call;                                                                         \
+            e = r ? errno : 0;                                                                \
+        }                                                                                     \
+        sync_end(s, &op, site, e, r == 0);                                                    \
+        sync_leave(r ? e : e0);                                                               \
+        return r;                                                                             \
+    } while (0)
+
+TT_EXPORT int sem_wait(sem_t *sem)
+{
+    SEM_ACQUIRE(S_sem_wait, REAL(sem_wait, sem_fn)(sem));
+}
+
+TT_EXPORT int sem_trywait(sem_t *sem)
+{
+    SEM_ACQUIRE(S_sem_trywait, REAL(sem_trywait, sem_fn)(sem));
+}
+
+TT_EXPORT int sem_timedwait(sem_t *sem, const struct timespec *at)
+{
+    SEM_ACQUIRE(S_sem_timedwait, REAL(sem_timedwait, sem_timed_fn)(sem, at));
+}
+
+TT_EXPORT int sem_clockwait(sem_t *sem, clockid_t clk, const struct timespec *at)
+{
+    SEM_ACQUIRE(S_sem_clockwait, REAL(sem_clockwait, sem_clock_fn)(sem, clk, at));
+}
+
+TT_EXPORT int sem_post(sem_t *sem)
+{
+    sem_fn f = REAL(sem_post, sem_fn);
+    int e0 = errno;
+    tt_sync op;
+    tt_session *s = sync_enter(&op, TT_SYNC_RELEASE, S_sem_post, sem);
+    if (!s)
+        return f(sem);
+    int r = f(sem), e = r ? errno : 0;
+    sync_end(s, &op, S_sem_post, e, 1);
+    sync_leave(r ? e : e0);
+    return r;
+}
+
+TT_EXPORT int sem_init(sem_t *sem, int pshared, unsigned value)
+{
+    int e0 = errno;
+    forget(sem);
+    errno = e0;
+    return REAL(sem_init, sem_init_fn)(sem, pshared, value);
+}
+
+TT_EXPORT int sem_destroy(sem_t *sem)
+{
+    int e0 = errno;
+    forget(sem);
+    errno = e0;
+    return REAL(sem_destroy, sem_fn)(sem);
+}
+
+/* ---------------------------------------------------------------- barriers */
+
+typedef int (*barrier_fn)(pthread_barrier_t *);
+typedef int (*barrier_init_fn)(pthread_barrier_t *, const pthread_barrierattr_t *, unsigned);
+
+TT_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
+{
+    barrier_fn f = REAL(pthread_barrier_wait, barrier_fn);
+    int e0 = errno;
+    tt_sync op;
+    tt_session *s = sync_enter(&op, TT_SYNC_PASS, S_pthread_barrier_wait, b);
+    if (!s)
+        return f(b);
+    int r = f(b);
+    if (tt_sync_replaying(&op))
+        r = op.result;
+    sync_end(s, &op, S_pthread_barrier_wait, r, 1);
+    sync_leave(e0);
+    return r;
+}
+
+TT_EXPORT int pthread_barrier_init(pthread_barrier_t *b, const pthread_barrierattr_t *a,
+                                   unsigned count)
+{
+    int e0 = errno;
+    forget(b);
+    errno = e0;
+    return REAL(pthread_barrier_init, barrier_init_fn)(b, a, count);
+}
+
+TT_EXPORT int pthread_barrier_destroy(pthread_barrier_t *b)
+{
+    int e0 = errno;
+    forget(b);
+    errno = e0;
+    return REAL(pthread_barrier_destroy, barrier_fn)(b);
+}
+
+/* ---------------------------------------------------------------- pthread_once */
+
+typedef int (*once_fn)(pthread_once_t *, void (*)(void));
+
+/* The routine's run, for the thread that runs it; nested once calls stack. The guard is not
+ * held while the routine runs: its calls are the program's. */
+struct once_run {
+    tt_session *s;
+    tt_sync *op;
+    void (*fn)(void);
+    bool ran;
+    struct once_run *prev;
+};
+static __thread struct once_run *once_top;
+
+static void once_trampoline(void)
+{
+    struct once_run *c = once_top;
+    c->ran = true;
+    /* the routine's thread takes its turn before the routine runs: in the recording that puts
+     * it ahead of every thread that waited for the routine */
+    if (tt_rt_guard_enter()) {
+        sync_end(c->s, c->op, S_pthread_once, 1, 1);
+        tt_rt_guard_leave();
+    }
+    c->fn();
+}
+
+TT_EXPORT int pthread_once(pthread_once_t *ctl, void (*fn)(void))
+{
+    once_fn f = REAL(pthread_once, once_fn);
+    int e0 = errno;
+    tt_sync op;
+    tt_session *s = sync_enter(&op, TT_SYNC_ACQUIRE, S_pthread_once, ctl);
+    if (!s)
+        return f(ctl, fn);
+    struct once_run c = { s, &op, fn, false, once_top };
+    once_top = &c;
+    tt_rt_guard_leave();
+    errno = e0;
+    int r = f(ctl, once_trampoline);
+    int e1 = errno;
+    bool in = tt_rt_guard_enter();
+    once_top = c.prev;
+    if (!c.ran && in)
+        sync_end(s, &op, S_pthread_once, 0, 1);
+    if (in)
+        tt_rt_guard_leave();
+    errno = e1;
+    return r;
+}

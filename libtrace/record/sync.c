@@ -1,0 +1,259 @@
+/* The record half of a synchronization operation (sync.h), and schedule chaos.
+ *
+ * Recording an operation: begin takes the sequence number of a release while the object is
+ * still held (an unlock) or still to be given (a sem_post, a signal); end takes the number of
+ * an acquisition that succeeded, now that the thread holds the object, and appends the event.
+ * An exclusive object's count is touched only by its holder, so it costs a load and a store;
+ * a shared one's (a rwlock, a semaphore, a condition variable, a barrier) a fetch-and-add.
+ *
+ * The event is a long raw record: kind TT_EV_SYNC with dir 1 when the operation took its
+ * object's turn, site = the operation, arg = the object's id, addr = its sequence number, and a
+ * payload only when there is something to say: the result as 4 bytes little-endian when it is
+ * not 0 or when extra bytes (a sleep's remaining time) follow.
+ *
+ * Schedule chaos (TT_PARAM_CHAOS): a PCT-style scheme (Burckhardt et al., ASPLOS 2010) over the
+ * sync points. Every thread gets a random priority at its first sync point; depth - 1 change
+ * points are drawn, log-uniformly over the first 2^14 sync points of the process, and the
+ * thread that reaches one drops below every other. At a sync point a thread that is not the
+ * highest-priority live thread sleeps, one time in two, for a random time up to delay_us; the
+ * highest one yields one time in sixteen. Acquisitions are perturbed before they happen,
+ * releases after: the window between two critical sections is where an atomicity violation
+ * hides. Between sync points the program runs at native speed. The seed and the parameters go
+ * into the trace as the META object "chaos=...", so a recording says how it was made.
+ */
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "record_api.h"
+
+#define CHAOS_THREADS 256u
+#define CHAOS_OCTAVES 14u /* change points among the first 2^14 sync points */
+
+struct tt_chaos {
+    uint64_t seed;
+    uint32_t depth, delay_us;
+    uint64_t change[16];
+    uint32_t nchange;
+    _Atomic uint64_t step;
+    _Atomic int64_t next_low;                 /* the priority the next change point gives */
+    _Atomic uint32_t nthreads;                /* highest thread id seen + 1 */
+    _Atomic int64_t prio[CHAOS_THREADS];      /* 0: no priority yet (or ended) */
+};
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+int tt_chaos_open(tt_session *s)
+{
+    if (!s->cfg.chaos)
+        return TT_OK;
+    struct tt_chaos *c = calloc(1, sizeof *c);
+    if (!c)
+        return TT_E_NOMEM;
+    c->seed = s->cfg.chaos_seed;
+    c->depth = (uint32_t)s->cfg.chaos_depth;
+    c->delay_us = (uint32_t)s->cfg.chaos_delay_us;
+    uint64_t x = c->seed;
+    c->nchange = c->depth - 1;
+    for (uint32_t i = 0; i < c->nchange; i++) {
+        /* log-uniform: an octave [2^b, 2^(b+1)) of the first 2^CHAOS_OCTAVES steps, then a
+         * step in it, so that a short run meets its change points as often as a long one */
+        uint64_t r = splitmix(&x);
+        uint32_t b = (uint32_t)(r % CHAOS_OCTAVES);
+        c->change[i] = (UINT64_C(1) << b) + ((r >> 8) & ((UINT64_C(1) << b) - 1));
+    }
+    atomic_store_explicit(&c->next_low, -1, memory_order_relaxed);
+    s->w->chaos = c;
+    return TT_OK;
+}
+
+void tt_chaos_note(tt_session *s)
+{
+    struct tt_chaos *c = s->w ? s->w->chaos : NULL;
+    if (!c)
+        return;
+    char meta[512];
+    int n = snprintf(meta, sizeof meta, "chaos=seed=%" PRIu64 " depth=%u delay_us=%u changes=",
+                     c->seed, c->depth, c->delay_us);
+    for (uint32_t i = 0; i < c->nchange && n > 0 && (size_t)n < sizeof meta; i++)
+        n += snprintf(meta + n, sizeof meta - (size_t)n, "%s%" PRIu64, i ? "," : "",
+                      c->change[i]);
+    uint32_t id;
+    tt_intern(s, TT_OBJ_META, meta, &id);
+}
+
+void tt_chaos_free(tt_session *s)
+{
+    if (s->w) {
+        free(s->w->chaos);
+        s->w->chaos = NULL;
+    }
+}
+
+void tt_chaos_thread_end(tt_session *s, struct tt_rec_thread *t)
+{
+    struct tt_chaos *c = s->w ? s->w->chaos : NULL;
+    if (c && t->base.id < CHAOS_THREADS)
+        atomic_store_explicit(&c->prio[t->base.id], 0, memory_order_relaxed);
+}
+
+static void sleep_us(uint32_t us)
+{
+    struct timespec ts = { us / 1000000u, (long)(us % 1000000u) * 1000 };
+    /* the guard is held: the preload library's nanosleep passes this straight on */
+    nanosleep(&ts, NULL);
+}
+
+/* A sync point of thread @t. */
+static void chaos_point(struct tt_chaos *c, struct tt_rec_thread *t)
+{
+    uint32_t me = t->base.id;
+    if (!t->chaos_rng)
+        t->chaos_rng = c->seed ^ (UINT64_C(0xD1B54A32D192ED03) * (me + 1));
+    int64_t mine = me < CHAOS_THREADS ? atomic_load_explicit(&c->prio[me], memory_order_relaxed)
+                                      : INT64_MIN + 1;
+    if (me < CHAOS_THREADS && mine == 0) {
+        mine = (int64_t)(1000000 + splitmix(&t->chaos_rng) % 1000000);
+        atomic_store_explicit(&c->prio[me], mine, memory_order_relaxed);
+        uint32_t n = atomic_load_explicit(&c->nthreads, memory_order_relaxed);
+        while (n <= me && !atomic_compare_exchange_weak_explicit(&c->nthreads, &n, me + 1,
+                                                                 memory_order_relaxed,
+                                                                 memory_order_relaxed))
+            ;
+    }
+    uint64_t step = atomic_fetch_add_explicit(&c->step, 1, memory_order_relaxed) + 1;
+    for (uint32_t i = 0; i < c->nchange; i++) {
+        if (c->change[i] == step && me < CHAOS_THREADS) {
+            mine = atomic_fetch_sub_explicit(&c->next_low, 1, memory_order_relaxed);
+            atomic_store_explicit(&c->prio[me], mine, memory_order_relaxed);
+        }
+    }
+    bool top = true;
+    uint32_t n = atomic_load_explicit(&c->nthreads, memory_order_relaxed);
+    for (uint32_t i = 0; i < n && top; i++) {
+        int64_t p = atomic_load_explicit(&c->prio[i], memory_order_relaxed);
+        if (i != me && p != 0 && p > mine)
+            top = false;
+    }
+    uint64_t r = splitmix(&t->chaos_rng);
+    if (!top && (r & 1))
+        sleep_us(1 + (uint32_t)((r >> 8) % c->delay_us));
+    else if (top && (r & 0xF0) == 0)
+        sched_yield();
+}
+
+static inline void chaos_maybe(tt_session *s, struct tt_rec_thread *t)
+{
+    struct tt_chaos *c = s->w->chaos;
+    if (TT_UNLIKELY(c != NULL))
+        chaos_point(c, t);
+}
+
+/* Appends @op's event with @result. */
+static inline int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *op, int result)
+{
+    uint8_t payload[4 + TT_SYNC_DATA_MAX];
+    uint32_t len = 0;
+    if (result != 0 || op->data_len) {
+        uint32_t dl = op->data_len < TT_SYNC_DATA_MAX ? op->data_len : TT_SYNC_DATA_MAX;
+        tt_put32(payload, (uint32_t)result);
+        memcpy(payload + 4, op->data, dl);
+        len = 4 + dl;
+    }
+    const uint32_t kind = TT_EV_SYNC | ((uint32_t)(op->ordered != 0) << 8);
+    int rc;
+    if ((rc = tt_rec_begin_(s, t)) != TT_OK)
+        return rc;
+    if (t->base.ended) {
+        tt_rec_end_(t);
+        return TT_E_CLOSED;
+    }
+    if (TT_LIKELY(len == 0)) {
+        /* the common case: the compact form, 32 bytes */
+        if (TT_UNLIKELY((size_t)(t->end - t->pos) < sizeof(struct tt_raw_sync)) &&
+            (rc = tt_writer_refill(s, t, false)) != TT_OK) {
+            tt_rec_end_(t);
+            return rc;
+        }
+        struct tt_raw_sync r = { kind | TT_RAW_SYNC, op->site, tt_ticks(), op->id, op->seq };
+        memcpy(t->pos, &r, sizeof r);
+        t->pos += sizeof r;
+        tt_rec_end_(t);
+        return TT_OK;
+    }
+    struct tt_raw_long r = { .kind = kind, .time = tt_ticks(), .site = op->site, .arg = op->id,
+                             .addr = op->seq, .len = len };
+    rc = tt_writer_append_long(s, t, &r, payload);
+    tt_rec_end_(t);
+    return rc;
+}
+
+int tt_rec_sync_begin(tt_session *s, struct tt_thread *bt, tt_sync *op, struct tt_sync_obj *e)
+{
+    struct tt_rec_thread *t = tt_rec_of(bt);
+    if (e)
+        op->id = tt_sync_obj_id_(s, e, bt->id, &bt->sync_objects);
+    switch (op->kind) {
+    case TT_SYNC_UNLOCK:
+        if (e) {
+            /* the holder's: relaxed, the object's own release orders it for the next one */
+            op->seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+            atomic_store_explicit(&e->seq, op->seq + 1, memory_order_relaxed);
+            op->ordered = 1;
+        }
+        return append(s, t, op, 0);
+    case TT_SYNC_RELEASE:
+        if (e) {
+            op->seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_relaxed);
+            op->ordered = 1;
+        }
+        return append(s, t, op, 0);
+    default:
+        chaos_maybe(s, t);
+        return TT_OK;
+    }
+}
+
+int tt_rec_sync_end(tt_session *s, struct tt_thread *bt, tt_sync *op, int result, int took)
+{
+    struct tt_rec_thread *t = tt_rec_of(bt);
+    struct tt_sync_obj *e = op->entry_;
+    if (e) {
+        switch (op->kind) {
+        case TT_SYNC_LOCK:
+            if (took) {
+                op->seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+                atomic_store_explicit(&e->seq, op->seq + 1, memory_order_relaxed);
+                op->ordered = 1;
+            }
+            break;
+        case TT_SYNC_ACQUIRE:
+            if (!took)
+                break;
+            /* fall through */
+        case TT_SYNC_PASS:
+            op->seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_relaxed);
+            op->ordered = 1;
+            break;
+        case TT_SYNC_OBSERVE:
+            op->seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+            break;
+        default:
+            break;
+        }
+    }
+    if (op->kind == TT_SYNC_UNLOCK || op->kind == TT_SYNC_RELEASE) {
+        chaos_maybe(s, t); /* recorded at begin */
+        return TT_OK;
+    }
+    return append(s, t, op, result);
+}

@@ -1,0 +1,338 @@
+/* Synchronization events (sync.h): ids, sequence numbers, results, the replayed order and the
+ * schedule divergence, through the public calls a linked program makes. */
+#include "common.h"
+#include "harness.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+TestSuite(sync, .init = tt_test_dir_setup, .fini = tt_test_dir_teardown);
+
+static uint32_t site_of(tt_session *s, const char *name)
+{
+    uint32_t id = 0;
+    cr_assert_eq(tt_intern(s, TT_OBJ_SITE, name, &id), TT_OK);
+    return id;
+}
+
+/* Record one operation of @kind on @obj that returns @result (and took it when @took). */
+static void op(tt_session *s, tt_sync_kind kind, uint32_t site, const void *obj, int result,
+               int took)
+{
+    tt_sync o;
+    cr_assert_eq(tt_sync_begin(s, &o, kind, site, obj), TT_OK);
+    cr_assert_eq(tt_sync_end(s, &o, result, took), TT_OK);
+}
+
+/* The sync events of @tr's thread @t, in order. */
+static size_t sync_events(tt_test_reader *tr, uint32_t t, tt_test_event *out, size_t cap)
+{
+    tt_test_events e;
+    tt_test_read_cursor(tr, t, &e);
+    size_t n = 0;
+    for (size_t i = 0; i < e.n && n < cap; i++) {
+        if (e.v[i].ev.kind != TT_EV_SYNC)
+            continue;
+        out[n] = e.v[i];
+        out[n].payload = NULL;
+        n++;
+    }
+    tt_test_events_free(&e);
+    return n;
+}
+
+Test(sync, objects_get_stable_ids_and_each_counts_its_own_operations)
+{
+    tt_memory_sink ms;
+    tt_session *s;
+    tt_error_info err;
+    int a, b;
+    cr_assert_eq(tt_test_open_record_mem(&ms, &s, &err), TT_OK, "%s", err.message);
+    uint32_t lock = site_of(s, "lock"), unlock = site_of(s, "unlock"), trylock = site_of(s, "trylock");
+    op(s, TT_SYNC_LOCK, lock, &a, 0, 1);      /* a: seq 0 */
+    op(s, TT_SYNC_LOCK, lock, &b, 0, 1);      /* b: seq 0 */
+    op(s, TT_SYNC_UNLOCK, unlock, &a, 0, 1);  /* a: seq 1 */
+    op(s, TT_SYNC_LOCK, trylock, &a, EBUSY, 0); /* a busy: no turn, its result recorded */
+    op(s, TT_SYNC_UNLOCK, unlock, &b, 0, 1);  /* b: seq 1 */
+    tt_sync_forget(s, &a);
+    op(s, TT_SYNC_LOCK, lock, &a, 0, 1);      /* a is a new object: new id, seq 0 */
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_mem(&tr, ms.data, ms.len, TT_CURSORS_PER_THREAD, &err), TT_OK);
+    tt_test_event ev[8];
+    size_t n = sync_events(&tr, 0, ev, 8);
+    cr_assert_eq(n, 6);
+    const uint64_t A = 1, B = 2, A2 = 3; /* thread 0's first, second and third objects */
+    const uint64_t want_id[6] = { A, B, A, A, B, A2 }, want_seq[6] = { 0, 0, 1, 1, 1, 0 };
+    const uint8_t want_dir[6] = { 1, 1, 1, 0, 1, 1 };
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(ev[i].ev.arg, want_id[i], "event %zu: object %llu", i,
+                     (unsigned long long)ev[i].ev.arg);
+        cr_assert_eq(ev[i].ev.dir, want_dir[i], "event %zu: ordered %u", i, ev[i].ev.dir);
+        if (want_dir[i])
+            cr_assert_eq(ev[i].ev.addr, want_seq[i], "event %zu: seq %llu", i,
+                         (unsigned long long)ev[i].ev.addr);
+    }
+    cr_assert_eq(ev[3].ev.payload_len, 4, "the failed trylock keeps its result");
+    cr_assert_eq(ev[0].ev.payload_len, 0, "a result of 0 takes no payload");
+    tt_test_reader_close(&tr);
+
+    /* replay: the results come back, and a trylock that failed says so without a turn */
+    tt_source src;
+    cr_assert_eq(tt_test_open_replay_mem(&src, ms.data, ms.len, &s, &err), TT_OK, "%s",
+                 err.message);
+    tt_sync o;
+    int want[6][2] = { { 0, 1 }, { 0, 1 }, { 0, 1 }, { EBUSY, 0 }, { 0, 1 }, { 0, 1 } };
+    const void *objs[6] = { &a, &b, &a, &a, &b, &a };
+    tt_sync_kind kinds[6] = { TT_SYNC_LOCK, TT_SYNC_LOCK, TT_SYNC_UNLOCK, TT_SYNC_LOCK,
+                              TT_SYNC_UNLOCK, TT_SYNC_LOCK };
+    uint32_t sites[6] = { lock, lock, unlock, trylock, unlock, lock };
+    for (int i = 0; i < 6; i++) {
+        if (i == 5)
+            tt_sync_forget(s, &a);
+        cr_assert_eq(tt_sync_begin(s, &o, kinds[i], sites[i], objs[i]), TT_OK, "op %d", i);
+        cr_assert(tt_sync_replaying(&o));
+        cr_assert_eq(o.result, want[i][0], "op %d: result %d", i, o.result);
+        cr_assert_eq(o.ordered, want[i][1], "op %d: ordered %d", i, o.ordered);
+        cr_assert_eq(tt_sync_end(s, &o, o.result, o.ordered), TT_OK);
+    }
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+    free(ms.data);
+}
+
+Test(sync, a_replay_on_another_object_diverges)
+{
+    tt_memory_sink ms;
+    tt_session *s;
+    tt_error_info err;
+    int a, b;
+    cr_assert_eq(tt_test_open_record_mem(&ms, &s, &err), TT_OK, "%s", err.message);
+    uint32_t lock = site_of(s, "lock");
+    op(s, TT_SYNC_LOCK, lock, &a, 0, 1);
+    op(s, TT_SYNC_LOCK, lock, &a, 0, 1);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+    tt_source src;
+    cr_assert_eq(tt_test_open_replay_mem(&src, ms.data, ms.len, &s, &err), TT_OK);
+    tt_sync o;
+    cr_assert_eq(tt_sync_begin(s, &o, TT_SYNC_LOCK, lock, &a), TT_OK);
+    tt_sync_end(s, &o, 0, 1);
+    /* the recording's second lock was on a again; b already has no id, and gets a's: that is
+     * a divergence only once b and a are told apart, so bind b to another id first */
+    tt_sync_bind(s, &b, UINT64_C(7) << 32 | 7);
+    cr_assert_eq(tt_sync_begin(s, &o, TT_SYNC_LOCK, lock, &b), TT_E_DIVERGED);
+    tt_divergence d;
+    cr_assert_eq(tt_replay_divergence(s, &d), TT_OK);
+    cr_assert_eq(d.reason, TT_DIV_ARG);
+    cr_assert(strstr(d.message, "another synchronization object") != NULL, "%s", d.message);
+    tt_session_close(s, &err);
+    free(ms.data);
+}
+
+/* Two threads take one object in turns; the replay, whose threads start in the other order
+ * and do not take turns of their own, must make the recorded order. */
+#define TURNS 300
+struct duo {
+    tt_session *s;
+    uint32_t site;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int order[2 * TURNS]; /* recording: whose turn each one is (TURNS each, shuffled) */
+    int done;             /* recording: turns taken */
+    int strict;
+    int obj;
+    _Atomic unsigned pos;
+    int log[2 * TURNS];
+    _Atomic int failures;
+};
+
+struct member {
+    struct duo *d;
+    int id;
+};
+
+static void *member_thread(void *arg)
+{
+    struct member *m = arg;
+    struct duo *d = m->d;
+    char name[16];
+    snprintf(name, sizeof name, "member-%d", m->id);
+    tt_thread_name(d->s, name);
+    for (int i = 0; i < TURNS; i++) {
+        if (d->strict) {
+            pthread_mutex_lock(&d->mu);
+            while (d->order[d->done] != m->id)
+                pthread_cond_wait(&d->cv, &d->mu);
+        }
+        tt_sync o;
+        if (tt_sync_begin(d->s, &o, TT_SYNC_ACQUIRE, d->site, &d->obj) != TT_OK)
+            atomic_fetch_add(&d->failures, 1);
+        d->log[atomic_fetch_add(&d->pos, 1)] = m->id;
+        if (tt_sync_end(d->s, &o, 0, 1) != TT_OK)
+            atomic_fetch_add(&d->failures, 1);
+        if (d->strict) {
+            d->done++;
+            pthread_cond_broadcast(&d->cv);
+            pthread_mutex_unlock(&d->mu);
+        }
+    }
+    tt_session_thread_end(d->s);
+    return NULL;
+}
+
+static void run_duo(struct duo *d, int strict)
+{
+    pthread_t th[2];
+    struct member m[2] = { { d, 0 }, { d, 1 } };
+    d->strict = strict;
+    d->done = 0;
+    /* a random-looking order with TURNS turns each; member 0 first */
+    for (int i = 0; i < 2 * TURNS; i++)
+        d->order[i] = i & 1;
+    for (int i = 2 * TURNS - 1; i > 1; i--) {
+        int j = 1 + (int)(tt_test_mix((uint64_t)i, 17, 5) % (uint64_t)i);
+        int t = d->order[i];
+        d->order[i] = d->order[j];
+        d->order[j] = t;
+    }
+    atomic_store(&d->pos, 0);
+    for (int i = 1; i >= 0; i--)
+        cr_assert_eq(pthread_create(&th[i], NULL, member_thread, &m[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+}
+
+Test(sync, a_replay_takes_each_object_in_the_recorded_order_on_all_cores)
+{
+    static struct duo d;
+    static int recorded[2 * TURNS];
+    tt_memory_sink ms;
+    tt_error_info err;
+    memset(&d, 0, sizeof d);
+    pthread_mutex_init(&d.mu, NULL);
+    pthread_cond_init(&d.cv, NULL);
+    cr_assert_eq(tt_test_open_record_mem(&ms, &d.s, &err), TT_OK, "%s", err.message);
+    d.site = site_of(d.s, "take");
+    run_duo(&d, 1);
+    cr_assert_eq(atomic_load(&d.failures), 0);
+    memcpy(recorded, d.log, sizeof recorded);
+    cr_assert_eq(tt_session_close(d.s, &err), TT_OK, "%s", err.message);
+
+    tt_source src;
+    cr_assert_eq(tt_test_open_replay_mem(&src, ms.data, ms.len, &d.s, &err), TT_OK);
+    run_duo(&d, 0);
+    cr_assert_eq(atomic_load(&d.failures), 0, "%d calls failed", atomic_load(&d.failures));
+    /* the log is written between begin (the turn taken) and end (the turn passed on): exact */
+    for (int i = 0; i < 2 * TURNS; i++)
+        cr_assert_eq(d.log[i], recorded[i], "turn %d went to %d, recorded %d", i, d.log[i],
+                     recorded[i]);
+    cr_assert_eq(tt_session_close(d.s, &err), TT_OK, "%s", err.message);
+    pthread_mutex_destroy(&d.mu);
+    pthread_cond_destroy(&d.cv);
+    free(ms.data);
+}
+
+/* Member 1 alone: its first turn is after member 0's first, which never comes. */
+static void *lone_member(void *arg)
+{
+    struct duo *d = arg;
+    tt_thread_name(d->s, "member-1");
+    tt_sync o;
+    int rc = tt_sync_begin(d->s, &o, TT_SYNC_ACQUIRE, d->site, &d->obj);
+    atomic_store(&d->failures, rc);
+    return NULL;
+}
+
+Test(sync, a_turn_that_never_comes_is_a_schedule_divergence_that_names_whose_turn_it_is)
+{
+    static struct duo d;
+    tt_memory_sink ms;
+    tt_error_info err;
+    memset(&d, 0, sizeof d);
+    pthread_mutex_init(&d.mu, NULL);
+    pthread_cond_init(&d.cv, NULL);
+    cr_assert_eq(tt_test_open_record_mem(&ms, &d.s, &err), TT_OK, "%s", err.message);
+    d.site = site_of(d.s, "take");
+    run_duo(&d, 1); /* member 0 goes first */
+    cr_assert_eq(tt_session_close(d.s, &err), TT_OK, "%s", err.message);
+
+    tt_config cfg;
+    tt_config_init(&cfg);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_MODE, TT_MODE_REPLAY, &err), TT_OK);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_ORDER_TIMEOUT_MS, 150, &err), TT_OK);
+    tt_source src;
+    tt_source_memory(&src, ms.data, ms.len);
+    tt_config_set_source(&cfg, &src);
+    cr_assert_eq(tt_session_open(&cfg, &d.s, &err), TT_OK, "%s", err.message);
+    /* member 0 registers (so that member 1 binds by its name) and never calls */
+    cr_assert_eq(tt_thread_name(d.s, "member-0"), TT_OK);
+    pthread_t th;
+    uint64_t t0 = tt_test_now_ns();
+    cr_assert_eq(pthread_create(&th, NULL, lone_member, &d), 0);
+    pthread_join(th, NULL);
+    uint64_t waited = tt_test_now_ns() - t0;
+    cr_assert_eq(atomic_load(&d.failures), TT_E_DIVERGED, "got %s",
+                 tt_error_name(atomic_load(&d.failures)));
+    cr_assert_geq(waited, 150000000u, "gave up after %llu ns", (unsigned long long)waited);
+    tt_divergence dv;
+    cr_assert_eq(tt_replay_divergence(d.s, &dv), TT_OK);
+    cr_assert_eq(dv.reason, TT_DIV_SCHEDULE);
+    cr_assert(strstr(dv.message, "take") != NULL, "names the operation: %s", dv.message);
+    char obj[64];
+    snprintf(obj, sizeof obj, "object %llu:1", (unsigned long long)(dv.expected.ev.arg >> 32));
+    cr_assert(strstr(dv.message, obj) != NULL, "names the object: %s", dv.message);
+    cr_assert(strstr(dv.message, "is at operation 0") != NULL, "%s", dv.message);
+    cr_assert(strstr(dv.message, "the turn of recorded thread") != NULL, "names whose turn: %s",
+              dv.message);
+    tt_session_close(d.s, &err);
+    pthread_mutex_destroy(&d.mu);
+    pthread_cond_destroy(&d.cv);
+    free(ms.data);
+}
+
+Test(sync, chaos_is_recorded_with_its_seed_and_parameters)
+{
+    tt_memory_sink ms;
+    tt_session *s;
+    tt_error_info err;
+    tt_config cfg;
+    tt_config_init(&cfg);
+    memset(&ms, 0, sizeof ms);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_MODE, TT_MODE_RECORD, &err), TT_OK);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_CHAOS, 1, &err), TT_OK);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_CHAOS_SEED, 424242, &err), TT_OK);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_CHAOS_DEPTH, 4, &err), TT_OK);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_CHAOS_DELAY_US, 5, &err), TT_OK);
+    cr_assert_neq(tt_config_set(&cfg, TT_PARAM_CHAOS_DEPTH, 17, &err), TT_OK,
+                  "a depth past 16 is refused when given");
+    tt_config_set_memory_sink(&cfg, &ms);
+    cr_assert_eq(tt_session_open(&cfg, &s, &err), TT_OK, "%s", err.message);
+    int a;
+    uint32_t lock = site_of(s, "lock");
+    for (int i = 0; i < 50; i++) {
+        op(s, TT_SYNC_LOCK, lock, &a, 0, 1);
+        op(s, TT_SYNC_UNLOCK, lock, &a, 0, 1);
+    }
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_mem(&tr, ms.data, ms.len, TT_CURSORS_PER_THREAD, &err), TT_OK);
+    bool found = false;
+    for (uint32_t id = 1; id <= tr.m.object_count; id++) {
+        tt_object_entry o;
+        tt_reader_object(tr.r, id, &o);
+        if (o.kind == TT_OBJ_META && o.name_len > 6 && memcmp(o.name, "chaos=", 6) == 0) {
+            char text[256];
+            snprintf(text, sizeof text, "%.*s", (int)o.name_len, o.name);
+            cr_assert(strstr(text, "seed=424242 depth=4 delay_us=5 changes=") != NULL, "%s",
+                      text);
+            found = true;
+        }
+    }
+    cr_assert(found, "no chaos= META object");
+    tt_test_reader_close(&tr);
+    free(ms.data);
+}
