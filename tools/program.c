@@ -350,10 +350,15 @@ int tool_child_env(char *const *recorded, char ***envp_out, int *fd_out)
     const char *preload = getenv("LD_PRELOAD");
     while (base[n] != NULL)
         n++;
-    char **env = calloc(n + 3, sizeof *env);
-    char *rt = malloc(64), *pre = NULL;
-    if (env == NULL || rt == NULL)
+    /* one block, so that the caller's free(*envp_out) frees it all: the pointers, then the
+     * TT_ENV_RT variable and the LD_PRELOAD one that are not the base environment's */
+    size_t pre_len = preload != NULL ? strlen(preload) + 12 : 0;
+    char **env = calloc(1, (n + 3) * sizeof *env + 64 + pre_len);
+    if (env == NULL)
         goto nomem_fd;
+    char *rt = (char *)(env + n + 3), *pre = pre_len ? rt + 64 : NULL;
+    if (pre != NULL)
+        sprintf(pre, "LD_PRELOAD=%s", preload);
     size_t k = 0;
     int have_preload = 0;
     for (size_t i = 0; i < n; i++) {
@@ -361,23 +366,14 @@ int tool_child_env(char *const *recorded, char ***envp_out, int *fd_out)
             continue;
         if (strncmp(base[i], "LD_PRELOAD=", 11) == 0) {
             /* in place: the recorded position, with today's runtime library */
-            if (pre == NULL && preload != NULL &&
-                (pre = malloc(strlen(preload) + 12)) == NULL)
-                goto nomem_fd;
-            if (pre != NULL)
-                sprintf(pre, "LD_PRELOAD=%s", preload);
             env[k++] = pre != NULL ? pre : base[i];
             have_preload = 1;
             continue;
         }
         env[k++] = base[i];
     }
-    if (!have_preload && preload != NULL) {
-        if ((pre = malloc(strlen(preload) + 12)) == NULL)
-            goto nomem_fd;
-        sprintf(pre, "LD_PRELOAD=%s", preload);
+    if (!have_preload && pre != NULL)
         env[k++] = pre;
-    }
     snprintf(rt, 64, "%s=%010d", TT_ENV_RT, fd);
     env[k++] = rt;
     env[k] = NULL;
