@@ -11,15 +11,22 @@
  * by the probe (TT_E_CAPACITY) before any chunk is read; a chunk that claims more than the
  * capacity is TT_E_EXHAUSTED or TT_E_CORRUPT, never an overflow.
  *
- * Example:
- *     tt_source src; tt_source_file(&src, "run.tt");
+ * Example (each "…" stands for the caller's handling of the error that err describes; the
+ * test header-examples compiles and runs it):
+ *     tt_source src; tt_error_info err;
+ *     if (tt_source_file(&src, "run.tt", &err) != TT_OK) …
  *     tt_reader_limits lim; tt_reader_limits_default(&lim);
- *     tt_manifest m; tt_reader_capacity cap; tt_error_info err;
+ *     tt_manifest m; tt_reader_capacity cap;
  *     if (tt_reader_probe(&src, &lim, TT_CURSORS_SEQUENTIAL, &m, &cap, &err) != TT_OK) …
- *     void *mem = malloc(cap.total);
- *     tt_reader *r; tt_reader_open(&src, &lim, TT_CURSORS_SEQUENTIAL, mem, cap.total, &r, &err);
- *     tt_event ev; while (tt_reader_next(r, 0, &ev, &err) == TT_OK) …
+ *     void *mem = malloc(cap.total);          // malloc's alignment is enough (16 bytes)
+ *     tt_reader *r;
+ *     if (tt_reader_open(&src, &lim, TT_CURSORS_SEQUENTIAL, mem, cap.total, &r, &err) != TT_OK) …
+ *     tt_event ev; int rc;
+ *     while ((rc = tt_reader_next(r, 0, &ev, &err)) == TT_OK)
+ *         printf("%s\n", tt_event_kind_name(ev.kind));
+ *     if (rc != TT_E_END) …
  *     tt_reader_close(r); free(mem); tt_source_close(&src);
+ * examples/read-trace.c is a whole program that walks a trace, tables and index included.
  */
 #ifndef TINYTRACE_STORE_H
 #define TINYTRACE_STORE_H
