@@ -6,7 +6,7 @@
 mkstall records with a two-buffer budget and a sink that is slow (40 ms) once the thread has
 stalled, inside a call of `work`. Checks:
   - the stall is counted (mkstall's session stats, the manifest) and the trace verifies;
-  - `tinytrace stats --json`: the function "tinytrace: waiting for a buffer" has calls under
+  - `tinytrace stats --json`: the function "tinytrace:buffer-wait" has calls under
     work (or leaf) whose total is at least the injected 40 ms, and work's self time excludes
     them (self <= total - the stalls' total);
   - `tinytrace export`: an X event of that name lasting at least 40 ms, inside work's X event;
@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-STALL = "tinytrace: waiting for a buffer"
+STALL = "tinytrace:buffer-wait"
 SLOW_NS = 40 * 1000 * 1000
 failures = []
 passed = [0]

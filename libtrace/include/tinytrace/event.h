@@ -81,7 +81,7 @@ typedef enum tt_event_kind {
  * waited for the memory budget records the wait as an enter and an exit of this function, so a
  * reader shows it as a call of its own (the tracer's time), not as time in the function it
  * interrupted. Replay and `tinytrace diff` step over it. No C function has this name. */
-#define TT_STALL_FUNCTION "tinytrace: waiting for a buffer"
+#define TT_STALL_FUNCTION "tinytrace:buffer-wait"
 
 /* Direction of an io event. IN: bytes the program received (replay hands them back). OUT: bytes
  * the program produced (replay compares them). */
