@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Read tinytrace traces from Python, without the C library: a reader of the file format of
-docs/FORMAT.md (versions 1 to 3), in pure Python, with numpy for bulk arrays where it
+docs/FORMAT.md (versions 1 to 4), in pure Python, with numpy for bulk arrays where it
 is installed and the xxhash module for the checksums where that is.
 
     import tinytrace

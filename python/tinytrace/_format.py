@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The byte layout of a tinytrace trace (docs/FORMAT.md, versions 1 to 3, normative): constants,
+"""The byte layout of a tinytrace trace (docs/FORMAT.md, versions 1 to 4, normative): constants,
 the manifest, chunk headers, varints, and the errors a reader reports. Version 3 adds the sync
 event kind (14, with OUT like io) and its count in the index directory; nothing else differs.
 """
@@ -9,7 +9,7 @@ MAGIC = b"TINYTRCE"
 MANIFEST_SIZE = 512
 CHUNK_MAGIC = 0x4B435454  # "TTCK"
 HEADER_SIZE = 48
-VERSION_MIN, VERSION_MAX = 1, 3
+VERSION_MIN, VERSION_MAX = 1, 4
 
 # manifest flags (§3.2)
 MF_FINALIZED, MF_INCOMPLETE, MF_RECOVERED, MF_CRASHED, MF_TSC = 0x1, 0x2, 0x4, 0x8, 0x10

@@ -506,6 +506,7 @@ class Trace:
     def _thread_frames(self, t):
         varint = F.varint
         B = self._index["B"]
+        parent_rows = self.manifest["version"] >= 4
         for h in sorted(self._frame_blocks[t], key=lambda c: c.first_seq):
             body, end = self._body(h), h.body_len
             pos = 0
@@ -525,19 +526,49 @@ class Trace:
                 pos = r[1]
                 return r[0]
 
+            # this block's rows so far (desc, start, depth), for the parent rows of version 4
+            rows = []
             while r_left > 0:
                 if pos >= end:
                     self._fail(F.CorruptError, "a frame block ends early", h.offset)
                 b0 = body[pos]
                 pos += 1
+                if b0 & 0xC0 == 0xC0 and parent_rows:
+                    k = b0 & 0x1F
+                    if not 1 <= k <= 31 or not rows or depth < 1:
+                        self._fail(F.CorruptError, "a bad parent row", h.offset)
+                    if not b0 & 0x20:
+                        fn = v()
+                    e = prev_end + v()
+                    lead = v()
+                    c, desc = len(rows) - 1, 0
+                    for _ in range(k):
+                        if c < 0 or rows[c][2] != depth:
+                            self._fail(F.CorruptError, "a parent row's children are not in "
+                                       "its block", h.offset)
+                        desc += rows[c][0] + 1
+                        first = c
+                        c -= rows[c][0] + 1
+                    start = rows[first][1] - lead
+                    if lead > rows[first][1] or start > e:
+                        self._fail(F.CorruptError, "a parent row starts after it ends",
+                                   h.offset)
+                    depth -= 1
+                    yield Frame(t, number, fn, depth, 0, desc, k, start, e - start, chunk)
+                    rows.append((desc, start, depth))
+                    prev_end = e
+                    number += 1
+                    r_left -= 1
+                    continue
                 if b0 & 0x80:
-                    k = b0 & 0x7F
+                    k = b0 & (0x3F if parent_rows else 0x7F)
                     if not 1 <= k <= r_left or number == h.first_seq:
                         self._fail(F.CorruptError, "a bad run of frames", h.offset)
                     for _ in range(k):
                         start = prev_end + v()
                         dur = v()
                         yield Frame(t, number, fn, depth, 0, 0, 0, start, dur, chunk)
+                        rows.append((0, start, depth))
                         prev_end = start + dur
                         number += 1
                     r_left -= k
@@ -560,6 +591,7 @@ class Trace:
                     zz = v()
                     chunk += (zz >> 1) ^ -(zz & 1)
                 yield Frame(t, number, fn, depth, (b0 >> 4) & 3, desc, kids, start, dur, chunk)
+                rows.append((desc, start, depth))
                 prev_end = start + dur
                 number += 1
                 r_left -= 1

@@ -44,8 +44,9 @@ extern "C" {
 /* The version this library writes. Readers accept TT_FORMAT_VERSION_MIN..TT_FORMAT_VERSION:
  * version 2 is version 1 plus the index tables (docs/FORMAT.md §14), which a version-1 file
  * simply does not have; version 3 is version 2 plus the sync event kind (14), whose count the
- * index directory lists after the other 13. */
-#define TT_FORMAT_VERSION 3u
+ * index directory lists after the other 13; version 4 is version 3 plus the parent row of the
+ * frame blocks (docs/FORMAT.md §14.3), with runs of repeated leaves of at most 63 rows. */
+#define TT_FORMAT_VERSION 4u
 #define TT_FORMAT_VERSION_MIN 1u
 #define TT_MANIFEST_SIZE 512u
 #define TT_BUILD_ID_MAX 32u
