@@ -66,6 +66,6 @@
 /* "reason" of a divergence: tt_diverge_reason's names, in its order (replay.h). */
 #define TT_REPORT_REASONS                                                                          \
     { "none", "kind", "function", "site", "arg", "size", "length", "payload", "direction", "end", \
-      "thread", "order", "output" }
+      "thread", "order", "output", "schedule", "restore" }
 
 #endif

@@ -78,6 +78,14 @@ int tt_rp_diverge_(tt_session *s, struct tt_rp_thread *t, tt_diverge_reason why,
 int tt_rp_busy_begin_(struct tt_rp_thread *t);
 void tt_rp_busy_end_(struct tt_rp_thread *t);
 
+/* replayer.c, for resume.c: steps @rec's cursor over structural events and, in an ordered
+ * replay, publishes the time of its next event */
+int tt_rp_publish_next_(struct tt_replayer *rp, uint32_t rec, tt_error_info *err);
+
+/* resume.c: checkpoint @n's saved state from the recording (*@state malloc'd) and its row */
+int tt_rp_read_checkpoint_(tt_session *s, uint64_t n, uint8_t **state, size_t *len,
+                           tt_checkpoint_entry *e, tt_error_info *err);
+
 /* sync.c: the replay half of a synchronization operation */
 int tt_rp_sync_begin(tt_session *s, struct tt_thread *t, tt_sync *op, struct tt_sync_obj *e);
 int tt_rp_sync_end(tt_session *s, struct tt_thread *t, tt_sync *op, int result, int took);

@@ -51,6 +51,7 @@ typedef enum tt_diverge_reason {
     TT_DIV_SCHEDULE,      /* a thread's turn on a synchronization object (sync.h) did not come
                            * within TT_PARAM_ORDER_TIMEOUT_MS; the message names the thread,
                            * the object and the recorded thread whose turn it is */
+    TT_DIV_RESTORE,       /* the recording restored another checkpoint here (checkpoint.h) */
 } tt_diverge_reason;
 
 #define TT_REPORT_HISTORY 8
@@ -96,6 +97,7 @@ TT_API int tt_replay_progress_get(tt_session *s, tt_replay_progress *out);
 /* Formats @d as text for a human. Returns the length written (truncated to @cap). Uses the
  * session's object table to name functions and sites. Thread-safe. */
 TT_API size_t tt_divergence_format(tt_session *s, const tt_divergence *d, char *buf, size_t cap);
+
 
 #ifdef __cplusplus
 }
