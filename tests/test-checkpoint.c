@@ -2,7 +2,7 @@
  * one stage that fails makes the others cancel, changes nothing, and the same call then
  * succeeds; a restore in replay must be the recording's; the events after a restore carry its
  * epoch, and sorting by (epoch, time, thread, seq) is the recorded order. Also the checkpoint
- * table of the file (docs/FORMAT.md §15). */
+ * table of the file (docs/FORMAT.md §15), and a replay that starts at a checkpoint. */
 #include "common.h"
 
 #include "harness.h"
@@ -525,5 +525,299 @@ Test(checkpoint, events_after_a_restore_carry_its_epoch_and_the_total_order_hold
     free(last_seq);
     free(all);
     tt_test_reader_close(&tr);
+    free(sink.data);
+}
+
+/* ---- replay from a checkpoint ---- */
+
+#define STEPS 2000u
+#define EVERY 100u
+
+/* A program whose state is all in one provider: a step counter and a running sum. */
+struct ledger {
+    uint64_t step, sum;
+    uint64_t staged[2];
+};
+static struct ledger led;
+
+static size_t l_size(void *ctx)
+{
+    (void)ctx;
+    return 16;
+}
+
+static int l_save(void *ctx, void *dst, size_t len)
+{
+    (void)ctx;
+    (void)len;
+    memcpy(dst, &led.step, 8);
+    memcpy((uint8_t *)dst + 8, &led.sum, 8);
+    return 0;
+}
+
+static int l_stage(void *ctx, const void *src, size_t len)
+{
+    (void)ctx;
+    if (len != 16)
+        return -1;
+    memcpy(led.staged, src, 16);
+    return 0;
+}
+
+static void l_commit(void *ctx)
+{
+    (void)ctx;
+    led.step = led.staged[0];
+    led.sum = led.staged[1];
+}
+
+static void l_cancel(void *ctx)
+{
+    (void)ctx;
+}
+
+static void ledger_on(tt_session *s)
+{
+    tt_checkpoint_provider p = { .struct_size = sizeof p, .id = 1, .size = l_size,
+                                 .save = l_save, .stage = l_stage, .commit = l_commit,
+                                 .cancel = l_cancel };
+    cr_assert_eq(tt_checkpoint_register(s, &p), TT_OK);
+}
+
+/* The steps from the ledger's state to STEPS; @change: the step whose amount differs. Returns
+ * the first result that is not TT_OK, with the step it came at. */
+static int ledger_run(tt_session *s, uint64_t change, uint64_t *at)
+{
+    uint32_t fn = fn_of(s, "apply");
+    while (led.step < STEPS) {
+        uint64_t amount = tt_test_mix(led.step, 7, 1) % 1000 + (led.step == change);
+        uint8_t rec[16];
+        memcpy(rec, &led.step, 8);
+        memcpy(rec + 8, &amount, 8);
+        int rc = tt_enter(s, fn);
+        if (rc == TT_OK)
+            rc = tt_user(s, 1, rec, sizeof rec);
+        if (rc == TT_OK)
+            rc = tt_exit(s, fn);
+        led.sum += amount;
+        led.step++;
+        if (rc == TT_OK && led.step % EVERY == 0)
+            rc = tt_checkpoint(s, 1);
+        if (rc != TT_OK) {
+            *at = led.step - 1;
+            return rc;
+        }
+    }
+    return TT_OK;
+}
+
+static void ledger_record(tt_memory_sink *sink)
+{
+    tt_session *s;
+    tt_error_info err = {0};
+    cr_assert_eq(tt_test_open_record_mem(sink, &s, &err), TT_OK, "%s", err.message);
+    ledger_on(s);
+    led = (struct ledger){0};
+    uint64_t at;
+    cr_assert_eq(ledger_run(s, UINT64_MAX, &at), TT_OK);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+}
+
+static int open_replay_from(tt_source *src, const tt_memory_sink *sink, const char *from,
+                            tt_session **s, tt_error_info *err)
+{
+    tt_config cfg;
+    tt_config_init(&cfg);
+    int rc = tt_config_set(&cfg, TT_PARAM_MODE, TT_MODE_REPLAY, err);
+    if (rc == TT_OK && from)
+        rc = tt_config_set_str(&cfg, TT_PARAM_REPLAY_FROM, from, err);
+    if (rc != TT_OK)
+        return rc;
+    tt_source_memory(src, sink->data, sink->len);
+    tt_config_set_source(&cfg, src);
+    return tt_session_open(&cfg, s, err);
+}
+
+Test(checkpoint, a_replay_from_a_checkpoint_restores_its_state_and_compares_the_rest)
+{
+    tt_memory_sink sink;
+    ledger_record(&sink);
+    tt_session *s;
+    tt_source src;
+    tt_error_info err = {0};
+    cr_assert_eq(open_replay_from(&src, &sink, "checkpoint:14", &s, &err), TT_OK, "%s",
+                 err.message);
+    ledger_on(s);
+    led = (struct ledger){0};
+    uint64_t from = 0, at = 0;
+    cr_assert_eq(tt_replay_resume(s, &from, &err), TT_OK, "%s", err.message);
+    cr_assert_eq(from, 14u);
+    cr_assert_eq(led.step, 15 * EVERY, "checkpoint 14 was taken after step %u", 15 * EVERY);
+    const void *data;
+    size_t len;
+    tt_timepoint tp;
+    cr_assert_eq(tt_checkpoint_last(s, &data, &len, &tp), TT_OK, "the start is retained");
+    cr_assert_eq(tt_replay_resume(s, &from, &err), TT_OK, "once: again, nothing");
+    int rc = ledger_run(s, UINT64_MAX, &at);
+    cr_assert_eq(rc, TT_OK, "%s at step %llu", tt_error_name(rc), (unsigned long long)at);
+    tt_replay_progress pr;
+    cr_assert_eq(tt_replay_progress_get(s, &pr), TT_OK);
+    cr_assert_lt(pr.matched, 3u * (STEPS - 15 * EVERY) + STEPS / EVERY,
+                 "only the rest was compared: %llu", (unsigned long long)pr.matched);
+    rc = tt_session_close(s, &err);
+    cr_assert_eq(rc, TT_OK, "%s: %s", tt_error_name(rc), err.message);
+
+    /* a change after the start is found there */
+    cr_assert_eq(open_replay_from(&src, &sink, "checkpoint:14", &s, &err), TT_OK, "%s",
+                 err.message);
+    ledger_on(s);
+    led = (struct ledger){0};
+    cr_assert_eq(tt_replay_resume(s, &from, &err), TT_OK, "%s", err.message);
+    rc = ledger_run(s, 1777, &at);
+    cr_assert_eq(rc, TT_E_DIVERGED, "%s", tt_error_name(rc));
+    cr_assert_eq(at, 1777u, "diverged at step %llu", (unsigned long long)at);
+    tt_divergence d;
+    cr_assert_eq(tt_replay_divergence(s, &d), TT_OK);
+    cr_assert_eq(d.reason, TT_DIV_PAYLOAD, "%s", d.message);
+    uint64_t step;
+    memcpy(&step, d.expected.preview, 8);
+    cr_assert_eq(step, 1777u, "the recorded event is step %llu's", (unsigned long long)step);
+    tt_session_close(s, NULL);
+
+    /* the same through the API, and a number the recording does not have */
+    cr_assert_eq(open_replay_from(&src, &sink, NULL, &s, &err), TT_OK, "%s", err.message);
+    ledger_on(s);
+    led = (struct ledger){0};
+    cr_assert_eq(tt_replay_from_checkpoint(s, STEPS / EVERY, &err), TT_E_INVAL);
+    cr_assert(strstr(err.message, "no checkpoint") != NULL, "%s", err.message);
+    cr_assert_eq(tt_replay_from_checkpoint(s, STEPS / EVERY - 1, &err), TT_OK, "%s",
+                 err.message);
+    cr_assert_eq(led.step, STEPS);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "the last checkpoint ends the run: %s",
+                 err.message);
+    free(sink.data);
+}
+
+Test(checkpoint, a_replay_from_a_checkpoint_that_a_provider_refuses_changes_nothing)
+{
+    tt_memory_sink sink;
+    ledger_record(&sink);
+    tt_session *s;
+    tt_source src;
+    tt_error_info err = {0};
+    cr_assert_eq(open_replay_from(&src, &sink, NULL, &s, &err), TT_OK, "%s", err.message);
+    /* a provider that stages nothing of 16 bytes */
+    tt_checkpoint_provider p = { .struct_size = sizeof p, .id = 1, .size = l_size,
+                                 .save = l_save, .stage = l_stage, .commit = l_commit,
+                                 .cancel = l_cancel };
+    cr_assert_eq(tt_checkpoint_register(s, &p), TT_OK);
+    tt_checkpoint_provider q = p;
+    q.id = 2; /* no state of its own in the recording */
+    cr_assert_eq(tt_checkpoint_register(s, &q), TT_OK);
+    led = (struct ledger){0};
+    int rc = tt_replay_from_checkpoint(s, 3, &err);
+    cr_assert_eq(rc, TT_E_RESTORE, "%s", tt_error_name(rc));
+    cr_assert(strstr(err.message, "provider 2") != NULL, "%s", err.message);
+    cr_assert_eq(led.step, 0u, "a half restore");
+    cr_assert_eq(tt_checkpoint_epoch(s), 0u);
+    const void *data;
+    size_t len;
+    cr_assert_eq(tt_checkpoint_last(s, &data, &len, NULL), TT_E_INVAL, "nothing retained");
+    tt_session_close(s, NULL);
+    free(sink.data);
+}
+
+/* Two threads take turns on one object (sync.h) around their steps; the replay from a
+ * checkpoint in the middle must start the object's turn where the recording was, or the
+ * first operation after the checkpoint waits for turns that never come. */
+struct syncer {
+    tt_session *s;
+    char phase;
+    int id;
+    pthread_mutex_t *m;
+    int rc;
+};
+
+static void *syncer_main(void *arg)
+{
+    struct syncer *y = arg;
+    char name[16];
+    snprintf(name, sizeof name, "%c%d", y->phase, y->id);
+    tt_thread_name(y->s, name);
+    uint32_t site;
+    tt_intern(y->s, TT_OBJ_SITE, "lock", &site);
+    for (int i = 0; i < 200 && y->rc == TT_OK; i++) {
+        tt_sync op;
+        y->rc = tt_sync_begin(y->s, &op, TT_SYNC_LOCK, site, y->m);
+        if (y->rc != TT_OK)
+            break;
+        if (!tt_sync_replaying(&op) || op.ordered)
+            pthread_mutex_lock(y->m);
+        y->rc = tt_sync_end(y->s, &op, 0, 1);
+        int rc = tt_sync_begin(y->s, &op, TT_SYNC_UNLOCK, site, y->m);
+        pthread_mutex_unlock(y->m);
+        if (y->rc == TT_OK)
+            y->rc = rc;
+        if (y->rc == TT_OK)
+            y->rc = tt_sync_end(y->s, &op, 0, 1);
+    }
+    return NULL;
+}
+
+static void run_syncers(tt_session *s, char phase, pthread_mutex_t *m, int *rc)
+{
+    struct syncer y[2] = { { s, phase, 1, m, TT_OK }, { s, phase, 2, m, TT_OK } };
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(pthread_create(&th[i], NULL, syncer_main, &y[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    *rc = y[0].rc != TT_OK ? y[0].rc : y[1].rc;
+}
+
+Test(checkpoint, a_replay_from_a_checkpoint_starts_each_objects_turn_where_the_recording_was)
+{
+    pthread_mutex_t object = PTHREAD_MUTEX_INITIALIZER;
+    tt_memory_sink sink;
+    tt_session *s;
+    tt_error_info err = {0};
+    cr_assert_eq(tt_test_open_record_mem(&sink, &s, &err), TT_OK, "%s", err.message);
+    ledger_on(s);
+    led = (struct ledger){0};
+    cr_assert_eq(tt_thread_name(s, "main"), TT_OK);
+    int rc;
+    run_syncers(s, 'a', &object, &rc); /* 800 turns before the checkpoint */
+    cr_assert_eq(rc, TT_OK);
+    led.step = 42;
+    cr_assert_eq(tt_checkpoint(s, 1), TT_OK);
+    run_syncers(s, 'b', &object, &rc); /* and 800 after */
+    cr_assert_eq(rc, TT_OK);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+
+    tt_config cfg;
+    tt_config_init(&cfg);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_MODE, TT_MODE_REPLAY, &err), TT_OK);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_ORDER_TIMEOUT_MS, 2000, &err), TT_OK);
+    cr_assert_eq(tt_config_set_str(&cfg, TT_PARAM_REPLAY_FROM, "checkpoint:0", &err), TT_OK);
+    tt_source src;
+    tt_source_memory(&src, sink.data, sink.len);
+    tt_config_set_source(&cfg, &src);
+    cr_assert_eq(tt_session_open(&cfg, &s, &err), TT_OK, "%s", err.message);
+    ledger_on(s);
+    led = (struct ledger){0};
+    cr_assert_eq(tt_thread_name(s, "main"), TT_OK);
+    cr_assert_eq(tt_replay_resume(s, NULL, &err), TT_OK, "%s", err.message);
+    cr_assert_eq(led.step, 42u);
+    /* another address: the object is named by its recorded id */
+    pthread_mutex_t object2 = PTHREAD_MUTEX_INITIALIZER;
+    run_syncers(s, 'b', &object2, &rc);
+    if (rc == TT_E_DIVERGED) {
+        tt_divergence d;
+        tt_replay_divergence(s, &d);
+        cr_assert_fail("the replay from the checkpoint diverged: %s", d.message);
+    }
+    cr_assert_eq(rc, TT_OK, "%s", tt_error_name(rc));
+    rc = tt_session_close(s, &err);
+    cr_assert_eq(rc, TT_OK, "%s: %s", tt_error_name(rc), err.message);
     free(sink.data);
 }

@@ -195,6 +195,7 @@ static void rp_destroy(tt_session *s)
     free(rp->storage);
     free(rp->bound);
     free((void *)rp->next_time);
+    tt_rp_resume_free_(rp);
     pthread_mutex_destroy(&rp->lock);
     free(rp);
     s->rp = NULL;

@@ -98,6 +98,32 @@ TT_API int tt_replay_progress_get(tt_session *s, tt_replay_progress *out);
  * session's object table to name functions and sites. Thread-safe. */
 TT_API size_t tt_divergence_format(tt_session *s, const tt_divergence *d, char *buf, size_t cap);
 
+/* ---- replay from a checkpoint ----
+ * A program whose state is all in its checkpoint providers can start its replay at a
+ * checkpoint instead of at the beginning: every thread's cursor goes to its first event after
+ * checkpoint @n in the recorded order (through the checkpoint table and the seek index, without
+ * reading what came before), every provider stages and commits the state saved there (all or
+ * none, as tt_checkpoint_restore), the session retains that checkpoint as if it had just been
+ * matched and takes its epoch, and each synchronization object's turn starts where the
+ * recording was at that point. Everything after it is compared as in any replay, and closing
+ * the session checks that all of it was met. The program then goes on from its restored state:
+ * it must not make the calls the recording made before the checkpoint.
+ *
+ * Call it after registering the providers, before the replay reaches the checkpoint, and
+ * before other threads replay. Returns TT_OK; TT_E_MODE outside replay; TT_E_INVAL when the
+ * recording has no checkpoint @n (or no checkpoint table: format version 4, docs/FORMAT.md
+ * §15) or the replay already started at one; TT_E_RESTORE when a provider could not stage
+ * (nothing changed); a reader's error (TT_E_CORRUPT, TT_E_IO, ...) when the file is damaged
+ * there. Thread-safe; not async-signal-safe. @err may be NULL. */
+TT_API int tt_replay_from_checkpoint(tt_session *s, uint64_t n, tt_error_info *err);
+
+/* The start that the configuration asks for: with TT_PARAM_REPLAY_FROM ("checkpoint:N", the
+ * TINYTRACE_REPLAY_FROM variable) set on a replay session, tt_replay_from_checkpoint(s, N)
+ * (once: again, it does nothing), and *@from = N; otherwise nothing, and *@from = UINT64_MAX.
+ * So a program calls it at the same place in every mode (after registering its providers):
+ * in record and off mode, or without the setting, it does nothing and returns TT_OK. @from
+ * and @err may be NULL. */
+TT_API int tt_replay_resume(tt_session *s, uint64_t *from, tt_error_info *err);
 
 #ifdef __cplusplus
 }
