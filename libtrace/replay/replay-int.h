@@ -60,6 +60,11 @@ struct tt_replayer {
      * each synchronization object's turn starts, or NULL */
     uint64_t from;
     struct tt_rp_resume *resume;
+    /* the runtime's --stop-at: the recorded event, and what to call when it is matched (NULL:
+     * none). Set before any thread runs */
+    void (*stop_fn)(tt_session *s, const tt_event *ev);
+    uint32_t stop_thread;
+    uint64_t stop_seq;
 };
 
 /* report.c: the event @ev as a report line's event (its payload's first bytes copied) */

@@ -65,6 +65,18 @@ uint32_t tt_replay_cut_off_(tt_session *s)
     return rp ? atomic_load_explicit(&rp->cut_off, memory_order_relaxed) : 0;
 }
 
+int tt_replay_stop_at_(tt_session *s, uint32_t thread, uint64_t seq,
+                       void (*fn)(tt_session *s, const tt_event *ev))
+{
+    struct tt_replayer *rp = s->be == &tt_replay_backend ? s->rp : NULL;
+    if (!rp)
+        return TT_E_INVAL;
+    rp->stop_thread = thread;
+    rp->stop_seq = seq;
+    rp->stop_fn = fn;
+    return TT_OK;
+}
+
 int tt_replay_first_left_(tt_session *s, tt_report_event *out)
 {
     struct tt_replayer *rp = s->be == &tt_replay_backend ? s->rp : NULL;
@@ -420,6 +432,9 @@ static int replay_fn(tt_session *s, struct tt_rp_thread *t, uint8_t k, uint32_t 
         if (rt->hist_len < TT_REPORT_HISTORY)
             rt->hist_len++;
         atomic_store_explicit(&rt->matched, rt->matched + 1, memory_order_relaxed);
+        if (TT_UNLIKELY(s->rp->stop_fn != NULL) && seq == s->rp->stop_seq &&
+            rt->rec == s->rp->stop_thread)
+            s->rp->stop_fn(s, &h->ev);
         return TT_OK;
     }
     tt_event ev = { .kind = k, .sp = { function, 0 } };
@@ -525,6 +540,9 @@ int tt_rp_consume_(tt_session *s, struct tt_rp_thread *t, const tt_event *ev)
 {
     struct tt_replayer *rp = s->rp;
     tt_report_history_push(t, ev);
+    if (TT_UNLIKELY(rp->stop_fn != NULL) && ev->tp.seq == rp->stop_seq &&
+        t->rec == rp->stop_thread)
+        rp->stop_fn(s, ev); /* before the advance: @ev may be the cursor's */
     tt_reader_advance(rp->r, t->rec);
     atomic_store_explicit(&t->matched, t->matched + 1, memory_order_relaxed);
     if (rp->ordered) {

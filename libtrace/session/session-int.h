@@ -358,5 +358,10 @@ uint32_t tt_replay_cut_off_(tt_session *s);
 void tt_replay_drain_(tt_session *s);
 /* Replay, after finish: the first recorded event that no call consumed. */
 int tt_replay_first_left_(tt_session *s, tt_report_event *out);
+/* Replay (the runtime's --stop-at): @fn is called with the event when a call matches recorded
+ * thread @thread's event @seq, on that call's thread, before the call returns. Before any
+ * thread replays. */
+int tt_replay_stop_at_(tt_session *s, uint32_t thread, uint64_t seq,
+                       void (*fn)(tt_session *s, const tt_event *ev));
 
 #endif

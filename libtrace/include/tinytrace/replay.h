@@ -125,6 +125,17 @@ TT_API int tt_replay_from_checkpoint(tt_session *s, uint64_t n, tt_error_info *e
  * and @err may be NULL. */
 TT_API int tt_replay_resume(tt_session *s, uint64_t *from, tt_error_info *err);
 
+/* ---- a debugger at the divergence ----
+ * The runtime of `tinytrace replay` calls tt_divergence_break with its report as text at every
+ * divergence it reports (after printing it, before the diverging call returns to the program)
+ * and where `replay --stop-at` asks (the call that matched the recorded event named there,
+ * before it returns). It does nothing: it is a place for a breakpoint. In gdb,
+ * `break tt_divergence_break`, then `up` to the program's frame (the first one outside the
+ * runtime library); `tinytrace replay --gdb` sets the breakpoint, prints @report and selects
+ * that frame (tools/tinytrace-gdb.py, docs/REPLAY.md "A debugger at the divergence").
+ * @report is valid during the call only. Thread-safe, async-signal-safe. */
+TT_API void tt_divergence_break(const char *report);
+
 #ifdef __cplusplus
 }
 #endif
