@@ -44,6 +44,8 @@
 
 #define REPORT_MAX (16u << 20)
 
+/* The help up to the debugger's options; debugger_help prints the rest as the same text (one
+ * string would be longer than the 4095 characters C promises). */
 static const char usage[] =
     "Usage: tinytrace replay FILE [--report OUT.json [--force]] [--keep-going] [--ordered]\n"
     "                        [--no-check-output] [--trust] [--aslr] [--real-sleep]\n"
@@ -84,36 +86,19 @@ static const char usage[] =
     "  --allow-build-mismatch     run PROG even if its build-id differs from the recorded one\n"
     "  --real-sleep               the sleeps sleep for real (by default a recorded sleep\n"
     "                             returns at once, with its recorded result)\n"
-    "  -f, --force                replace OUT.json if it exists (a regular file only)\n"
-    "  --gdb, --gdb-arg ARG, --stop-at WHERE   a debugger at the divergence (below)\n"
-    "  -h, --help                 print this help\n"
-    "\n"
-    "Environment: TINYTRACE_PRELOAD names the runtime library (default: found next to the\n"
-    "tool); other TINYTRACE_* settings pass through and are checked before PROG runs.\n"
-    "\n"
-    "Prints how PROG ended (\"the program exited with status N\") and the verdict on stderr;\n"
-    "a divergence is reported by the runtime with the expected and the actual call, the last\n"
-    "matched events and a backtrace. Exits 0 when the replay matched the recording (whatever\n"
-    "PROG's own status), 8 when everything it compared matched but processes ran live that\n"
-    "it could not compare (children the runtime does not follow: the verdict names the\n"
-    "first), 1 when it diverged (the output included), 5 when PROG ended before the\n"
-    "recording did, 4 when PROG is another build, 3 when FILE is corrupt or truncated, 7 when\n"
-    "it is marked incomplete, 2 for a bad command line or a command refused as untrusted,\n"
-    "6 for a system error or when PROG ended without leaving a report (killed by a signal\n"
-    "before the runtime could write it, or by gdb before the end).\n";
+    "  -f, --force                replace OUT.json if it exists (a regular file only)\n";
 
-/* The debugger's options, after the rest of the help (one string would be over C's 4095). */
+/* The rest of the help, from the debugger's options on: printed after usage[] as one text. */
 static void debugger_help(FILE *f)
 {
-    fputs("\nA debugger at the divergence:\n"
-          "  --gdb                      run the replay under gdb (from PATH), with the recorded\n"
+    fputs("  --gdb                      run the replay under gdb (from PATH), with the recorded\n"
           "                             inputs fed in as without it: it stops at the first\n"
           "                             divergence, before the diverging call returns, prints the\n"
           "                             report and selects the program's frame that made the\n"
           "                             call (a breakpoint on tt_divergence_break, and\n"
           "                             tinytrace-gdb.py, installed with the tool)\n"
           "  --gdb-arg ARG              pass ARG to gdb (before --args), e.g. --gdb-arg=-batch\n"
-          "                             --gdb-arg=-x --gdb-arg=CMDS; may repeat\n"
+          "                             --gdb-arg=-x --gdb-arg=CMDS; may repeat; needs --gdb\n"
           "  --stop-at WHERE            stop the replay where the call that matches a recorded\n"
           "                             event is made, before it returns: [THREAD:]SEQ (a\n"
           "                             thread's sequence number, as dump shows it; THREAD 0 when\n"
@@ -121,6 +106,22 @@ static void debugger_help(FILE *f)
           "                             the recorded order (1 when not given). Under --gdb a stop\n"
           "                             like a divergence's; without it, a SIGTRAP there for any\n"
           "                             debugger attached (none: the replay goes on)\n", f);
+    fputs("  -h, --help                 print this help\n"
+          "\n"
+          "Environment: TINYTRACE_PRELOAD names the runtime library (default: found next to the\n"
+          "tool); other TINYTRACE_* settings pass through and are checked before PROG runs.\n"
+          "\n"
+          "Prints how PROG ended (\"the program exited with status N\") and the verdict on stderr;\n"
+          "a divergence is reported by the runtime with the expected and the actual call, the last\n"
+          "matched events and a backtrace. Exits 0 when the replay matched the recording (whatever\n"
+          "PROG's own status), 8 when everything it compared matched but processes ran live that\n"
+          "it could not compare (children the runtime does not follow: the verdict names the\n"
+          "first), or synchronization it could not order (the recorder's registry was full), 1\n"
+          "when it diverged (the output included), 5 when PROG ended before the\n"
+          "recording did, 4 when PROG is another build, 3 when FILE is corrupt or truncated, 7 when\n"
+          "it is marked incomplete, 2 for a bad command line or a command refused as untrusted,\n"
+          "6 for a system error or when PROG ended without leaving a report (killed by a signal\n"
+          "before the runtime could write it, or by gdb before the end).\n", f);
 }
 
 enum { OPT_ORDERED = 256, OPT_ALLOW_MISMATCH, OPT_TRUST, OPT_NO_OUTPUT, OPT_ASLR,
@@ -190,6 +191,7 @@ struct meta {
     char *execfn;   /* the path execve was given ("execfn=") */
     char **env;     /* the environment the program saw ("env[i]="), envc + 1 entries */
     uint64_t envc;
+    uint64_t sync_unordered; /* sync operations recorded on no object ("sync_untracked=") */
 };
 
 static void meta_free(struct meta *mt)
@@ -297,6 +299,10 @@ static int meta_read(const tool_trace *t, struct meta *mt)
                     return meta_corrupt(t->path, "a bad env entry (object %" PRIu32 ")", id);
                 if ((mt->env[idx] = dup_n(eq + 1, len - (size_t)(eq + 1 - name))) == NULL)
                     goto nomem;
+            } else if (pass == 0 && len >= 15 && memcmp(name, "sync_untracked=", 15) == 0) {
+                if (parse_dec(name + 15, len - 15, &mt->sync_unordered) != 0)
+                    return meta_corrupt(t->path, "a bad sync_untracked (object %" PRIu32 ")",
+                                        id);
             } else if (pass == 0 && len >= 9 && memcmp(name, "untraced=", 9) == 0) {
                 if (mt->untraced == NULL && (mt->untraced = dup_n(name + 9, len - 9)) == NULL)
                     goto nomem;
@@ -683,6 +689,7 @@ struct recorded {
     char why[320];          /* why not */
     int64_t calls;          /* events a matched replay meets (not structural); -1: unknown */
     const char *untraced;   /* the first process that ran unrecorded, or NULL */
+    uint64_t sync_unordered; /* sync operations the recording could not give an object */
 };
 
 /* A report of a match holds the runtime's counts: they must agree with the recording. A
@@ -752,6 +759,15 @@ static int verdict(const tool_jdoc *d, const struct replay *o, const struct reco
         if (first == NULL || first_len == 0) {
             first = rec->untraced;
             first_len = first ? strlen(first) : 0;
+        }
+        if (rec->sync_unordered) {
+            fputs("tinytrace: replay matched what it compared (", stderr);
+            tool_print_text(stderr, file, strlen(file));
+            fprintf(stderr, ": %" PRIu64 " events), but %" PRIu64 " synchronization "
+                    "operation%s had no object (more objects at once than the recorder's "
+                    "registry holds): their order was not enforced\n", m->event_count,
+                    rec->sync_unordered, rec->sync_unordered == 1 ? "" : "s");
+            return TOOL_EXIT_PARTIAL;
         }
         if (unrec) {
             fputs("tinytrace: replay matched what it compared (", stderr);
@@ -1272,6 +1288,7 @@ static int load_trace(const struct replay *o, struct recorded *rec, struct meta 
     rec->m = t.m;
     rec->calls = -1;
     rec->untraced = mt->untraced;
+    rec->sync_unordered = mt->sync_unordered;
     if (rc == TOOL_EXIT_OK)
         rec->trusted = tool_auth_check(&t.src, &t.m, rec->why, sizeof rec->why);
     /* what a matched replay meets: every event but the structural ones (the index's counts) */

@@ -22,6 +22,8 @@ struct tt_rp_thread {
     struct tt_thread base;
     uint32_t rec;                        /* recorded thread id, or UINT32_MAX before binding */
     _Atomic uint64_t matched;            /* written by its thread only; read by progress */
+    _Atomic uint64_t tracer_events;      /* the tracer's own events stepped over (its stall
+                                          * frames); written by its thread only, read by drain */
     uint32_t rec_ended;                  /* its recording's end (THREAD_END) was stepped over */
     uint32_t hist_len, hist_pos;
     tt_report_event hist[TT_REPORT_HISTORY];
@@ -50,6 +52,9 @@ struct tt_replayer {
      * runtime's output, when the replay does not compare it): set before any thread runs */
     uint64_t skip_out[4];
     uint32_t nskip_out;
+    /* the recording's id of TT_STALL_FUNCTION (format.h), 0 if it never stalled: those frames
+     * are the tracer's, stepped over like structural events */
+    uint32_t stall_fn;
     /* threads stopped where their recording ended without their end (stop_at_exit) */
     _Atomic uint32_t cut_off;
     bool stop_at_exit;                   /* set by the runtime: the replay is a whole process's */
@@ -87,9 +92,11 @@ int tt_rp_diverge_(tt_session *s, struct tt_rp_thread *t, tt_diverge_reason why,
 int tt_rp_busy_begin_(struct tt_rp_thread *t);
 void tt_rp_busy_end_(struct tt_rp_thread *t);
 
-/* replayer.c, for resume.c: steps @rec's cursor over structural events and, in an ordered
- * replay, publishes the time of its next event */
-int tt_rp_publish_next_(struct tt_replayer *rp, uint32_t rec, tt_error_info *err);
+/* replayer.c, for resume.c: steps @rec's cursor over structural events and the tracer's own
+ * (counted for @t, NULL: none bound yet) and, in an ordered replay, publishes the time of its
+ * next event */
+int tt_rp_publish_next_(struct tt_replayer *rp, struct tt_rp_thread *t, uint32_t rec,
+                        tt_error_info *err);
 
 /* resume.c: checkpoint @n's saved state from the recording (*@state malloc'd) and its row */
 int tt_rp_read_checkpoint_(tt_session *s, uint64_t n, uint8_t **state, size_t *len,

@@ -398,7 +398,7 @@ int tt_replay_from_checkpoint(tt_session *s, uint64_t n, tt_error_info *err)
         atomic_store_explicit(&s->epoch, e.tp.epoch, memory_order_release);
         rp->from = n + 1;
         for (uint32_t u = 0; rp->ordered && rc == TT_OK && u < nthreads; u++)
-            rc = tt_rp_publish_next_(rp, u, err);
+            rc = tt_rp_publish_next_(rp, NULL, u, err);
     }
     tt_checkpoint_unlock_(s);
     if (ix)
