@@ -240,6 +240,40 @@ static void *storage(uint64_t len)
 static void check_tables(tt_reader *r)
 {
     const tt_manifest *m = tt_reader_manifest(r);
+    /* the checkpoint table (checked at open): every row decodes, within the file */
+    uint64_t ncp = tt_reader_checkpoint_count(r);
+    FZ_ASSERT(ncp == m->checkpoint_count && tt_reader_restore_count(r) == m->restore_count,
+              "checkpoint table rows %llu/%u, the manifest says %u/%u", (unsigned long long)ncp,
+              tt_reader_restore_count(r), m->checkpoint_count, m->restore_count);
+    for (uint64_t n = 0; n <= ncp; n++) {
+        tt_checkpoint_entry ce;
+        int rc = tt_reader_checkpoint(r, n, &ce);
+        FZ_ASSERT((rc == TT_OK) == (n < ncp), "checkpoint %llu of %llu: %d",
+                  (unsigned long long)n, (unsigned long long)ncp, rc);
+        if (rc != TT_OK)
+            continue;
+        FZ_ASSERT(ce.tp.thread < m->thread_count && ce.chunk_offset < m->data_end &&
+                      ce.tp.epoch <= m->restore_count,
+                  "checkpoint %llu: thread %u chunk %llu", (unsigned long long)n, ce.tp.thread,
+                  (unsigned long long)ce.chunk_offset);
+        uint64_t sum = 0;
+        for (uint32_t k = 0; k < ce.providers; k++) {
+            uint64_t sl = 0;
+            FZ_ASSERT(tt_reader_checkpoint_provider(r, n, k, NULL, &sl) == TT_OK,
+                      "provider %u of checkpoint %llu", k, (unsigned long long)n);
+            sum += 12 + sl;
+        }
+        FZ_ASSERT(sum == ce.length, "checkpoint %llu: providers of %llu bytes in %llu",
+                  (unsigned long long)n, (unsigned long long)sum, (unsigned long long)ce.length);
+    }
+    for (uint32_t ep = 0; ep <= m->restore_count + 1 && ep < 100000; ep++) {
+        tt_restore_entry re;
+        int rc = tt_reader_restore(r, ep, &re);
+        FZ_ASSERT((rc == TT_OK) == (ep >= 1 && ep <= m->restore_count), "restore %u: %d", ep, rc);
+        if (rc == TT_OK)
+            FZ_ASSERT(re.checkpoint < ncp && re.tp.thread < m->thread_count,
+                      "restore %u: checkpoint %llu", ep, (unsigned long long)re.checkpoint);
+    }
     for (uint32_t t = 0; t <= m->thread_count; t++) {
         const tt_thread_entry *e = tt_reader_thread(r, t);
         FZ_ASSERT((e != NULL) == (t < m->thread_count), "thread %u of %u", t, m->thread_count);

@@ -11,7 +11,9 @@
  * chunk type and a place() that appends its chunk and fills its manifest fields.
  *
  * Control byte: bit 0 a wrong checksum on the selected table; bit 1 leave the manifest's event
- * and chunk totals at 0 instead of the thread rows' sums.
+ * and chunk totals at 0 instead of the thread rows' sums. The checkpoint table's rows name events
+ * of threads that have none here: its row parser's refusals are what this reaches, its rows that
+ * hold come from the recorded seeds of the other targets.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,11 +95,30 @@ static void place_objects(struct fz_image *img, const struct table_input *in)
     img->m.objects_length = TT_CHUNK_HEADER + h.body_len;
 }
 
+/* The checkpoint table (version 4, FORMAT.md §15): in the data area, so before the others; the
+ * count says how many rows are checkpoints (low 16 bits) and restores (the rest). Not selected,
+ * there is none. */
+static void place_checkpoints(struct fz_image *img, const struct table_input *in)
+{
+    if (!in->body)
+        return;
+    struct tt_chunk_header h = { .type = TT_CHUNK_CHECKPOINTS, .thread = TT_NO_THREAD,
+                                 .body_len = (uint32_t)in->len };
+    tt_manifest *m = &img->m;
+    m->checkpoint_count = in->count & 0xFFFFu;
+    m->restore_count = in->count >> 16;
+    h.count = m->checkpoint_count + m->restore_count;
+    m->checkpoints_offset = fz_img_chunk(img, &h, in->body, in->ctl & 1);
+    m->checkpoints_length = TT_CHUNK_HEADER + h.body_len;
+    m->data_end = img->len;
+}
+
 /* The tables, in file order. */
 static const struct table_kind {
     const char *name;
     void (*place)(struct fz_image *img, const struct table_input *in);
 } tables[] = {
+    { "checkpoints", place_checkpoints },
     { "threads", place_threads },
     { "objects", place_objects },
 };

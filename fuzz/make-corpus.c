@@ -3,7 +3,8 @@
  *
  *   make-corpus OUTDIR    writes OUTDIR/{manifest,chunk,tables,verify,replay,recover}/<trace>[-<part>]
  *
- * The traces: every event kind on one thread with interned names and a checkpoint provider;
+ * The traces: every event kind on one thread with interned names, a checkpoint provider and
+ * restores (the checkpoint table);
  * several threads with payloads of many sizes; payloads split over several chunks; a trace
  * finalized after a crash event; a trace cut short by a write error (ENOSPC, marked incomplete);
  * the partial file of a run that never closed, and the trace tt_recover makes from it; an empty
@@ -268,6 +269,8 @@ static void record_kinds(tt_session *s, int rounds)
         tt_io(s, TT_IO_OUT, 4, buf, (n + 5) % sizeof buf, NULL);
         tt_user(s, tag, buf, (size_t)i % 9);
         tt_checkpoint(s, site);
+        if (i % 3 == 2)
+            tt_checkpoint_restore(s, NULL, site, NULL); /* a restore row, an epoch */
         tt_exit(s, fn[1 + i % 2]);
         tt_exit(s, fn[0]);
     }

@@ -53,11 +53,12 @@ Test(errors, numbers_are_pinned)
     cr_assert_eq(TT_E_CAPACITY, -16);
     cr_assert_eq(TT_E_STORAGE, -17);
     cr_assert_eq(TT_E_CLOSED, -22);
+    cr_assert_eq(TT_E_RESTORE, -23);
 }
 
 Test(errors, unknown_codes_still_give_a_string)
 {
-    static const int unknown[] = {1, 5, -23, -1000, 123456, -2147483647 - 1};
+    static const int unknown[] = {1, 5, -24, -1000, 123456, -2147483647 - 1};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *name = tt_error_name(unknown[i]);
         const char *msg = tt_strerror(unknown[i]);

@@ -1,5 +1,5 @@
 /* Sweeps over a trace that holds every chunk type (events, thread table, object table, frame
- * blocks, seek batches, summary, index directory, block lists): truncations at the edges and the
+ * blocks, seek batches, summary, index directory, block lists, checkpoint table): truncations at the edges and the
  * middle of every chunk's header and body, and bit flips in every header field and across every
  * body, with the checksum left stale (refused as a checksum mismatch) and resealed (the decoders
  * and the table parsers see hostile content: refused with the file and an offset, or accepted
@@ -28,13 +28,13 @@ TestSuite(sweep, .timeout = 240);
 #define M_EVENTS_CHECKSUM 336u
 #define M_INDEX_OFFSET 368u
 #define M_CHECKSUM 504u
-#define NTYPES 8
+#define NTYPES 9
 #define SRC_MEMORY "<memory>"
 #define SRC_CALLBACK "<callback>"
 
 static const char *const type_name[NTYPES + 1] = {
     "?", "events", "thread table", "object table", "frame block", "seek batch", "summary",
-    "index directory", "block list",
+    "index directory", "block list", "checkpoint table",
 };
 
 /* ---- little-endian fields ---- */
@@ -187,6 +187,7 @@ static void build(struct trace *t)
     cr_assert_eq(tt_alloc(s, 9, 1234, small), TT_OK);
     cr_assert_eq(tt_free(s, 9, small), TT_OK);
     cr_assert_eq(tt_checkpoint(s, 10), TT_OK);
+    cr_assert_eq(tt_checkpoint_restore(s, NULL, 11, NULL), TT_OK); /* a restore row */
     cr_assert_eq(tt_user(s, 2, big, 1500), TT_OK);
     cr_assert_eq(tt_exit(s, f_main), TT_OK);
 
@@ -396,6 +397,18 @@ static int read_mode(struct failures *f, const char *where, const tt_source *src
     o->manifest_events = m.event_count;
     *events = 0;
     *end_rc = TT_E_END;
+    /* the checkpoint table, which the reader checked at open: every row decodes */
+    for (uint64_t n = 0; n < tt_reader_checkpoint_count(r); n++) {
+        tt_checkpoint_entry ce;
+        cr_assert_eq(tt_reader_checkpoint(r, n, &ce), TT_OK);
+        for (uint32_t k = 0; k < ce.providers; k++)
+            cr_assert_eq(tt_reader_checkpoint_provider(r, n, k, NULL, NULL), TT_OK);
+    }
+    for (uint32_t ep = 1; ep <= tt_reader_restore_count(r); ep++) {
+        tt_restore_entry re;
+        cr_assert_eq(tt_reader_restore(r, ep, &re), TT_OK);
+        cr_assert_lt(re.checkpoint, tt_reader_checkpoint_count(r));
+    }
     for (uint32_t cur = 0; cur < cap.cursors; cur++) {
         for (;;) {
             tt_event ev;
@@ -637,7 +650,7 @@ static unsigned field_bit(const struct field *fd, unsigned k)
 static unsigned body_flips(const struct chunk *c)
 {
     unsigned n = c->type == 1 ? 20 : 48;
-    if (c->type == 2 || c->type == 3 || c->type == 6 || c->type == 7)
+    if (c->type == 2 || c->type == 3 || c->type == 6 || c->type == 7 || c->type == 9)
         n = c->body_len <= 1024 ? c->body_len : 256;
     return n < c->body_len ? n : c->body_len;
 }
@@ -815,7 +828,7 @@ static void flip_sweep(unsigned types, int reseal, const char *what)
 
 #define T_EVENTS (1u << 1)
 #define T_DATA_INDEX (1u << 4 | 1u << 5 | 1u << 8)
-#define T_TABLES (1u << 2 | 1u << 3 | 1u << 6 | 1u << 7)
+#define T_TABLES (1u << 2 | 1u << 3 | 1u << 6 | 1u << 7 | 1u << 9)
 
 Test(sweep, a_flip_under_a_stale_checksum_is_refused_as_a_checksum_mismatch)
 {

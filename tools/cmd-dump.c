@@ -32,17 +32,26 @@
 static const char usage[] =
     "Usage: tinytrace dump [--json] [--thread N] [--kind NAME[,NAME...]] [--from SEQ|TIME]\n"
     "                      [--count N] [--max-memory MB] FILE\n"
+    "       tinytrace dump --checkpoints [--json] [--max-memory MB] FILE\n"
     "\n"
-    "Prints the events of trace FILE in recorded order (time, thread, sequence), one per line:\n"
+    "Prints the events of trace FILE in recorded order (epoch, time, thread, sequence), one per\n"
+    "line:\n"
     "  SEQ THREAD TIME_NS KIND FUNCTION SITE ARG ADDR LEN PAYLOAD\n"
     "SEQ is the event's number within its thread; TIME_NS is nanoseconds since the session\n"
     "opened; KIND is 'io:in' or 'io:out' for io events, 'sync:turn' for a synchronization that\n"
     "took its object's turn (ARG the object, ADDR its place in the object's order), 'sync' for\n"
     "one that did not; FUNCTION and SITE are names ('-' for\n"
     "none, '#ID' for an id without a name); ADDR is hex; PAYLOAD is the hex of the first 16\n"
-    "bytes, followed by '..' when there are more, or '-' when there are none.\n"
+    "bytes, followed by '..' when there are more, or '-' when there are none. A trace that\n"
+    "restored checkpoints has one more column first, EPOCH: the restores before the event\n"
+    "(docs/REPLAY.md, \"Checkpoints\").\n"
     "\n"
     "Options:\n"
+    "  -c, --checkpoints   print the checkpoint table instead, in recorded order: one line\n"
+    "                        checkpoint N THREAD SEQ EPOCH TIME_NS SITE LEN PROVIDERS\n"
+    "                      per checkpoint (PROVIDERS: ID:LEN,... of their saved states), and\n"
+    "                        restore EPOCH THREAD SEQ TIME_NS SITE CHECKPOINT\n"
+    "                      per restore; with --json one object per line\n"
     "  -j, --json          print JSON Lines: one object per event with seq, thread, epoch,\n"
     "                      time (ticks), time_ns, kind, dir (io only), function_id, function,\n"
     "                      site_id, site, arg, addr, len, payload (hex of the first 16 bytes)\n"
@@ -130,6 +139,7 @@ struct seq_text {
  * with its own). Allocated whole, so it shares no cache line with anything else. */
 struct fmt {
     alignas(64) struct name_slot names[256];
+    int epochs;        /* the trace restored checkpoints: each line opens with its epoch */
     struct seq_text seq_texts[64];
     char kind_text[256][16]; /* by event kind (a uint8_t): its name and a space, zero-padded */
     uint8_t kind_len[256];   /* its length; 0: not made yet */
@@ -252,6 +262,7 @@ static struct fmt *fmt_new(const tool_trace *t)
         return NULL;
     memset(f, 0, sizeof *f);
     f->t = t;
+    f->epochs = tt_reader_restore_count(t->r) != 0;
     tool_ns_conv_init(&f->conv, t->m.ticks_per_sec);
     return f;
 }
@@ -302,7 +313,7 @@ static void append_name(struct fmt *f, struct text *x, uint32_t id)
  * bytes included), so that another thread can print it while the reader goes on. */
 struct line {
     uint64_t seq, time, arg, addr, payload_len;
-    uint32_t thread, function, site;
+    uint32_t thread, function, site, epoch;
     uint8_t kind, dir, npre;
     uint8_t pre[PREVIEW_BYTES];
 };
@@ -318,6 +329,7 @@ static void line_of(struct line *l, const tt_event *ev)
     l->addr = ev->addr;
     l->payload_len = ev->payload_len;
     l->thread = ev->tp.thread;
+    l->epoch = ev->tp.epoch;
     l->function = ev->sp.function;
     l->site = ev->sp.site;
     l->kind = ev->kind;
@@ -338,6 +350,10 @@ static void print_line(struct fmt *f, struct text *x, const struct line *ev)
     char *line = x->p + x->len, *o = line;
     const char *end = line + OUT_LINE - 160; /* the fields other than the names fit in 160 */
 
+    if (f->epochs) { /* within the 160: an epoch is at most 10 digits */
+        put_u64(&o, ev->epoch);
+        *o++ = ' ';
+    }
     put_seq(f, &o, ev->thread, ev->seq);
     *o++ = ' ';
     put_u64(&o, ev->thread);
@@ -704,6 +720,7 @@ static void print_event_json(const tool_trace *t, const tt_event *ev)
 
 struct filter {
     int json;
+    int checkpoints; /* --checkpoints: the checkpoint table, not the events */
     int one_thread;
     uint32_t thread;
     uint32_t kinds; /* 0: all */
@@ -1006,8 +1023,136 @@ static int check_totals(const struct dump *d)
     return TOOL_EXIT_OK;
 }
 
+/* ---- --checkpoints ---- */
+
+static void print_checkpoint(const tool_trace *t, const tt_checkpoint_entry *e, int json)
+{
+    uint64_t ns = tool_ticks_to_ns(e->time, t->m.ticks_per_sec);
+    tool_json j;
+    if (json) {
+        tj_init(&j, stdout);
+        tj_object_begin(&j, NULL);
+        tj_u64(&j, "checkpoint", e->number);
+        tj_u64(&j, "thread", e->tp.thread);
+        tj_u64(&j, "seq", e->tp.seq);
+        tj_u64(&j, "epoch", e->tp.epoch);
+        tj_u64(&j, "time", e->time);
+        tj_u64(&j, "time_ns", ns);
+        tj_u64(&j, "site_id", e->site);
+        tj_object_name(&j, "site", t->r, e->site);
+        tj_u64(&j, "len", e->length);
+        tj_u64(&j, "chunk_offset", e->chunk_offset);
+        tj_array_begin(&j, "providers");
+    } else {
+        printf("checkpoint %" PRIu64 " %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu64 " ",
+               e->number, e->tp.thread, e->tp.seq, e->tp.epoch, ns);
+        if (e->site)
+            tool_print_object(stdout, t->r, e->site);
+        else
+            fputc('-', stdout);
+        printf(" %" PRIu64 " ", e->length);
+    }
+    for (uint32_t k = 0; k < e->providers; k++) {
+        uint32_t id = 0;
+        uint64_t len = 0;
+        tt_reader_checkpoint_provider(t->r, e->number, k, &id, &len);
+        if (json) {
+            tj_object_begin(&j, NULL);
+            tj_u64(&j, "id", id);
+            tj_u64(&j, "len", len);
+            tj_object_end(&j);
+        } else {
+            printf("%s%" PRIu32 ":%" PRIu64, k ? "," : "", id, len);
+        }
+    }
+    if (json) {
+        tj_array_end(&j);
+        tj_object_end(&j);
+        tj_newline(&j);
+    } else {
+        if (!e->providers)
+            fputc('-', stdout);
+        fputc('\n', stdout);
+    }
+}
+
+static void print_restore(const tool_trace *t, const tt_restore_entry *e, int json)
+{
+    uint64_t ns = tool_ticks_to_ns(e->time, t->m.ticks_per_sec);
+    if (json) {
+        tool_json j;
+        tj_init(&j, stdout);
+        tj_object_begin(&j, NULL);
+        tj_u64(&j, "restore", e->epoch);
+        tj_u64(&j, "thread", e->tp.thread);
+        tj_u64(&j, "seq", e->tp.seq);
+        tj_u64(&j, "epoch", e->epoch);
+        tj_u64(&j, "time", e->time);
+        tj_u64(&j, "time_ns", ns);
+        tj_u64(&j, "site_id", e->site);
+        tj_object_name(&j, "site", t->r, e->site);
+        tj_u64(&j, "checkpoint", e->checkpoint);
+        tj_object_end(&j);
+        tj_newline(&j);
+        return;
+    }
+    printf("restore %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu64 " ", e->epoch, e->tp.thread,
+           e->tp.seq, ns);
+    if (e->site)
+        tool_print_object(stdout, t->r, e->site);
+    else
+        fputc('-', stdout);
+    printf(" %" PRIu64 "\n", e->checkpoint);
+}
+
+/* (time, thread, seq) of @a before @b's */
+static int tp_before(uint64_t ta, const tt_timepoint *a, uint64_t tb, const tt_timepoint *b)
+{
+    if (ta != tb)
+        return ta < tb;
+    if (a->thread != b->thread)
+        return a->thread < b->thread;
+    return a->seq < b->seq;
+}
+
+/* The checkpoint table (read with the reader's tables), checkpoints and restores merged into
+ * the recorded order. */
+static int run_checkpoints(tool_trace *t, int json)
+{
+    uint64_t n = tt_reader_checkpoint_count(t->r), i = 0;
+    uint32_t m = tt_reader_restore_count(t->r), k = 1;
+    if (n == 0 && !json) {
+        fflush(stdout);
+        if (t->m.version < 4)
+            tool_error("%s: format version %" PRIu32 " has no checkpoint table", t->path,
+                       t->m.version);
+        else
+            tool_error("%s: no checkpoint table (no checkpoint was taken, or the file was "
+                       "recovered or recorded into caller storage)", t->path);
+    }
+    while (i < n || k <= m) {
+        tt_checkpoint_entry ce;
+        tt_restore_entry re;
+        int have_c = i < n && tt_reader_checkpoint(t->r, i, &ce) == TT_OK;
+        int have_r = k <= m && tt_reader_restore(t->r, k, &re) == TT_OK;
+        if (!have_c && !have_r)
+            break;
+        if (have_c && (!have_r || tp_before(ce.time, &ce.tp, re.time, &re.tp))) {
+            print_checkpoint(t, &ce, json);
+            i++;
+        } else {
+            print_restore(t, &re, json);
+            k++;
+        }
+    }
+    return TOOL_EXIT_OK;
+}
+
 static int run_dump(tool_trace *t, const struct filter *flt)
 {
+    if (flt->checkpoints)
+        return run_checkpoints(t, flt->json);
+
     struct dump d = {.t = t, .flt = flt, .seeking = flt->from_set};
     int rc, lost;
 
@@ -1053,6 +1198,9 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
     struct filter *flt = ctx;
 
     switch (c) {
+    case 'c':
+        flt->checkpoints = 1;
+        return TOOL_EXIT_OK;
     case 'k':
         return parse_kinds(prog, arg, &flt->kinds);
     case 'f':
@@ -1081,6 +1229,7 @@ static void print_kinds(FILE *f)
 int cmd_dump(int argc, char **argv)
 {
     static const struct option options[] = {
+        {"checkpoints", no_argument, NULL, 'c'},
         {"kind", required_argument, NULL, 'k'},
         {"from", required_argument, NULL, 'f'},
         {"count", required_argument, NULL, 'n'},
@@ -1098,6 +1247,9 @@ int cmd_dump(int argc, char **argv)
 
     if ((rc = tool_opts_parse(&o, &verb, &flt, argc, argv)) != TOOL_GO_ON)
         return rc;
+    if (flt.checkpoints && (o.one_thread || flt.kinds || flt.from_set || flt.count != UINT64_MAX))
+        return tool_usage_error(argv[0], "--checkpoints lists the checkpoint table: it takes "
+                                "no --thread, --kind, --from or --count");
     flt.json = o.json;
     flt.one_thread = o.one_thread;
     flt.thread = o.thread;

@@ -26,8 +26,10 @@ static const char usage[] =
     "pid), what `tinytrace replay FILE` runs: the recorded command line (each argument quoted\n"
     "as a shell needs it, control characters and invalid UTF-8 as \\xNN), its working directory\n"
     "and its environment (the number and names of the variables, and the values of the\n"
-    "loader's, LD_*), and the thread table (id, OS tid, name, events, chunks, first and last\n"
-    "time in ns).\n"
+    "loader's, LD_*), the thread table (id, OS tid, name, events, chunks, first and last\n"
+    "time in ns), and the checkpoints and restores of the recording, if it has any (number,\n"
+    "thread, seq, epoch, time in ns, providers and bytes; the first and last 8 of a long\n"
+    "list: `tinytrace dump --checkpoints` shows them all).\n"
     "\n"
     "Options:\n"
     "  -j, --json          print one JSON object: {\"file\", \"manifest\", \"command\",\n"
@@ -35,7 +37,8 @@ static const char usage[] =
     "                      {\"argv\", \"cwd\", \"environment\": [\"NAME=VALUE\", ...] or null,\n"
     "                      \"execfn\", \"untraced\", \"chaos\", \"sync_untracked\",\n"
     "                      \"damaged\"} (null where not recorded; chaos: the seed and\n"
-    "                      parameters of record --chaos)\n"
+    "                      parameters of record --chaos); and \"checkpoints\",\n"
+    "                      \"restores\": arrays of the checkpoint table\n"
     TOOL_MAX_MEMORY_HELP
     "  -h, --help          print this help\n"
     "\n"
@@ -100,6 +103,13 @@ static void print_text(const tool_trace *t)
     printf("stalls:           %" PRIu64 " (%" PRIu64 " ns)\n", m->stall_count, m->stall_ns);
     printf("threads refused:  %" PRIu32 "%s\n", m->threads_refused,
            m->threads_refused ? " (past max_threads: their events are not recorded)" : "");
+    if (m->checkpoints_offset)
+        printf("checkpoints:      %" PRIu32 ", restores %" PRIu32 " (epochs 0 to %" PRIu32
+               "; table at offset %" PRIu64 ", length %" PRIu64 ")\n", m->checkpoint_count,
+               m->restore_count, m->restore_count, m->checkpoints_offset, m->checkpoints_length);
+    else
+        printf("checkpoints:      %s\n", m->version < 4 ? "no table (format before version 4)"
+                                                       : "none");
     if (m->write_errno != 0)
         printf("write errno:      %" PRId32 " (%s)\n", m->write_errno, strerror(m->write_errno));
     else
@@ -271,6 +281,101 @@ static void print_threads_text(const tool_trace *t)
     }
 }
 
+/* The checkpoint table: every checkpoint and restore, the first and last 8 of each when there
+ * are more than 16. */
+static void print_checkpoints_text(const tool_trace *t)
+{
+    uint64_t n = tt_reader_checkpoint_count(t->r);
+    uint32_t m = tt_reader_restore_count(t->r);
+    if (n == 0)
+        return;
+    printf("\n%10s %6s %12s %6s %20s %10s  %s\n", "checkpoint", "thread", "seq", "epoch",
+           "time-ns", "bytes", "providers (id:bytes)");
+    for (uint64_t i = 0; i < n; i++) {
+        tt_checkpoint_entry e;
+        if (n > 16 && i == 8) {
+            printf("%10s (%" PRIu64 " more)\n", "...", n - 16);
+            i = n - 8;
+        }
+        if (tt_reader_checkpoint(t->r, i, &e) != TT_OK)
+            continue;
+        printf("%10" PRIu64 " %6" PRIu32 " %12" PRIu64 " %6" PRIu32 " %20" PRIu64 " %10" PRIu64
+               "  ", e.number, e.tp.thread, e.tp.seq, e.tp.epoch,
+               tool_ticks_to_ns(e.time, t->m.ticks_per_sec), e.length);
+        for (uint32_t k = 0; k < e.providers; k++) {
+            uint32_t id = 0;
+            uint64_t len = 0;
+            tt_reader_checkpoint_provider(t->r, i, k, &id, &len);
+            printf("%s%" PRIu32 ":%" PRIu64, k ? " " : "", id, len);
+        }
+        printf("\n");
+    }
+    if (m == 0)
+        return;
+    printf("\n%10s %6s %12s %20s  %s\n", "restore", "thread", "seq", "time-ns",
+           "checkpoint restored (the restore begins its epoch)");
+    for (uint32_t ep = 1; ep <= m; ep++) {
+        tt_restore_entry e;
+        if (m > 16 && ep == 9) {
+            printf("%10s (%" PRIu32 " more)\n", "...", m - 16);
+            ep = m - 7;
+        }
+        if (tt_reader_restore(t->r, ep, &e) != TT_OK)
+            continue;
+        printf("%10" PRIu32 " %6" PRIu32 " %12" PRIu64 " %20" PRIu64 "  %" PRIu64 "\n", e.epoch,
+               e.tp.thread, e.tp.seq, tool_ticks_to_ns(e.time, t->m.ticks_per_sec),
+               e.checkpoint);
+    }
+}
+
+static void print_checkpoints_json(tool_json *j, const tool_trace *t)
+{
+    tj_array_begin(j, "checkpoints");
+    for (uint64_t i = 0; i < tt_reader_checkpoint_count(t->r); i++) {
+        tt_checkpoint_entry e;
+        if (tt_reader_checkpoint(t->r, i, &e) != TT_OK)
+            continue;
+        tj_object_begin(j, NULL);
+        tj_u64(j, "number", e.number);
+        tj_u64(j, "thread", e.tp.thread);
+        tj_u64(j, "seq", e.tp.seq);
+        tj_u64(j, "epoch", e.tp.epoch);
+        tj_u64(j, "time_ns", tool_ticks_to_ns(e.time, t->m.ticks_per_sec));
+        tj_u64(j, "site_id", e.site);
+        tj_object_name(j, "site", t->r, e.site);
+        tj_u64(j, "len", e.length);
+        tj_array_begin(j, "providers");
+        for (uint32_t k = 0; k < e.providers; k++) {
+            uint32_t id = 0;
+            uint64_t len = 0;
+            tt_reader_checkpoint_provider(t->r, i, k, &id, &len);
+            tj_object_begin(j, NULL);
+            tj_u64(j, "id", id);
+            tj_u64(j, "len", len);
+            tj_object_end(j);
+        }
+        tj_array_end(j);
+        tj_object_end(j);
+    }
+    tj_array_end(j);
+    tj_array_begin(j, "restores");
+    for (uint32_t ep = 1; ep <= tt_reader_restore_count(t->r); ep++) {
+        tt_restore_entry e;
+        if (tt_reader_restore(t->r, ep, &e) != TT_OK)
+            continue;
+        tj_object_begin(j, NULL);
+        tj_u64(j, "epoch", e.epoch);
+        tj_u64(j, "thread", e.tp.thread);
+        tj_u64(j, "seq", e.tp.seq);
+        tj_u64(j, "time_ns", tool_ticks_to_ns(e.time, t->m.ticks_per_sec));
+        tj_u64(j, "site_id", e.site);
+        tj_object_name(j, "site", t->r, e.site);
+        tj_u64(j, "checkpoint", e.checkpoint);
+        tj_object_end(j);
+    }
+    tj_array_end(j);
+}
+
 static void print_manifest_json(tool_json *j, const tool_trace *t)
 {
     const tt_manifest *m = &t->m;
@@ -323,6 +428,10 @@ static void print_manifest_json(tool_json *j, const tool_trace *t)
     tj_u64(j, "stall_count", m->stall_count);
     tj_u64(j, "stall_ns", m->stall_ns);
     tj_u64(j, "threads_refused", m->threads_refused);
+    tj_u64(j, "checkpoints_offset", m->checkpoints_offset);
+    tj_u64(j, "checkpoints_length", m->checkpoints_length);
+    tj_u64(j, "checkpoint_count", m->checkpoint_count);
+    tj_u64(j, "restore_count", m->restore_count);
     tj_i64(j, "write_errno", m->write_errno);
     tj_u64(j, "pid", m->pid);
     tj_object_end(j);
@@ -377,15 +486,19 @@ int cmd_info(int argc, char **argv)
             if (rc == TOOL_EXIT_OK) {
                 print_command_json(&j, &t);
                 print_threads_json(&j, &t);
+                print_checkpoints_json(&j, &t);
             } else {
                 tj_null(&j, "command");
                 tj_null(&j, "threads");
+                tj_null(&j, "checkpoints");
+                tj_null(&j, "restores");
             }
             tj_object_end(&j);
             tj_newline(&j);
         } else if (rc == TOOL_EXIT_OK) {
             print_command_text(&t);
             print_threads_text(&t);
+            print_checkpoints_text(&t);
         }
     }
     tool_trace_close(&t);

@@ -21,6 +21,7 @@
  * recorded (--alloc, --check-output): the replay must interpose the same calls to meet the same
  * events, so those settings follow the recording, not the replay's command line.
  */
+#include "merge.h"
 #include "opts.h"
 #include "protocol.h"
 #include "tool.h"
@@ -43,10 +44,13 @@
 
 #define REPORT_MAX (16u << 20)
 
+/* The help up to the debugger's options; debugger_help prints the rest as the same text (one
+ * string would be longer than the 4095 characters C promises). */
 static const char usage[] =
     "Usage: tinytrace replay FILE [--report OUT.json [--force]] [--keep-going] [--ordered]\n"
     "                        [--no-check-output] [--trust] [--aslr] [--real-sleep]\n"
-    "                        [--allow-build-mismatch] [-- PROG [ARGS...]]\n"
+    "                        [--allow-build-mismatch] [--gdb [--gdb-arg ARG]...]\n"
+    "                        [--stop-at [THREAD:]SEQ|FUNCTION[@N]] [-- PROG [ARGS...]]\n"
     "\n"
     "Runs the program recorded in trace FILE again, under the tinytrace runtime: the calls\n"
     "through which it reads its environment return the recorded results, and every call, and\n"
@@ -82,26 +86,48 @@ static const char usage[] =
     "  --allow-build-mismatch     run PROG even if its build-id differs from the recorded one\n"
     "  --real-sleep               the sleeps sleep for real (by default a recorded sleep\n"
     "                             returns at once, with its recorded result)\n"
-    "  -f, --force                replace OUT.json if it exists (a regular file only)\n"
-    "  -h, --help                 print this help\n"
-    "\n"
-    "Environment: TINYTRACE_PRELOAD names the runtime library (default: found next to the\n"
-    "tool); other TINYTRACE_* settings pass through and are checked before PROG runs.\n"
-    "\n"
-    "Prints how PROG ended (\"the program exited with status N\") and the verdict on stderr;\n"
-    "a divergence is reported by the runtime with the expected and the actual call, the last\n"
-    "matched events and a backtrace. Exits 0 when the replay matched the recording (whatever\n"
-    "PROG's own status), 8 when everything it compared matched but processes ran live that\n"
-    "it could not compare (children the runtime does not follow: the verdict names the\n"
-    "first), or synchronization it could not order (the recorder's registry was full), 1\n"
-    "when it diverged (the output included), 5 when PROG ended before the\n"
-    "recording did, 4 when PROG is another build, 3 when FILE is corrupt or truncated, 7 when\n"
-    "it is marked incomplete, 2 for a bad command line or a command refused as untrusted,\n"
-    "6 for a system error or when PROG ended without leaving a report (killed by a signal\n"
-    "before the runtime could write it).\n";
+    "  -f, --force                replace OUT.json if it exists (a regular file only)\n";
+
+/* The rest of the help, from the debugger's options on: printed after usage[] as one text. */
+static void debugger_help(FILE *f)
+{
+    fputs("  --gdb                      run the replay under gdb (from PATH), with the recorded\n"
+          "                             inputs fed in as without it: it stops at the first\n"
+          "                             divergence, before the diverging call returns, prints the\n"
+          "                             report and selects the program's frame that made the\n"
+          "                             call (a breakpoint on tt_divergence_break, and\n"
+          "                             tinytrace-gdb.py, installed with the tool)\n"
+          "  --gdb-arg ARG              pass ARG to gdb (before --args), e.g. --gdb-arg=-batch\n"
+          "                             --gdb-arg=-x --gdb-arg=CMDS; may repeat; needs --gdb\n"
+          "  --stop-at WHERE            stop the replay where the call that matches a recorded\n"
+          "                             event is made, before it returns: [THREAD:]SEQ (a\n"
+          "                             thread's sequence number, as dump shows it; THREAD 0 when\n"
+          "                             not given), or FUNCTION[@N], the N-th call of FUNCTION in\n"
+          "                             the recorded order (1 when not given). Under --gdb a stop\n"
+          "                             like a divergence's; without it, a SIGTRAP there for any\n"
+          "                             debugger attached (none: the replay goes on)\n", f);
+    fputs("  -h, --help                 print this help\n"
+          "\n"
+          "Environment: TINYTRACE_PRELOAD names the runtime library (default: found next to the\n"
+          "tool); other TINYTRACE_* settings pass through and are checked before PROG runs.\n"
+          "\n"
+          "Prints how PROG ended (\"the program exited with status N\") and the verdict on stderr;\n"
+          "a divergence is reported by the runtime with the expected and the actual call, the last\n"
+          "matched events and a backtrace. Exits 0 when the replay matched the recording (whatever\n"
+          "PROG's own status), 8 when everything it compared matched but processes ran live that\n"
+          "it could not compare (children the runtime does not follow: the verdict names the\n"
+          "first), or synchronization it could not order (the recorder's registry was full), 1\n"
+          "when it diverged (the output included), 5 when PROG ended before the\n"
+          "recording did, 4 when PROG is another build, 3 when FILE is corrupt or truncated, 7 when\n"
+          "it is marked incomplete, 2 for a bad command line or a command refused as untrusted,\n"
+          "6 for a system error or when PROG ended without leaving a report (killed by a signal\n"
+          "before the runtime could write it, or by gdb before the end).\n", f);
+}
 
 enum { OPT_ORDERED = 256, OPT_ALLOW_MISMATCH, OPT_TRUST, OPT_NO_OUTPUT, OPT_ASLR,
-       OPT_REAL_SLEEP };
+       OPT_REAL_SLEEP, OPT_GDB, OPT_GDB_ARG, OPT_STOP_AT };
+
+#define GDB_ARGS_MAX 32
 
 static const struct option options[] = {
     {"report", required_argument, NULL, 'r'},
@@ -114,6 +140,9 @@ static const struct option options[] = {
     {"aslr", no_argument, NULL, OPT_ASLR},
     {"real-sleep", no_argument, NULL, OPT_REAL_SLEEP},
     {"force", no_argument, NULL, 'f'},
+    {"gdb", no_argument, NULL, OPT_GDB},
+    {"gdb-arg", required_argument, NULL, OPT_GDB_ARG},
+    {"stop-at", required_argument, NULL, OPT_STOP_AT},
     {NULL, 0, NULL, 0},
 };
 
@@ -646,6 +675,11 @@ struct replay {
     int keep_going, ordered, check_output, no_check_output, allow_mismatch, trust, aslr;
     int force, real_sleep;
     char **prog_argv; /* after "--", or NULL */
+    int gdb;
+    const char *gdb_args[GDB_ARGS_MAX];
+    int ngdb_args;
+    const char *stop_at;      /* --stop-at as given */
+    char stop_tp[48];         /* ... resolved: "THREAD:SEQ" for the runtime */
 };
 
 /* What the recording says of itself, beyond its manifest. */
@@ -804,6 +838,89 @@ static int verdict(const tool_jdoc *d, const struct replay *o, const struct reco
     return TOOL_EXIT_SYSTEM;
 }
 
+/* ---- --stop-at ---- */
+
+/* --stop-at WHERE into the recorded event the runtime stops at (o->stop_tp, "THREAD:SEQ"):
+ * [THREAD:]SEQ as given, checked against the thread table; FUNCTION[@N] by counting the calls
+ * of FUNCTION in the recorded order (a merge of every thread, as dump reads them). Reports a
+ * mistake and returns its exit code. */
+static int resolve_stop(struct replay *o, const char *prog)
+{
+    const char *w = o->stop_at, *colon = strchr(w, ':');
+    uint64_t th = 0, seq = 0, nth = 1;
+    int is_tp = 1;
+    for (const char *c = w; *c && is_tp; c++)
+        is_tp = (*c >= '0' && *c <= '9') || (c == colon && c != w);
+    tool_trace t;
+    int rc = tool_trace_start(&t, o->file, NULL, TT_CURSORS_PER_THREAD, TOOL_TRACE_OPEN);
+    if (rc != TOOL_EXIT_OK) {
+        tool_trace_close(&t);
+        return rc;
+    }
+    if (is_tp && *w) {
+        if ((colon && (parse_dec(w, (size_t)(colon - w), &th) != 0 ||
+                       parse_dec(colon + 1, strlen(colon + 1), &seq) != 0)) ||
+            (!colon && parse_dec(w, strlen(w), &seq) != 0)) {
+            tool_trace_close(&t);
+            return tool_usage_error(prog, "--stop-at %s: not [THREAD:]SEQ", w);
+        }
+        const tt_thread_entry *e = th < t.m.thread_count ? tt_reader_thread(t.r, (uint32_t)th)
+                                                         : NULL;
+        if (!e || seq >= e->event_count) {
+            tool_trace_close(&t);
+            return tool_usage_error(prog, "--stop-at %s: the recording has no thread %" PRIu64
+                                    " event %" PRIu64, w, th, seq);
+        }
+    } else {
+        const char *at = strrchr(w, '@');
+        size_t n = at ? (size_t)(at - w) : strlen(w);
+        char name[1024];
+        if (n == 0 || n >= sizeof name ||
+            (at && (parse_dec(at + 1, strlen(at + 1), &nth) != 0 || nth == 0))) {
+            tool_trace_close(&t);
+            return tool_usage_error(prog, "--stop-at %s: not FUNCTION[@N] (N from 1)", w);
+        }
+        memcpy(name, w, n);
+        name[n] = '\0';
+        uint32_t fn = tt_reader_find_object(t.r, TT_OBJ_FUNCTION, name);
+        if (fn == 0) {
+            tool_trace_close(&t);
+            return tool_usage_error(prog, "--stop-at %s: the recording has no function %s", w,
+                                    name);
+        }
+        tool_merge mg;
+        tt_error_info err;
+        const tt_event *ev;
+        uint64_t calls = 0;
+        int mrc = tool_merge_init(&mg, t.r, t.cap.cursors);
+        tool_error_info_init(&err);
+        for (uint32_t c = 0; mrc == TT_OK && c < t.cap.cursors; c++)
+            mrc = tool_merge_add(&mg, c, &err);
+        while (mrc == TT_OK && (ev = tool_merge_head(&mg)) != NULL) {
+            if (ev->kind == TT_EV_ENTER && ev->sp.function == fn && ++calls == nth) {
+                th = ev->tp.thread;
+                seq = ev->tp.seq;
+                break;
+            }
+            mrc = tool_merge_next(&mg, &err);
+        }
+        tool_merge_free(&mg);
+        if (mrc != TT_OK) {
+            rc = tool_report(t.path, "looking for --stop-at", mrc, &err);
+            tool_trace_close(&t);
+            return rc;
+        }
+        if (calls < nth) {
+            tool_trace_close(&t);
+            return tool_usage_error(prog, "--stop-at %s: %s has %" PRIu64 " call%s in the "
+                                    "recording", w, name, calls, calls == 1 ? "" : "s");
+        }
+    }
+    tool_trace_close(&t);
+    snprintf(o->stop_tp, sizeof o->stop_tp, "%" PRIu64 ":%" PRIu64, th, seq);
+    return TOOL_EXIT_OK;
+}
+
 /* ---- the verb ---- */
 
 /* What will run: the command line, its directory, the program file, and the settings that
@@ -816,6 +933,129 @@ struct plan {
     int alloc, check_output, aslr;
     char **env;            /* the recorded environment, or NULL: the tool's own */
 };
+
+/* ---- --gdb ----
+ * gdb runs the program as it would run without it: in the same directory, with the same
+ * environment and arguments, and the runtime's settings fed in the same way. gdb itself must
+ * not get the runtime: its own environment is the program's without LD_PRELOAD and the
+ * settings' variable, and it hands those two to the program (`set environment`, appended last
+ * as they are without gdb); it starts the program without a shell and, unless --aslr, without
+ * address-space randomization, as the tool does. It breaks at tt_divergence_break, which the
+ * runtime calls at a divergence and at --stop-at; tinytrace-gdb.py, found next to the tool or
+ * where it is installed, prints the report there and selects the program's frame. */
+
+/* tinytrace-gdb.py next to the tool (the build tree), under ../share, or installed; NULL. */
+static const char *gdb_script(char *out, size_t cap)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const char *rel[] = { "tinytrace-gdb.py", "../share/tinytrace/tinytrace-gdb.py" };
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+            int len = snprintf(out, cap, "%s/%s", exe, rel[i]);
+            if (len > 0 && (size_t)len < cap && access(out, R_OK) == 0)
+                return out;
+        }
+    }
+    snprintf(out, cap, "%s", TT_GDB_SCRIPT_INSTALL_PATH);
+    return access(out, R_OK) == 0 ? out : NULL;
+}
+
+/* The value of @name in @envp, or NULL. */
+static const char *env_value(char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; envp && envp[i]; i++)
+        if (strncmp(envp[i], name, n) == 0 && envp[i][n] == '=')
+            return envp[i] + n + 1;
+    return NULL;
+}
+
+/* gdb's command line and environment for the program @path @argv with @envp; malloc'd arrays
+ * of pointers into static or caller storage, freed by the caller (the strings of *@gargv at
+ * [0, *@owned) are the caller's to free too). */
+static int gdb_command(const struct replay *o, const struct plan *p, char *const *envp,
+                       char *gdb, char ***gargv, char ***genv, size_t *owned)
+{
+    size_t n = 0, ne = 0, k = 0;
+    while (envp[n])
+        n++;
+    while (p->argv[ne])
+        ne++;
+    char **env = calloc(n + 1, sizeof *env);
+    char **av = calloc(24 + (size_t)o->ngdb_args + ne + 1, sizeof *av);
+    char **own = NULL;
+    if (!env || !av)
+        goto nomem;
+    for (size_t i = 0, j = 0; i < n; i++)
+        if (strncmp(envp[i], "LD_PRELOAD=", 11) != 0 &&
+            strncmp(envp[i], TT_ENV_RT "=", sizeof TT_ENV_RT) != 0)
+            env[j++] = envp[i];
+    own = av; /* the -ex strings made here come first */
+    const char *pre = env_value(envp, "LD_PRELOAD"), *rt = env_value(envp, TT_ENV_RT);
+    char script[PATH_MAX];
+    const char *py = gdb_script(script, sizeof script);
+    const char *ex[] = {
+        "set startup-with-shell off",
+        p->aslr ? "set disable-randomization off" : "set disable-randomization on",
+        "set breakpoint pending on",
+        "break tt_divergence_break",
+    };
+    for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
+        if (!(av[k++] = strdup("-ex")) || !(av[k++] = strdup(ex[i])))
+            goto nomem;
+    const char *names[] = { "LD_PRELOAD", TT_ENV_RT };
+    const char *vals[] = { pre, rt };
+    for (size_t i = 0; i < 2; i++) {
+        if (!vals[i])
+            continue;
+        size_t len = strlen(names[i]) + strlen(vals[i]) + 24;
+        char *c = malloc(len);
+        if (!c)
+            goto nomem;
+        if (!(av[k++] = strdup("-ex"))) {
+            free(c);
+            goto nomem;
+        }
+        snprintf(c, len, "set environment %s=%s", names[i], vals[i]);
+        av[k++] = c;
+    }
+    if (py) {
+        if (!(av[k++] = strdup("-x")) || !(av[k++] = strdup(py)))
+            goto nomem;
+    } else {
+        tool_error("note: tinytrace-gdb.py not found: gdb stops at tt_divergence_break; `up` to "
+                   "the program's frame");
+    }
+    *owned = k;
+    /* gdb itself first: the strings above are shifted in behind it */
+    memmove(av + 2, av, k * sizeof *av);
+    av[0] = gdb;
+    av[1] = "-q";
+    k += 2;
+    for (int i = 0; i < o->ngdb_args; i++)
+        av[k++] = (char *)o->gdb_args[i];
+    av[k++] = "--args";
+    av[k++] = (char *)p->path;
+    for (size_t i = 1; i < ne; i++)
+        av[k++] = p->argv[i];
+    av[k] = NULL;
+    *gargv = av;
+    *genv = env;
+    return TOOL_EXIT_OK;
+nomem:
+    if (own)
+        for (size_t i = 0; i < k; i++)
+            free(own[i]);
+    free(av);
+    free(env);
+    tool_error("out of memory");
+    return TOOL_EXIT_SYSTEM;
+}
 
 /* Runs the replay once everything was checked; returns the exit code. */
 static int run(const struct replay *o, const struct recorded *rec, const struct plan *p)
@@ -837,7 +1077,22 @@ static int run(const struct replay *o, const struct recorded *rec, const struct 
         free(ch.buf);
         return rc;
     }
-    rc = tool_run_program(argv[0], path, argv, envp, dir, p->aslr, &pid, &status);
+    if (o->gdb) {
+        char gdb[PATH_MAX], **gargv = NULL, **genv = NULL;
+        size_t owned = 0;
+        if (tool_find_program("gdb", NULL, gdb, sizeof gdb) != 0) {
+            tool_error("--gdb: there is no gdb in PATH (Debian: apt-get install gdb)");
+            rc = TOOL_EXIT_SYSTEM;
+        } else if ((rc = gdb_command(o, p, envp, gdb, &gargv, &genv, &owned)) == TOOL_EXIT_OK) {
+            rc = tool_run_program("gdb", gdb, gargv, genv, dir, p->aslr, &pid, &status);
+            for (size_t i = 2; i < owned + 2; i++)
+                free(gargv[i]);
+        }
+        free(gargv);
+        free(genv);
+    } else {
+        rc = tool_run_program(argv[0], path, argv, envp, dir, p->aslr, &pid, &status);
+    }
     close(settings_fd);
     free(envp);
     channel_close(&ch, 2000);
@@ -856,6 +1111,8 @@ static int run(const struct replay *o, const struct recorded *rec, const struct 
     if (text != NULL && WIFEXITED(status) && WEXITSTATUS(status) == TT_RT_EXIT_DIVERGED &&
         strstr(text, "\"status\": \"" TT_REPORT_STATUS_MATCHED "\"") == NULL)
         fprintf(stderr, "tinytrace: the program %s (the runtime stopped it)\n", how);
+    else if (o->gdb)
+        fprintf(stderr, "tinytrace: gdb %s\n", how);
     else
         fprintf(stderr, "tinytrace: the program %s\n", how);
     if (forged)
@@ -931,6 +1188,17 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
     case 'f':
         o->force = 1;
         break;
+    case OPT_GDB:
+        o->gdb = 1;
+        break;
+    case OPT_GDB_ARG:
+        if (o->ngdb_args == GDB_ARGS_MAX)
+            return tool_usage_error(prog, "--gdb-arg: at most %d", GDB_ARGS_MAX);
+        o->gdb_args[o->ngdb_args++] = arg;
+        break;
+    case OPT_STOP_AT:
+        o->stop_at = arg;
+        break;
     default:
         return tool_usage_hint(prog);
     }
@@ -944,7 +1212,8 @@ static int parse_command_line(struct replay *o, int argc, char **argv)
     static const tool_verb verb = {.usage = usage,
                                    .options = options,
                                    .take = take_option,
-                                   .operands = TOOL_OPERANDS_ANY};
+                                   .operands = TOOL_OPERANDS_ANY,
+                                   .more_help = debugger_help};
     int dashes = find_dashes(argc, argv), rc;
     tool_opts opts;
 
@@ -1144,6 +1413,8 @@ static int set_environment(const struct replay *o, const struct plan *p, const c
         tool_setenv(TT_ENV_KEEP_GOING, o->keep_going ? "1" : NULL) ||
         tool_setenv("TINYTRACE_ORDERED", o->ordered ? "1" : NULL) ||
         tool_setenv("TINYTRACE_REAL_SLEEP", o->real_sleep ? "1" : NULL) ||
+        tool_setenv(TT_ENV_GDB, o->gdb ? "1" : NULL) ||
+        tool_setenv(TT_ENV_STOP_AT, o->stop_at ? o->stop_tp : NULL) ||
         tool_setenv(TT_ENV_CHECK_OUTPUT, p->check_output ? "1" : "0") ||
         (p->known && tool_setenv(TT_ENV_ALLOC, p->alloc ? "1" : NULL)) ||
         tool_setenv(TT_ENV_PID, NULL)) /* see cmd-record.c */
@@ -1168,7 +1439,11 @@ int cmd_replay(int argc, char **argv)
         return rc;
     if (o.check_output && o.no_check_output)
         return tool_usage_error(argv[0], "--check-output and --no-check-output: choose one");
+    if (o.ngdb_args && !o.gdb)
+        return tool_usage_error(argv[0], "--gdb-arg needs --gdb");
     rc = load_trace(&o, &rec, &mt);
+    if (rc == TOOL_EXIT_OK && o.stop_at)
+        rc = resolve_stop(&o, argv[0]);
     if (rc == TOOL_EXIT_OK)
         rc = make_plan(&o, &mt, &rec, argv[0], &plan);
     if (rc == TOOL_EXIT_OK)

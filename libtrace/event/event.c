@@ -89,15 +89,18 @@ int tt_checkpoint(tt_session *s, uint32_t site)
 {
     if (!tt_active_(s))
         return TT_OK;
+    /* one at a time with restores: the number is the event's, in the order of the events */
+    tt_checkpoint_lock_(s);
     uint8_t *data = NULL;
     size_t len = 0;
     int rc = tt_checkpoint_collect(s, &data, &len);
-    if (rc != TT_OK)
-        return rc;
-    tt_event ev = { .kind = TT_EV_CHECKPOINT, .sp = { 0, site }, .payload_len = len,
-                    .payload = data };
-    /* the backend retains it with its timepoint: recorded, or matched */
-    rc = tt_event_full_(s, &ev, NULL, 0, NULL);
+    if (rc == TT_OK) {
+        tt_event ev = { .kind = TT_EV_CHECKPOINT, .sp = { 0, site }, .arg = s->cp_count,
+                        .payload_len = len, .payload = data };
+        /* the backend retains it with its timepoint and number: recorded, or matched */
+        rc = tt_event_full_(s, &ev, NULL, 0, NULL);
+    }
+    tt_checkpoint_unlock_(s);
     free(data);
     return rc;
 }
@@ -112,6 +115,7 @@ const char *tt_event_kind_name(unsigned kind)
         [TT_EV_FREE] = "free",                   [TT_EV_IO] = "io",
         [TT_EV_CHECKPOINT] = "checkpoint",       [TT_EV_USER] = "user",
         [TT_EV_CRASH] = "crash",                 [TT_EV_SYNC] = "sync",
+        [TT_EV_RESTORE] = "restore",
     };
     if (kind == 0 || kind > TT_EV_KIND_MAX)
         return "unknown";

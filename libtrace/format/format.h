@@ -1,4 +1,4 @@
-/* The tinytrace file format, version 2 (normative text: docs/FORMAT.md).
+/* The tinytrace file format, version 4 (normative text: docs/FORMAT.md).
  *
  * A trace file is a 512-byte manifest followed by a data area of framed chunks. All integers are
  * little-endian. Varints are unsigned LEB128 of at most 10 bytes.
@@ -21,7 +21,10 @@
  * event of each thread (seq, time, chunk offset, index in chunk); per-function summary rows;
  * a directory with per-thread counts, kind counts and the offsets of every block and batch.
  * The manifest's bytes 368-383 (reserved in version 1) point to the directory; 0 = no index.
- * Readers accept versions 1 and 2.
+ * Version 3 adds the sync event kind (14). Version 4 adds the restore kind (15) and the
+ * checkpoint table (FORMAT.md §15: one chunk of type 9 in the data area, written at close, that
+ * lists every checkpoint and restore; manifest bytes 432-455 say where it is and how many rows
+ * it has), from which a reader knows each event's epoch. Readers accept versions 1 to 4.
  *
  * Every chunk is self-describing: a 48-byte header, then body_len bytes of body.
  *
@@ -77,8 +80,11 @@ enum tt_chunk_type {
     TT_CHUNK_SUMMARY = 6,  /* per-function totals, after the object table */
     TT_CHUNK_INDEX = 7,    /* the table directory, the file's last chunk */
     TT_CHUNK_BLOCKS = 8,   /* a list of one thread's frame block offsets, in the data area */
+    /* version 4 */
+    TT_CHUNK_CHECKPOINTS = 9, /* the checkpoint table: every checkpoint and restore, in the
+                               * data area (tables.c writes it, reader.c reads it at open) */
 };
-#define TT_CHUNK_TYPE_MAX 8u
+#define TT_CHUNK_TYPE_MAX 9u
 
 #define TT_CF_CONT_IN 0x1u
 #define TT_CF_CONT_OUT 0x2u
@@ -104,10 +110,11 @@ static inline uint8_t tt_tag_full(uint8_t tag, uint64_t *step)
     return (uint8_t)(((tag & TT_TAG_SHORT_EXIT) ? TT_EV_EXIT : TT_EV_ENTER) | TT_TAG_FSAME);
 }
 
-/* The kinds a file of @version may hold: 1-13, and from version 3 also 14 (sync). */
+/* The kinds a file of @version may hold: 1-13, from version 3 also 14 (sync), from version 4
+ * also 15 (restore). */
 static inline unsigned tt_kind_max(uint32_t version)
 {
-    return version >= 3 ? 14u : 13u;
+    return version >= 4 ? 15u : version >= 3 ? 14u : 13u;
 }
 
 /* The OUT bit of a full tag: io (TT_IO_OUT) and sync (the operation took its object's turn);
@@ -159,6 +166,9 @@ enum {
     TT_M_INDEX_OFF = 368, TT_M_INDEX_LEN = 376, /* version 2 */
     TT_M_REFUSED = 384, /* version 2, from 0.1.0: */ TT_M_UNTRACED = 388, TT_M_UNTRACEABLE = 392,
     TT_M_AUTH = 400, TT_M_RESERVED = 432, TT_M_CHECKSUM = 504,
+    /* version 4: the checkpoint table (bytes 432-455, reserved before) */
+    TT_M_CP_OFF = 432, TT_M_CP_LEN = 440, TT_M_CP_COUNT = 448, TT_M_CP_RESTORES = 452,
+    TT_M_RESERVED_V4 = 456,
 };
 
 static inline void tt_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }

@@ -48,6 +48,12 @@ void tt_manifest_encode(uint8_t out[TT_MANIFEST_SIZE], const tt_manifest *m)
     tt_put32(out + TT_M_UNTRACEABLE, m->execs_untraceable);
     memcpy(out + TT_M_AUTH, m->auth, TT_AUTH_LEN);
     tt_put64(out + TT_M_INDEX_LEN, m->index_length);
+    if (m->version >= 4) {
+        tt_put64(out + TT_M_CP_OFF, m->checkpoints_offset);
+        tt_put64(out + TT_M_CP_LEN, m->checkpoints_length);
+        tt_put32(out + TT_M_CP_COUNT, m->checkpoint_count);
+        tt_put32(out + TT_M_CP_RESTORES, m->restore_count);
+    }
     tt_put64(out + TT_M_CHECKSUM, tt_hash64(out, TT_M_CHECKSUM, 0));
 }
 
@@ -113,8 +119,17 @@ int tt_manifest_decode(const uint8_t in[TT_MANIFEST_SIZE], uint64_t size, tt_man
                 return tt_fail(err, TT_E_CORRUPT, 0, i, "reserved manifest byte %u is not zero", i);
     }
 
+    if (version >= 4) {
+        m->checkpoints_offset = tt_get64(in + TT_M_CP_OFF);
+        m->checkpoints_length = tt_get64(in + TT_M_CP_LEN);
+        m->checkpoint_count = tt_get32(in + TT_M_CP_COUNT);
+        m->restore_count = tt_get32(in + TT_M_CP_RESTORES);
+    }
+
     /* a checksum only says the writer meant these values; check they describe a file */
-    for (unsigned i = version >= 2 ? TT_M_RESERVED : TT_M_INDEX_OFF; i < TT_M_CHECKSUM; i++)
+    for (unsigned i = version >= 4 ? TT_M_RESERVED_V4 : version >= 2 ? TT_M_RESERVED
+                                                                      : TT_M_INDEX_OFF;
+         i < TT_M_CHECKSUM; i++)
         if (in[i])
             return tt_fail(err, TT_E_CORRUPT, 0, i, "reserved manifest byte %u is not zero", i);
     if (m->flags & ~(TT_MF_FINALIZED | TT_MF_INCOMPLETE | TT_MF_RECOVERED | TT_MF_CRASHED | TT_MF_TSC))
@@ -152,6 +167,22 @@ int tt_manifest_decode(const uint8_t in[TT_MANIFEST_SIZE], uint64_t size, tt_man
         return tt_fail(err, TT_E_CORRUPT, 0, TT_M_INDEX_OFF,
                        "the index directory (offset %" PRIu64 ", %" PRIu64 " bytes) does not end "
                        "the file", m->index_offset, m->index_length);
+    /* version 4: the checkpoint table is one chunk inside the data area, and each of its rows
+     * takes at least 8 bytes (FORMAT.md §15) */
+    if (m->checkpoints_offset == 0
+            ? (m->checkpoints_length || m->checkpoint_count || m->restore_count)
+            : (m->checkpoints_offset < m->data_offset ||
+               m->checkpoints_length < TT_CHUNK_HEADER ||
+               m->checkpoints_offset > m->data_end ||
+               m->checkpoints_length > m->data_end - m->checkpoints_offset ||
+               (uint64_t)m->checkpoint_count + m->restore_count == 0 ||
+               (uint64_t)m->checkpoint_count + m->restore_count >
+                   (m->checkpoints_length - TT_CHUNK_HEADER) / 8))
+        return tt_fail(err, TT_E_CORRUPT, 0, TT_M_CP_OFF,
+                       "the checkpoint table (offset %" PRIu64 ", %" PRIu64 " bytes, %" PRIu32
+                       " checkpoints, %" PRIu32 " restores) is not a chunk of the data area",
+                       m->checkpoints_offset, m->checkpoints_length, m->checkpoint_count,
+                       m->restore_count);
     if (m->threads_length - TT_CHUNK_HEADER != (uint64_t)m->thread_count * TT_THREAD_ROW)
         return tt_fail(err, TT_E_CORRUPT, 0, TT_M_THR_LEN,
                        "thread table of %" PRIu64 " bytes does not hold %u threads",

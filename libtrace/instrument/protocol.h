@@ -39,6 +39,15 @@
 #define TT_ENV_ALLOC "TINYTRACE_ALLOC"               /* 1: record and compare allocations */
 #define TT_ENV_CHECK_OUTPUT "TINYTRACE_CHECK_OUTPUT" /* 1: writes to fds 1 and 2 are events */
 #define TT_ENV_KEEP_GOING "TINYTRACE_KEEP_GOING"     /* 1: count divergences, do not stop */
+/* replay: "THREAD:SEQ", the recorded event where the runtime stops the replay (replay --stop-at):
+ * when a call matches it, before the call returns, the runtime calls tt_divergence_break with
+ * a report of it (replay.h) under a debugger (TT_ENV_GDB), and else raises SIGTRAP, which it
+ * ignores itself: a debugger attached to the process sees it, and without one the replay goes
+ * on */
+#define TT_ENV_STOP_AT "TINYTRACE_STOP_AT"
+/* replay: 1 when the replay runs under gdb (replay --gdb): a --stop-at is a call of
+ * tt_divergence_break, where the breakpoint is, not a SIGTRAP */
+#define TT_ENV_GDB "TINYTRACE_GDB"
 /* Set by the runtime itself to its process id: a program the traced one execs (or a child that
  * inherits the environment) sees another pid and stays untraced. The tool clears it. */
 #define TT_ENV_PID "TINYTRACE_PID"
@@ -66,6 +75,6 @@
 /* "reason" of a divergence: tt_diverge_reason's names, in its order (replay.h). */
 #define TT_REPORT_REASONS                                                                          \
     { "none", "kind", "function", "site", "arg", "size", "length", "payload", "direction", "end", \
-      "thread", "order", "output" }
+      "thread", "order", "output", "schedule", "restore" }
 
 #endif

@@ -45,6 +45,10 @@ static char report_nonce[TT_REPORT_NONCE_LEN + 1];
 static _Atomic int g_closing, g_closed;
 static _Atomic long g_crash_tid;
 static int g_crash_sig;
+/* replay --gdb: the stops are calls of tt_divergence_break; --stop-at without it: a SIGTRAP
+ * of ours (g_trap set while it is raised) that the crash handler lets go */
+static bool opt_gdb;
+static _Atomic int g_trap;
 
 /* The runtime's own descriptors go at or above this number, out of the way of the program's,
  * which the kernel numbers from the lowest free one. */
@@ -395,17 +399,21 @@ void tt_rt_failed(int rc, const char *what)
         return;
     if (rc == TT_E_DIVERGED) {
         tt_divergence d;
-        char text[8192], bt[4096];
+        char text[8192], bt[4096], shown[8192 + 4096 + 256];
         tt_backtrace(bt, sizeof bt, 1);
         if (tt_replay_divergence(s, &d) != TT_OK)
             memset(&d, 0, sizeof d);
         output_reason(&d);
         size_t n = tt_divergence_format(s, &d, text, sizeof text);
-        fprintf(stderr, "tinytrace: in %s: %.*s  backtrace of the diverging call:\n%s", what,
-                (int)n, text, bt);
+        snprintf(shown, sizeof shown, "tinytrace: in %s: %.*s  backtrace of the diverging call:\n%s",
+                 what, (int)n, text, bt);
+        fputs(shown, stderr);
         tt_replay_progress p;
         tt_replay_progress_get(s, &p);
         write_report(s, TT_REPORT_STATUS_DIVERGED, rc, d.message, &d, bt, p.divergences);
+        /* the debugger's place: the report is out, the diverging call has not returned */
+        fflush(stderr);
+        tt_divergence_break(shown);
         if (opt_keep_going)
             return;
         fflush(stderr);
@@ -487,6 +495,9 @@ static void arm_watchdog(int sig)
 
 static void crash_handler(int sig, siginfo_t *info, void *uctx)
 {
+    /* replay --stop-at without a debugger: our own trap, for whoever is attached */
+    if (sig == SIGTRAP && atomic_load(&g_trap))
+        return;
     /* a handler the program had before us decides: it may recover (siglongjmp), or die */
     for (size_t i = 0; i < NFATAL; i++) {
         const struct sigaction *old = &old_actions[i];
@@ -985,6 +996,46 @@ static void replay_world(tt_session *s)
     }
 }
 
+/* ---------------------------------------------------------------- --stop-at
+ * The replay reached the recorded event `replay --stop-at` named (TT_ENV_STOP_AT): the call
+ * that matched it has not returned. Under gdb, tt_divergence_break is where its breakpoint is;
+ * otherwise a SIGTRAP tells whatever debugger is attached, and without one the crash handler
+ * lets it go and the replay goes on. */
+static void rt_stop(tt_session *s, const tt_event *ev)
+{
+    char fn[256], site[256], text[768];
+    if (!ev->sp.function || tt_names_copy(s, ev->sp.function, fn, sizeof fn) < 0)
+        snprintf(fn, sizeof fn, "%u", ev->sp.function);
+    if (!ev->sp.site || tt_names_copy(s, ev->sp.site, site, sizeof site) < 0)
+        snprintf(site, sizeof site, "%u", ev->sp.site);
+    snprintf(text, sizeof text, "tinytrace: stopped at thread %u seq %" PRIu64 " (replay "
+             "--stop-at): %s function=%s site=%s, before the call returns\n", ev->tp.thread,
+             ev->tp.seq, tt_event_kind_name(ev->kind), fn, site);
+    fputs(text, stderr);
+    fflush(stderr);
+    if (opt_gdb) {
+        tt_divergence_break(text);
+        return;
+    }
+    atomic_store(&g_trap, 1);
+    raise(SIGTRAP);
+    atomic_store(&g_trap, 0);
+}
+
+static void stop_at_setup(tt_session *s)
+{
+    const char *v = tt_setting_(TT_ENV_STOP_AT);
+    unsigned long long th, seq;
+    char tail;
+    if (!v)
+        return;
+    if (sscanf(v, "%llu:%llu%c", &th, &seq, &tail) != 2 || th > UINT32_MAX) {
+        fprintf(stderr, "tinytrace: %s=%s is not THREAD:SEQ; not stopping\n", TT_ENV_STOP_AT, v);
+        return;
+    }
+    tt_replay_stop_at_(s, (uint32_t)th, seq, rt_stop);
+}
+
 #ifdef TT_RT_PRELOAD
 __attribute__((constructor(101)))
 #endif
@@ -1065,6 +1116,8 @@ static void rt_init(void)
     if (g_mode == TT_MODE_REPLAY) {
         tt_replay_stop_at_exit_(s);
         report_channel_open();
+        opt_gdb = env_flag(TT_ENV_GDB);
+        stop_at_setup(s);
     }
     /* after every getenv: a program with its own environment code (bash) may not find
      * variables set before it has loaded the environment. Settings from the tool need no mark

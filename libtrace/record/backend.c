@@ -5,6 +5,7 @@
  * the nesting guard (tt_rec_begin_), so a signal handler that interrupts it is refused instead
  * of writing into a half-written record.
  */
+#include <inttypes.h>
 #include <string.h>
 
 #include "checkpoint-int.h"
@@ -116,9 +117,69 @@ static int rec_event(tt_session *s, struct tt_thread *bt, const tt_event *ev, vo
     tt_rec_end_(t);
     if (rc == TT_OK && in_len)
         *in_len = ev->payload_len;
-    if (rc == TT_OK && ev->kind == TT_EV_CHECKPOINT)
-        tt_checkpoint_retain(s, ev->payload, ev->payload_len, tp);
+    if (rc == TT_OK && ev->kind == TT_EV_CHECKPOINT) {
+        /* tt_checkpoint holds cp_lock: the number is ev->arg, the epoch the session's */
+        tp.epoch = atomic_load_explicit(&s->epoch, memory_order_relaxed);
+        tt_checkpoint_retain(s, ev->payload, ev->payload_len, tp, ev->arg);
+        tt_checkpoint_note_(s, TT_EV_CHECKPOINT, tp.thread, tp.seq, ev->sp.site, ev->arg,
+                            ev->payload, ev->payload_len);
+    }
     return rc;
+}
+
+/* Record keeps only the last checkpoint in memory; an earlier one is in the file being
+ * written, where the swapper may not even have put it yet. */
+static int rec_checkpoint_state(tt_session *s, const tt_checkpoint_sel *sel, uint64_t *number,
+                                tt_timepoint *tp, uint8_t **state, size_t *len,
+                                tt_error_info *err)
+{
+    (void)number;
+    (void)tp;
+    (void)state;
+    (void)len;
+    if (sel->which == TT_CHECKPOINT_NUMBER && sel->number >= s->cp_count)
+        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "no checkpoint %" PRIu64 ": %" PRIu64
+                       " were taken", sel->number, s->cp_count);
+    return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "a recording keeps only its last checkpoint "
+                   "(number %" PRIu64 ") to restore; %s", s->last_cp_number,
+                   sel->which == TT_CHECKPOINT_NUMBER ? "this one is in the file being written"
+                                                      : "no such checkpoint is");
+}
+
+static int rec_restore_check(tt_session *s, struct tt_thread *t, struct tt_restore_op *op,
+                             tt_error_info *err)
+{
+    (void)t;
+    (void)err;
+    op->epoch = atomic_load_explicit(&s->epoch, memory_order_relaxed) + 1;
+    return TT_OK;
+}
+
+/* The restore event, once every provider staged: its own chunk, like a checkpoint's, so that
+ * its sequence number is known here for the checkpoint table. */
+static int rec_restore_apply(tt_session *s, struct tt_thread *bt, struct tt_restore_op *op,
+                             tt_error_info *err)
+{
+    struct tt_rec_thread *t = tt_rec_of(bt);
+    int rc;
+    if ((rc = tt_rec_begin_(s, t)) != TT_OK)
+        return tt_fail(err, rc, 0, UINT64_MAX, "the restore event: %s", tt_strerror(rc));
+    if (t->base.ended)
+        rc = TT_E_CLOSED;
+    if (rc == TT_OK)
+        rc = tt_writer_sync_thread(s, t);
+    uint64_t seq = t->seq;
+    if (rc == TT_OK) {
+        struct tt_raw_long r = { .kind = TT_EV_RESTORE, .time = tt_ticks(), .site = op->site,
+                                 .arg = op->epoch, .addr = op->number };
+        rc = tt_writer_append_long(s, t, &r, NULL);
+    }
+    tt_rec_end_(t);
+    if (rc != TT_OK)
+        return tt_fail(err, rc, 0, UINT64_MAX, "the restore event could not be recorded: %s",
+                       tt_strerror(rc));
+    tt_checkpoint_note_(s, TT_EV_RESTORE, t->base.id, seq, op->site, op->number, NULL, 0);
+    return TT_OK;
 }
 
 static void rec_mark_crashed(tt_session *s)
@@ -143,4 +204,7 @@ const struct tt_backend tt_record_backend = {
     .mark_crashed = rec_mark_crashed,
     .sync_begin = tt_rec_sync_begin,
     .sync_end = tt_rec_sync_end,
+    .checkpoint_state = rec_checkpoint_state,
+    .restore_check = rec_restore_check,
+    .restore_apply = rec_restore_apply,
 };

@@ -76,6 +76,7 @@ int tt_tables_open(tt_session *s, struct tt_tables **out)
     struct tt_tables *tb = calloc(1, sizeof *tb);
     if (!tb)
         return TT_E_NOMEM;
+    tb->s = s;
     *out = tb;
     return TT_OK;
 }
@@ -97,6 +98,7 @@ void tt_tables_free(struct tt_tables *tb)
     free(tb->seek_batches);
     free(tb->out);
     free(tb->fix);
+    free(tb->marks);
     free(tb);
 }
 
@@ -408,6 +410,122 @@ void tt_tables_chunk_end(struct tt_tables *tb, struct tt_writer *w)
     tb->nfix = 0;
 }
 
+/* ---------------------------------------------------------------- the checkpoint table
+ * (format version 4, docs/FORMAT.md §15). The recording thread knows what a checkpoint or a
+ * restore was (its number, site, providers and their sizes: the session's notes), the swapper
+ * where its event went (chunk, index in it, time: the marks). At close the two are joined by
+ * (thread, seq): checkpoints in number order, restores in the recorded order (time, thread,
+ * seq), which is what numbers the epochs. A note without its event (the recording stopped
+ * after a write error), or a lack of memory, leaves the file without the table, as the index
+ * goes without its tables. Memory: one note and one mark per checkpoint or restore, never per
+ * event. */
+
+void tt_tables_mark_(struct tt_tables *tb, uint32_t thread, uint64_t seq, uint64_t time,
+                     uint32_t index)
+{
+    if (tb->failed || !grow(tb, (void **)&tb->marks, &tb->marks_cap, tb->nmarks + 1,
+                            sizeof *tb->marks))
+        return;
+    tb->marks[tb->nmarks++] = (struct cp_mark){ thread, index, seq, time, tb->chunk_off };
+}
+
+static int cmp_mark(const void *a, const void *b)
+{
+    const struct cp_mark *x = a, *y = b;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static const struct cp_mark *mark_of(const struct tt_tables *tb, uint32_t thread, uint64_t seq)
+{
+    struct cp_mark key = { .thread = thread, .seq = seq };
+    return bsearch(&key, tb->marks, tb->nmarks, sizeof key, cmp_mark);
+}
+
+/* restores in the recorded order: by their marks' (time, thread, seq) */
+static int cmp_recorded(const void *a, const void *b)
+{
+    const struct cp_mark *x = *(const struct cp_mark *const *)a;
+    const struct cp_mark *y = *(const struct cp_mark *const *)b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static bool put(struct tt_tables *tb, uint8_t **buf, size_t *len, size_t *cap, uint64_t v);
+
+static void write_checkpoint_table(struct tt_tables *tb, struct tt_writer *w)
+{
+    tt_session *s = tb->s;
+    tt_manifest *m = tt_writer_manifest_(w);
+    pthread_mutex_lock(&s->cp_lock); /* the recording threads are done; the notes are final */
+    uint64_t ncp = 0, nrest = 0;
+    for (uint64_t i = 0; i < s->cp_nnotes; i++)
+        ncp += s->cp_notes[i].kind == TT_EV_CHECKPOINT;
+    nrest = s->cp_nnotes - ncp;
+    const struct cp_mark **rest = NULL;
+    uint8_t *b = NULL;
+    size_t len = 0, cap = 0;
+    bool ok = !tb->failed && !s->cp_notes_lost && s->cp_nnotes > 0 &&
+              s->cp_nnotes == tb->nmarks && ncp <= UINT32_MAX && nrest <= UINT32_MAX;
+    if (ok) {
+        qsort(tb->marks, tb->nmarks, sizeof *tb->marks, cmp_mark);
+        rest = malloc((nrest ? nrest : 1) * sizeof *rest);
+        ok = rest != NULL;
+    }
+    /* checkpoints: the notes are in number order (taken under cp_lock), from 0 */
+    uint64_t want = 0, r = 0;
+    for (uint64_t i = 0; ok && i < s->cp_nnotes; i++) {
+        const struct tt_cp_note *n = &s->cp_notes[i];
+        const struct cp_mark *mk = mark_of(tb, n->thread, n->seq);
+        ok = mk != NULL;
+        if (ok && n->kind == TT_EV_RESTORE) {
+            rest[r++] = mk;
+            continue;
+        }
+        ok = ok && n->number == want++;
+        ok = ok && put(tb, &b, &len, &cap, n->thread) && put(tb, &b, &len, &cap, n->seq) &&
+             put(tb, &b, &len, &cap, mk->time) && put(tb, &b, &len, &cap, mk->chunk_off) &&
+             put(tb, &b, &len, &cap, mk->index) && put(tb, &b, &len, &cap, n->site) &&
+             put(tb, &b, &len, &cap, n->length) && put(tb, &b, &len, &cap, n->nprov);
+        for (uint32_t k = 0; ok && k < n->nprov; k++)
+            ok = put(tb, &b, &len, &cap, s->cp_prov[n->prov_at + 2 * k]) &&
+                 put(tb, &b, &len, &cap, s->cp_prov[n->prov_at + 2 * k + 1]);
+    }
+    if (ok && nrest)
+        qsort(rest, nrest, sizeof *rest, cmp_recorded);
+    for (uint64_t k = 0; ok && k < nrest; k++) {
+        const struct cp_mark *mk = rest[k];
+        /* the note of this event, for its site and the checkpoint it restored */
+        const struct tt_cp_note *n = NULL;
+        for (uint64_t i = 0; !n && i < s->cp_nnotes; i++)
+            if (s->cp_notes[i].kind == TT_EV_RESTORE && s->cp_notes[i].thread == mk->thread &&
+                s->cp_notes[i].seq == mk->seq)
+                n = &s->cp_notes[i];
+        ok = n && n->number < ncp && put(tb, &b, &len, &cap, mk->thread) &&
+             put(tb, &b, &len, &cap, mk->seq) && put(tb, &b, &len, &cap, mk->time) &&
+             put(tb, &b, &len, &cap, mk->chunk_off) && put(tb, &b, &len, &cap, mk->index) &&
+             put(tb, &b, &len, &cap, n->site) && put(tb, &b, &len, &cap, n->number);
+    }
+    pthread_mutex_unlock(&s->cp_lock);
+    if (ok && len <= UINT32_MAX) {
+        struct tt_chunk_header h = { .type = TT_CHUNK_CHECKPOINTS, .thread = TT_NO_THREAD,
+                                     .count = (uint32_t)(ncp + nrest), .body_len = (uint32_t)len };
+        m->checkpoints_offset = tt_writer_tail_(w);
+        tt_writer_put_chunk_(w, &h, b);
+        if (len > m->largest_chunk) /* a chunk of the data area: it counts (FORMAT.md §3.1) */
+            m->largest_chunk = len;
+        m->checkpoints_length = TT_CHUNK_HEADER + len;
+        m->checkpoint_count = (uint32_t)ncp;
+        m->restore_count = (uint32_t)nrest;
+    }
+    free(rest);
+    free(b);
+}
+
 void tt_tables_finish(struct tt_tables *tb, struct tt_writer *w)
 {
     tt_tables_chunk_begin(tb, w);
@@ -422,6 +540,7 @@ void tt_tables_finish(struct tt_tables *tb, struct tt_writer *w)
     tt_tables_chunk_end(tb, w);
     for (uint32_t i = 0; i < tb->nthreads; i++)
         write_block_list(tb, w, i, &tb->threads[i]);
+    write_checkpoint_table(tb, w);
 }
 
 /* ---------------------------------------------------------------- summary and directory */

@@ -76,6 +76,11 @@ struct tt_tables {
     struct fixup { uint32_t thread; uint64_t at, back; } *fix;
     size_t nfix, fix_cap;
     bool failed;              /* out of memory: the file gets no index */
+    /* where each checkpoint and restore event went (tt_tables_mark_), for the checkpoint table
+     * (tables.c, at close, with the session's notes of them) */
+    tt_session *s;
+    struct cp_mark { uint32_t thread, index; uint64_t seq, time, chunk_off; } *marks;
+    size_t nmarks, marks_cap;
 };
 
 bool tt_tables_grow_(struct tt_tables *tb, void **p, size_t *cap, size_t need, size_t elem);
@@ -83,6 +88,9 @@ struct tb_thread *tt_tables_thread_(struct tt_tables *tb, uint32_t id);
 void tt_tables_flush_seek_(struct tt_tables *tb, struct tt_writer *w);
 void tt_tables_close_frame_(struct tt_tables *tb, struct tt_writer *w, uint32_t thread,
                             struct tb_thread *t, uint64_t end, unsigned outcome);
+/* A checkpoint or restore event: where it is, for the checkpoint table. */
+void tt_tables_mark_(struct tt_tables *tb, uint32_t thread, uint64_t seq, uint64_t time,
+                     uint32_t index);
 
 
 /* The summary row used last is @fn's, and the table needs no growing before it is updated
@@ -207,6 +215,8 @@ static inline void tt_tables_event(struct tt_tables *restrict tb, struct tt_writ
         tt_tables_close_frame_(tb, w, thread, t, time, TT_FRAME_RETURNED);
     } else if (kind == TT_EV_CRASH) {
         t->crashed = true;
+    } else if (TT_UNLIKELY(kind == TT_EV_CHECKPOINT || kind == TT_EV_RESTORE)) {
+        tt_tables_mark_(tb, thread, seq, time, index);
     }
 }
 

@@ -61,6 +61,15 @@ struct tt_replayer {
     /* close: the first recorded event no call consumed */
     tt_report_event first_left;
     bool has_first_left;
+    /* a replay from a checkpoint (resume.c): its number + 1 (0: from the start), and where
+     * each synchronization object's turn starts, or NULL */
+    uint64_t from;
+    struct tt_rp_resume *resume;
+    /* the runtime's --stop-at: the recorded event, and what to call when it is matched (NULL:
+     * none). Set before any thread runs */
+    void (*stop_fn)(tt_session *s, const tt_event *ev);
+    uint32_t stop_thread;
+    uint64_t stop_seq;
 };
 
 /* report.c: the event @ev as a report line's event (its payload's first bytes copied) */
@@ -82,6 +91,22 @@ int tt_rp_diverge_(tt_session *s, struct tt_rp_thread *t, tt_diverge_reason why,
 /* The nesting guard of a replay call (TT_E_MODE inside another one on the same thread). */
 int tt_rp_busy_begin_(struct tt_rp_thread *t);
 void tt_rp_busy_end_(struct tt_rp_thread *t);
+
+/* replayer.c, for resume.c: steps @rec's cursor over structural events and the tracer's own
+ * (counted for @t, NULL: none bound yet) and, in an ordered replay, publishes the time of its
+ * next event */
+int tt_rp_publish_next_(struct tt_replayer *rp, struct tt_rp_thread *t, uint32_t rec,
+                        tt_error_info *err);
+
+/* resume.c: checkpoint @n's saved state from the recording (*@state malloc'd) and its row */
+int tt_rp_read_checkpoint_(tt_session *s, uint64_t n, uint8_t **state, size_t *len,
+                           tt_checkpoint_entry *e, tt_error_info *err);
+/* resume.c, for sync.c, in a replay from a checkpoint (rp->resume set): object @e, which just
+ * got recorded id @id, starts its turn where the recording was at the cut; and the turn that
+ * follows number @next - 1 on object @id, past the numbers done before the cut */
+void tt_rp_resume_turn_(tt_session *s, struct tt_sync_obj *e, uint64_t id);
+uint64_t tt_rp_resume_next_(tt_session *s, uint64_t id, uint64_t next);
+void tt_rp_resume_free_(struct tt_replayer *rp);
 
 /* sync.c: the replay half of a synchronization operation */
 int tt_rp_sync_begin(tt_session *s, struct tt_thread *t, tt_sync *op, struct tt_sync_obj *e);

@@ -74,6 +74,18 @@ uint32_t tt_replay_cut_off_(tt_session *s)
     return rp ? atomic_load_explicit(&rp->cut_off, memory_order_relaxed) : 0;
 }
 
+int tt_replay_stop_at_(tt_session *s, uint32_t thread, uint64_t seq,
+                       void (*fn)(tt_session *s, const tt_event *ev))
+{
+    struct tt_replayer *rp = s->be == &tt_replay_backend ? s->rp : NULL;
+    if (!rp)
+        return TT_E_INVAL;
+    rp->stop_thread = thread;
+    rp->stop_seq = seq;
+    rp->stop_fn = fn;
+    return TT_OK;
+}
+
 int tt_replay_first_left_(tt_session *s, tt_report_event *out)
 {
     struct tt_replayer *rp = s->be == &tt_replay_backend ? s->rp : NULL;
@@ -83,8 +95,6 @@ int tt_replay_first_left_(tt_session *s, tt_report_event *out)
     return TT_OK;
 }
 
-/* Ordered replay: steps @rec's cursor over structural events and publishes the time of its
- * next real event. Called by the thread bound to @rec (or at open, before any thread runs). */
 /* Counts a tracer event that @t (NULL: not bound yet) steps over, for tt_replay_drain_. */
 static void count_tracer(const struct tt_replayer *rp, struct tt_rp_thread *t, const tt_event *ev)
 {
@@ -93,7 +103,10 @@ static void count_tracer(const struct tt_replayer *rp, struct tt_rp_thread *t, c
         atomic_store_explicit(&t->tracer_events, t->tracer_events + 1, memory_order_relaxed);
 }
 
-static int publish_next(struct tt_replayer *rp, struct tt_rp_thread *t, uint32_t rec,
+/* Ordered replay: steps @rec's cursor over structural events and publishes the time of its
+ * next real event. Called by the thread bound to @rec (@t; NULL at open or at a
+ * resume, before any thread runs). */
+int tt_rp_publish_next_(struct tt_replayer *rp, struct tt_rp_thread *t, uint32_t rec,
                         tt_error_info *err)
 {
     tt_event ev;
@@ -199,7 +212,7 @@ static int rp_open(tt_session *s, tt_error_info *err)
             goto fail;
         }
         for (uint32_t i = 0; i < m.thread_count; i++) {
-            if ((rc = publish_next(rp, NULL, i, err)) != TT_OK)
+            if ((rc = tt_rp_publish_next_(rp, NULL, i, err)) != TT_OK)
                 goto fail;
         }
     }
@@ -218,6 +231,7 @@ static void rp_destroy(tt_session *s)
     free(rp->storage);
     free(rp->bound);
     free((void *)rp->next_time);
+    tt_rp_resume_free_(rp);
     pthread_mutex_destroy(&rp->lock);
     free(rp);
     s->rp = NULL;
@@ -333,7 +347,7 @@ static void realign(tt_session *s, struct tt_rp_thread *t, const tt_event *act)
         tt_reader_advance(rp->r, rec);
     }
     if (k >= 0 && rp->ordered)
-        publish_next(rp, t, rec, &e2);
+        tt_rp_publish_next_(rp, t, rec, &e2);
 }
 
 int tt_rp_diverge_(tt_session *s, struct tt_rp_thread *t, tt_diverge_reason why,
@@ -353,6 +367,7 @@ int tt_rp_diverge_(tt_session *s, struct tt_rp_thread *t, tt_diverge_reason why,
         /* no recorded event: place the call just after the last one this thread matched */
         const struct tt_rp_thread *r0 = t;
         d.tp.thread = r0->rec;
+        d.tp.epoch = atomic_load_explicit(&s->epoch, memory_order_relaxed);
         if (r0->hist_len)
             d.tp.seq = r0->hist[(r0->hist_pos + TT_REPORT_HISTORY - 1) % TT_REPORT_HISTORY]
                            .ev.tp.seq + 1;
@@ -378,6 +393,7 @@ int tt_rp_diverge_(tt_session *s, struct tt_rp_thread *t, tt_diverge_reason why,
         [TT_DIV_ORDER] = "this thread's turn did not come in time",
         [TT_DIV_OUTPUT] = "the program's output differs",
         [TT_DIV_SCHEDULE] = "this thread's turn on a synchronization object did not come in time",
+        [TT_DIV_RESTORE] = "another checkpoint was restored here in the recording",
     };
     if (message) {
         snprintf(d.message, sizeof d.message, "thread %u seq %" PRIu64 ": %s", d.tp.thread,
@@ -429,6 +445,7 @@ static int replay_fn(tt_session *s, struct tt_rp_thread *t, uint8_t k, uint32_t 
         h->ev.kind = k;
         h->ev.dir = 0;
         h->ev.tp.thread = rt->rec;
+        h->ev.tp.epoch = atomic_load_explicit(&s->epoch, memory_order_relaxed);
         h->ev.tp.seq = seq;
         h->ev.time = time;
         h->ev.sp.function = function;
@@ -439,6 +456,9 @@ static int replay_fn(tt_session *s, struct tt_rp_thread *t, uint8_t k, uint32_t 
         if (rt->hist_len < TT_REPORT_HISTORY)
             rt->hist_len++;
         atomic_store_explicit(&rt->matched, rt->matched + 1, memory_order_relaxed);
+        if (TT_UNLIKELY(s->rp->stop_fn != NULL) && seq == s->rp->stop_seq &&
+            rt->rec == s->rp->stop_thread)
+            s->rp->stop_fn(s, &h->ev);
         return TT_OK;
     }
     tt_event ev = { .kind = k, .sp = { function, 0 } };
@@ -491,8 +511,12 @@ static int replay_event(tt_session *s, struct tt_rp_thread *t, const tt_event *a
         if (in_len)
             *in_len = ev.payload_len;
     }
-    if (k == TT_EV_CHECKPOINT)
-        tt_checkpoint_retain(s, ev.payload, ev.payload_len, ev.tp);
+    if (k == TT_EV_CHECKPOINT) {
+        /* tt_checkpoint holds cp_lock. From version 4 the event carries its number; before,
+         * checkpoints were numbered only by their order */
+        uint64_t number = tt_reader_manifest(s->rp->r)->version >= 4 ? ev.arg : s->cp_count;
+        tt_checkpoint_retain(s, ev.payload, ev.payload_len, ev.tp, number);
+    }
     return tt_rp_consume_(s, t, &ev);
 }
 
@@ -541,11 +565,14 @@ int tt_rp_consume_(tt_session *s, struct tt_rp_thread *t, const tt_event *ev)
 {
     struct tt_replayer *rp = s->rp;
     tt_report_history_push(t, ev);
+    if (TT_UNLIKELY(rp->stop_fn != NULL) && ev->tp.seq == rp->stop_seq &&
+        t->rec == rp->stop_thread)
+        rp->stop_fn(s, ev); /* before the advance: @ev may be the cursor's */
     tt_reader_advance(rp->r, t->rec);
     atomic_store_explicit(&t->matched, t->matched + 1, memory_order_relaxed);
     if (rp->ordered) {
         tt_error_info e2;
-        int rc2 = publish_next(rp, t, t->rec, &e2);
+        int rc2 = tt_rp_publish_next_(rp, t, t->rec, &e2);
         if (rc2 != TT_OK)
             return rc2;
     }
@@ -784,6 +811,93 @@ static void rp_mark_crashed(tt_session *s)
     (void)s;
 }
 
+/* ---- restores (checkpoint.c runs them: tinytrace/checkpoint.h) ---- */
+
+/* A checkpoint's saved state from the recording, when it is not the retained one. */
+static int rp_checkpoint_state(tt_session *s, const tt_checkpoint_sel *sel, uint64_t *number,
+                               tt_timepoint *tp, uint8_t **state, size_t *len, tt_error_info *err)
+{
+    tt_reader *r = s->rp->r;
+    uint64_t n = sel->number, count = tt_reader_checkpoint_count(r);
+    if (sel->which == TT_CHECKPOINT_AT) {
+        tt_checkpoint_entry e;
+        for (n = 0; n < count; n++)
+            if (tt_reader_checkpoint(r, n, &e) == TT_OK && e.tp.thread == sel->at.thread &&
+                e.tp.seq == sel->at.seq)
+                break;
+        if (n == count)
+            return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "the recording has no checkpoint at "
+                           "thread %u seq %" PRIu64, sel->at.thread, sel->at.seq);
+    }
+    tt_checkpoint_entry e;
+    int rc = tt_rp_read_checkpoint_(s, n, state, len, &e, err);
+    if (rc == TT_OK) {
+        *number = n;
+        *tp = e.tp;
+    }
+    return rc;
+}
+
+/* The recording's next event of this thread must be the restore of the same checkpoint at the
+ * same site; nothing moves yet (the providers stage after this). */
+static int rp_restore_check(tt_session *s, struct tt_thread *bt, struct tt_restore_op *op,
+                            tt_error_info *err)
+{
+    struct tt_rp_thread *t = tt_rp_of(bt);
+    int rc;
+    if ((rc = tt_rp_busy_begin_(t)) != TT_OK)
+        return tt_fail(err, rc, 0, UINT64_MAX, "a restore inside another call");
+    tt_event act = { .kind = TT_EV_RESTORE, .sp = { 0, op->site }, .addr = op->number };
+    tt_event ev;
+    rc = tt_rp_peek_(s, t, &act, &ev);
+    if (rc == TT_OK) {
+        tt_diverge_reason why = ev.kind != TT_EV_RESTORE    ? TT_DIV_KIND
+                                : ev.sp.site != op->site     ? TT_DIV_SITE
+                                : ev.addr != op->number      ? TT_DIV_RESTORE
+                                                             : TT_DIV_NONE;
+        if (why != TT_DIV_NONE) {
+            char msg[160];
+            if (why == TT_DIV_RESTORE)
+                snprintf(msg, sizeof msg, "the recording restored checkpoint %" PRIu64
+                         " here, not %" PRIu64, ev.addr, op->number);
+            rc = tt_rp_diverge_(s, t, why, &ev, &act, 0, why == TT_DIV_RESTORE ? msg : NULL);
+        } else {
+            /* the recording's epoch: the restores of every thread before this one */
+            op->epoch = ev.tp.epoch ? ev.tp.epoch
+                                    : atomic_load_explicit(&s->epoch, memory_order_relaxed) + 1;
+        }
+    }
+    tt_rp_busy_end_(t);
+    if (rc == TT_E_DIVERGED) {
+        tt_divergence d;
+        if (tt_replay_divergence(s, &d) == TT_OK)
+            tt_fail(err, rc, 0, UINT64_MAX, "%s", d.message);
+    } else if (rc != TT_OK) {
+        tt_fail(err, rc, 0, UINT64_MAX, "the restore: %s", tt_strerror(rc));
+    }
+    return rc;
+}
+
+static int rp_restore_apply(tt_session *s, struct tt_thread *bt, struct tt_restore_op *op,
+                            tt_error_info *err)
+{
+    (void)op;
+    struct tt_rp_thread *t = tt_rp_of(bt);
+    int rc;
+    if ((rc = tt_rp_busy_begin_(t)) != TT_OK)
+        return tt_fail(err, rc, 0, UINT64_MAX, "a restore inside another call");
+    tt_event ev;
+    tt_error_info e2;
+    /* the event restore_check peeked at: still the cursor's next (cp_lock, this thread's) */
+    rc = tt_reader_peek(s->rp->r, t->rec, &ev, &e2);
+    if (rc == TT_OK)
+        rc = tt_rp_consume_(s, t, &ev);
+    tt_rp_busy_end_(t);
+    if (rc != TT_OK)
+        return tt_fail(err, rc, 0, UINT64_MAX, "the restore: %s", tt_strerror(rc));
+    return TT_OK;
+}
+
 const struct tt_backend tt_replay_backend = {
     .name = "replay",
     .open = rp_open,
@@ -800,4 +914,7 @@ const struct tt_backend tt_replay_backend = {
     .mark_crashed = rp_mark_crashed,
     .sync_begin = tt_rp_sync_begin,
     .sync_end = tt_rp_sync_end,
+    .checkpoint_state = rp_checkpoint_state,
+    .restore_check = rp_restore_check,
+    .restore_apply = rp_restore_apply,
 };

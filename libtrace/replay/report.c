@@ -107,6 +107,13 @@ static size_t fmt_event(tt_session *s, const tt_report_event *re, char *buf, siz
     return o < cap ? o : cap ? cap - 1 : 0;
 }
 
+/* Out of line and with a side effect the compiler must keep, so that a call to it stays a call
+ * (a breakpoint's place) however the caller is optimized. */
+__attribute__((noinline)) void tt_divergence_break(const char *report)
+{
+    __asm__ volatile("" : : "r"(report) : "memory");
+}
+
 size_t tt_divergence_format(tt_session *s, const tt_divergence *d, char *buf, size_t cap)
 {
     char e[512], a[512];

@@ -173,13 +173,18 @@ int tt_rp_sync_begin(tt_session *s, struct tt_thread *bt, tt_sync *op, struct tt
     else if (ev.payload_len != 0 && (ev.payload_len < 4 || ev.payload_len > 4 + TT_SYNC_DATA_MAX))
         why = TT_DIV_LENGTH;
     if (why == TT_DIV_NONE && e) {
-        /* the object gets the recording's id at its first operation of this replay */
-        if (!live_id &&
-            !atomic_compare_exchange_strong_explicit(&e->id, &live_id, ev.arg,
-                                                     memory_order_acq_rel, memory_order_acquire) &&
-            live_id != ev.arg) {
-            why = TT_DIV_ARG;
-        } else if (live_id && live_id != ev.arg) {
+        /* the object gets the recording's id at its first operation of this replay (and, in
+         * a replay from a checkpoint, the turn where the recording was there: resume.c) */
+        if (!live_id) {
+            if (atomic_compare_exchange_strong_explicit(&e->id, &live_id, ev.arg,
+                                                        memory_order_acq_rel,
+                                                        memory_order_acquire)) {
+                if (TT_UNLIKELY(s->rp->resume != NULL))
+                    tt_rp_resume_turn_(s, e, ev.arg);
+            } else if (live_id != ev.arg) {
+                why = TT_DIV_ARG;
+            }
+        } else if (live_id != ev.arg) {
             why = TT_DIV_ARG;
         }
         if (why == TT_DIV_ARG) {
@@ -229,6 +234,8 @@ int tt_rp_sync_end(tt_session *s, struct tt_thread *bt, tt_sync *op, int result,
         if (rc != TT_OK)
             return rc;
     }
-    pass_turn(e, op->seq + 1);
+    /* from a checkpoint, the numbers done before it are passed over (resume.c) */
+    pass_turn(e, TT_UNLIKELY(s->rp->resume != NULL) ? tt_rp_resume_next_(s, op->id, op->seq + 1)
+                                                   : op->seq + 1);
     return TT_OK;
 }

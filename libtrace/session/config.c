@@ -171,6 +171,8 @@ int tt_config_get(const tt_config *cfg, tt_param p, uint64_t *value)
     return TT_OK;
 }
 
+static bool parse_u64(const char *s, uint64_t *out);
+
 int tt_config_set_str(tt_config *cfg, tt_param_str p, const char *value, tt_error_info *err)
 {
     struct tt_config_impl *c = cfgw(cfg);
@@ -192,6 +194,22 @@ int tt_config_set_str(tt_config *cfg, tt_param_str p, const char *value, tt_erro
                            sizeof c->caller - 1);
         memcpy(c->caller, value, n + 1);
         return TT_OK;
+    case TT_PARAM_REPLAY_FROM: {
+        /* "checkpoint:N"; "" unsets it */
+        static const char pre[] = "checkpoint:";
+        uint64_t v;
+        if (n == 0) {
+            c->replay_from = 0;
+            return TT_OK;
+        }
+        if (strncmp(value, pre, sizeof pre - 1) != 0 || !parse_u64(value + sizeof pre - 1, &v) ||
+            v == UINT64_MAX)
+            return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX,
+                           "TT_PARAM_REPLAY_FROM: '%s' is not checkpoint:N (N a checkpoint's "
+                           "number, from 0)", value);
+        c->replay_from = v + 1;
+        return TT_OK;
+    }
     default:
         return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX, "unknown string parameter %d", (int)p);
     }
@@ -305,7 +323,7 @@ static const char *const known_vars[] = {
     "MODE", "FILE", "CALLER", "BUFFER_KB", "MEMORY_MB", "BLOCK_KB", "MAX_EVENT_MB",
     "MAX_THREADS", "ORDERED", "ORDER_TIMEOUT_MS", "DIVERGENCE", "ALLOC", "CHECK_OUTPUT",
     "KEEP_GOING", "PID", "PRELOAD", "PROGRESS_MS", "REPORT_FD", "RT", "CHAOS", "CHAOS_DEPTH",
-    "CHAOS_DELAY_US", "REAL_SLEEP",
+    "CHAOS_DELAY_US", "REAL_SLEEP", "REPLAY_FROM", "STOP_AT", "GDB",
 };
 
 static int check_names(tt_error_info *err)
@@ -383,6 +401,10 @@ int tt_config_from_env(tt_config *cfg, tt_error_info *err)
         if ((rc = tt_config_set_str(&tmp, TT_PARAM_CALLER, caller, err)) != TT_OK)
             return tt_fail(err, rc, 0, UINT64_MAX, "TINYTRACE_CALLER: %s", err ? err->message : "");
     }
+    const char *from = tt_setting_("TINYTRACE_REPLAY_FROM");
+    if (from && tt_config_set_str(&tmp, TT_PARAM_REPLAY_FROM, from, NULL) != TT_OK)
+        return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX, "TINYTRACE_REPLAY_FROM: '%s' is not "
+                       "checkpoint:N (N a checkpoint's number, from 0)", from);
     if ((rc = env_num(&tmp, "TINYTRACE_BUFFER_KB", TT_PARAM_BUFFER_BYTES, 1024, err)) ||
         (rc = env_num(&tmp, "TINYTRACE_MEMORY_MB", TT_PARAM_MEMORY_BYTES, 1u << 20, err)) ||
         (rc = env_num(&tmp, "TINYTRACE_BLOCK_KB", TT_PARAM_BLOCK_BYTES, 1024, err)) ||

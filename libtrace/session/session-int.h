@@ -37,6 +37,7 @@ struct tt_config_impl {
     uint64_t order_timeout_ms;
     uint64_t chaos, chaos_seed, chaos_depth, chaos_delay_us;
     uint64_t real_sleep;
+    uint64_t replay_from;         /* TT_PARAM_REPLAY_FROM: checkpoint N + 1, 0: not set */
     tt_memory_sink *memory_sink;
     tt_sink_write_fn cb_fn;
     void *cb_ctx;
@@ -166,6 +167,28 @@ uint64_t tt_sync_obj_id_(struct tt_session *s, struct tt_sync_obj *e, uint32_t t
                          uint32_t *next_k);
 void tt_sync_table_free_(struct tt_session *s);
 
+/* ---- checkpoints (checkpoint/) ---- */
+/* One restore (checkpoint.c, the backends): the checkpoint's number, the caller's site, the
+ * epoch the restore begins. */
+struct tt_restore_op {
+    uint64_t number;
+    uint32_t site;
+    uint32_t epoch;
+};
+
+/* Record: one checkpoint or restore as the recording thread saw it, for the checkpoint table
+ * written at close (record/tables.c joins it with where the swapper put the event). */
+struct tt_cp_note {
+    uint32_t kind;           /* TT_EV_CHECKPOINT or TT_EV_RESTORE */
+    uint32_t thread;
+    uint32_t site;
+    uint32_t nprov;          /* checkpoint: providers, their (id, length) at cp_prov[prov_at] */
+    uint64_t seq;
+    uint64_t number;         /* the checkpoint's number (a restore: the one restored) */
+    uint64_t length;         /* checkpoint: payload bytes */
+    uint64_t prov_at;
+};
+
 /* ---- the backend ----
  * What a mode does, chosen once at open. Every function gets a session opened with this
  * backend; the thread functions get a thread that thread_new made. */
@@ -201,7 +224,21 @@ struct tt_backend {
                       struct tt_sync_obj *e);
     int (*sync_end)(struct tt_session *s, struct tt_thread *t, tt_sync *op, int result,
                     int took);
+    /* a checkpoint restore (checkpoint.c runs it, under cp_lock): the saved state of the
+     * checkpoint @sel names when it is not the retained one (record: TT_E_INVAL, only the last
+     * is kept; replay: read from the recording; *@state malloc'd), then restore_check before
+     * any provider stages (replay: the recorded restore must be the same; it sets op->epoch)
+     * and restore_apply after they all staged (record: the restore event; replay: its
+     * consumption). A failure of either leaves nothing changed. */
+    int (*checkpoint_state)(struct tt_session *s, const tt_checkpoint_sel *sel,
+                            uint64_t *number, tt_timepoint *tp, uint8_t **state, size_t *len,
+                            tt_error_info *err);
+    int (*restore_check)(struct tt_session *s, struct tt_thread *t, struct tt_restore_op *op,
+                         tt_error_info *err);
+    int (*restore_apply)(struct tt_session *s, struct tt_thread *t, struct tt_restore_op *op,
+                         tt_error_info *err);
 };
+
 
 /* Maps a hook's function address (TT_RAW_ADDR records) to its id, on the swapper
  * (instrument/hooks.c). */
@@ -235,7 +272,23 @@ struct tt_session {
     uint8_t *last_cp;
     size_t last_cp_len, last_cp_cap;
     tt_timepoint last_cp_tp;
+    uint64_t last_cp_number;
     bool has_cp;
+    /* one checkpoint or restore at a time, so that their numbers and epochs follow the order
+     * of their events (taken before s->lock, never while holding it) */
+    pthread_mutex_t cp_lock;
+    uint64_t cp_count;              /* checkpoints taken (record) or met (replay): the next one's
+                                     * number; under cp_lock */
+    /* restores committed (record) or replayed: the epoch of what the session records now.
+     * Written under cp_lock (release), read anywhere (acquire) */
+    _Atomic uint32_t epoch;
+    /* record: every checkpoint and restore, for the checkpoint table (under cp_lock); a note
+     * that found no memory makes the file go without the table (cp_notes_lost) */
+    struct tt_cp_note *cp_notes;
+    uint64_t cp_nnotes, cp_notes_cap;
+    uint64_t *cp_prov;              /* (id, length) pairs */
+    uint64_t cp_nprov, cp_prov_cap;
+    bool cp_notes_lost;
 
     /* synchronization objects (sync.c) */
     struct tt_sync_table sync;
@@ -305,5 +358,10 @@ uint32_t tt_replay_cut_off_(tt_session *s);
 void tt_replay_drain_(tt_session *s);
 /* Replay, after finish: the first recorded event that no call consumed. */
 int tt_replay_first_left_(tt_session *s, tt_report_event *out);
+/* Replay (the runtime's --stop-at): @fn is called with the event when a call matches recorded
+ * thread @thread's event @seq, on that call's thread, before the call returns. Before any
+ * thread replays. */
+int tt_replay_stop_at_(tt_session *s, uint32_t thread, uint64_t seq,
+                       void (*fn)(tt_session *s, const tt_event *ev));
 
 #endif

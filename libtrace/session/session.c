@@ -106,6 +106,7 @@ int tt_session_create_(const tt_config *cfg, const struct tt_backend *be, tt_ses
     s->uid = atomic_fetch_add_explicit(&next_uid, 1, memory_order_relaxed);
     s->head.mode = c->mode;
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->cp_lock, NULL);
     s->threads = calloc(c->max_threads, sizeof *s->threads);
     int rc = s->threads ? TT_OK : tt_fail(err, TT_E_NOMEM, ENOMEM, UINT64_MAX, "out of memory");
     if (rc == TT_OK)
@@ -114,6 +115,7 @@ int tt_session_create_(const tt_config *cfg, const struct tt_backend *be, tt_ses
         tt_names_free(&s->names); /* replay interns the recording's names before it can fail */
         free(s->threads);
         pthread_mutex_destroy(&s->lock);
+        pthread_mutex_destroy(&s->cp_lock);
         free(s);
         return rc;
     }
@@ -150,7 +152,10 @@ int tt_session_close(tt_session *s, tt_error_info *err)
     tt_names_free(&s->names);
     tt_sync_table_free_(s);
     free(s->last_cp);
+    free(s->cp_notes);
+    free(s->cp_prov);
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->cp_lock);
     free(s);
     return rc;
 }

@@ -47,6 +47,13 @@ struct tt_cursor {
     uint64_t ptime;
     uint32_t pfn;
     uint64_t pavail;       /* bytes of a split payload that were in the current chunk */
+    uint32_t ep_next;      /* epochs: the first restore after the last event decoded */
+};
+
+/* A restore row of the checkpoint table (FORMAT.md §15), decoded at open. */
+struct tt_restore_row {
+    uint64_t time, seq, chunk_offset, checkpoint;
+    uint32_t thread, index, site, pad_;
 };
 
 struct tt_reader {
@@ -62,6 +69,14 @@ struct tt_reader {
     uint8_t *objects;       /* object table body */
     uint32_t *obj_off;
     uint64_t index_chunks;  /* frame blocks and seek batches passed by the sequential cursor */
+    /* version 4: the checkpoint table, read at open: its body, where each checkpoint row
+     * starts in it, and the restore rows in recorded order (epoch i + 1 begins at row i) */
+    uint8_t *cp_body;
+    uint64_t cp_len;
+    uint64_t *cp_row;
+    struct tt_restore_row *rest;
+    uint32_t ncp, nrest;
+    uint64_t cp_chunks;     /* checkpoint tables passed by the sequential cursor */
     /* sequential totals */
     uint64_t events, payload, chunks, largest_chunk, largest_event, largest_split, evsum;
 };
@@ -93,6 +108,8 @@ uint64_t tt_index_chunks_(const tt_index *ix);
  * event chunks it took */
 uint64_t tt_reader_chunks_read_(const tt_reader *r);
 uint64_t tt_reader_index_chunks_(const tt_reader *r);
+/* checkpoint tables (type 9) the sequential cursor passed in the data area */
+uint64_t tt_reader_cp_chunks_(const tt_reader *r);
 const tt_source *tt_reader_source_(const tt_reader *r);
 
 #endif

@@ -184,9 +184,11 @@ static int scan_chunks(const tt_source *src, struct scan *sc, uint64_t *end_off)
             stop(sc, off, sc->why.message);
             break;
         }
-        if (h.type == TT_CHUNK_FRAMES || h.type == TT_CHUNK_SEEK || h.type == TT_CHUNK_BLOCKS) {
+        if (h.type == TT_CHUNK_FRAMES || h.type == TT_CHUNK_SEEK || h.type == TT_CHUNK_BLOCKS ||
+            h.type == TT_CHUNK_CHECKPOINTS) {
             /* index chunks between the event chunks: the recovered file has no index tables
-             * (docs/FORMAT.md §14.7), so they are passed over, not copied */
+             * (docs/FORMAT.md §14.7) and no checkpoint table (§15), so they are passed over,
+             * not copied */
             off += TT_CHUNK_HEADER + h.body_len;
             continue;
         }
@@ -424,6 +426,8 @@ int tt_recover(const tt_source *src, const char *out_path, tt_recover_result *re
     tt_manifest o = m;
     o.version = TT_FORMAT_VERSION;
     o.index_offset = o.index_length = 0; /* no index tables: §14.7 */
+    o.checkpoints_offset = o.checkpoints_length = 0; /* nor a checkpoint table: §15 */
+    o.checkpoint_count = o.restore_count = 0;
     o.flags = (m.flags & TT_MF_TSC) | TT_MF_FINALIZED | TT_MF_RECOVERED;
     o.write_errno = 0;
     o.event_count = o.payload_bytes = o.chunk_count = 0;

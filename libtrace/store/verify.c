@@ -171,7 +171,7 @@ static int skim_chunk(tt_reader *r, struct tt_cursor *c, uint64_t *events, tt_er
         }
         /* one event from @q; it is committed to p, fn, time only when it is whole */
         const uint8_t *q = p;
-        uint64_t dt, v, len = 0;
+        uint64_t dt = 0, v, len = 0; /* dt is set on every path below; gcc cannot tell */
         uint32_t efn = fn;
         if (q >= end)
             goto bad;
@@ -360,6 +360,13 @@ int tt_verify_ex(const tt_source *src, const tt_reader_limits *lim, unsigned fla
         res->chunks = tt_reader_chunks_read_(r);
         if (rc != TT_OK)
             res->chunk = res->chunks;
+        /* version 4: the one checkpoint table the manifest names (tt_reader_open read and
+         * checked it) and no other */
+        if (rc == TT_OK && tt_reader_cp_chunks_(r) != (m.checkpoints_offset != 0))
+            rc = tt_fail(&err, TT_E_COUNTS, 0, TT_M_CP_OFF,
+                         "%s: the data area holds %llu checkpoint tables, the manifest names %d",
+                         src->name, (unsigned long long)tt_reader_cp_chunks_(r),
+                         m.checkpoints_offset != 0);
         if (rc == TT_OK && m.index_offset) {
             /* version 2: the index tables (their chunks' frames and checksums were checked by
              * the pass over the data area; the directory, block lists, seek batches and summary

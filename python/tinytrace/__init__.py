@@ -22,7 +22,7 @@ numpy, pure-Python XXH3 runs at some 15 MB/s.
 from ._format import (KIND_NAMES, OBJECT_KINDS, OUTCOMES, ChecksumError, CorruptError,
                       CountsError, FormatError, IncompleteError, TraceError, TruncatedError,
                       VersionError)
-from ._reader import Event, Frame, Manifest, Thread, Trace
+from ._reader import Checkpoint, Event, Frame, Manifest, Restore, Thread, Trace
 from ._bulk import EventArrays
 from ._xxh3 import hash64, implementation as hash_implementation
 
@@ -30,7 +30,8 @@ __version__ = "0.1.0"
 
 KIND = {name: k for k, name in enumerate(KIND_NAMES) if name}
 
-__all__ = ["open", "Trace", "Event", "Frame", "Thread", "Manifest", "EventArrays", "KIND",
+__all__ = ["open", "Trace", "Event", "Frame", "Thread", "Manifest", "Checkpoint", "Restore",
+           "EventArrays", "KIND",
            "KIND_NAMES", "OBJECT_KINDS", "OUTCOMES", "TraceError", "CorruptError",
            "ChecksumError", "CountsError", "FormatError", "IncompleteError", "TruncatedError",
            "VersionError", "hash64", "hash_implementation"]

@@ -35,7 +35,8 @@ class EventArrays:
     """The events of a trace as columns, all of one length: seq, thread, time (ticks since the
     session opened), kind, dir (io: 0 in, 1 out), function, site, arg, addr, payload_len;
     numpy arrays when numpy is installed (else array.array). payload(i) gives the payload of
-    event i; time_ns() the times in nanoseconds; kind_name(k) names a kind.
+    event i; time_ns() the times in nanoseconds; kind_name(k) names a kind. epoch, made on first
+    use, holds each event's epoch (§15.4: the restores at or before it; all 0 without any).
 
     Only the events of the long kinds (§5.3: all but enter and exit) have a direction, a site,
     an arg, an addr or a payload; with numpy those five columns are made on first use from the
@@ -58,6 +59,10 @@ class EventArrays:
                 setattr(self, name, cols[name])
 
     def __getattr__(self, name):
+        if name == "epoch":
+            col = self._epochs()
+            self.epoch = col
+            return col
         # the long-kind columns, made on first use (numpy only)
         if name in LONG and self.__dict__.get("long_rows") is not None:
             v = self.long_values[name]
@@ -69,6 +74,20 @@ class EventArrays:
 
     def __len__(self):
         return len(self.seq)
+
+    def _epochs(self):
+        # one pass per restore (a trace has few): the events after it in (time, thread, seq)
+        keys = self._trace._restore_keys
+        if np is None or not isinstance(self.time, np.ndarray):
+            import bisect
+            return array.array("I", (bisect.bisect_right(keys, k) for k in
+                                     zip(self.time, self.thread, self.seq)))
+        e = np.zeros(len(self.seq), dtype=np.uint32)
+        for tm, th, sq in keys:
+            tm, th, sq = np.uint64(tm), np.uint64(th), np.uint64(sq)
+            e += ((self.time > tm) | ((self.time == tm) & (
+                (self.thread > th) | ((self.thread == th) & (self.seq >= sq))))).astype(np.uint32)
+        return e
 
     def payload(self, i):
         """The payload bytes of event @i."""

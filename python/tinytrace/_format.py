@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """The byte layout of a tinytrace trace (docs/FORMAT.md, versions 1 to 4, normative): constants,
 the manifest, chunk headers, varints, and the errors a reader reports. Version 3 adds the sync
-event kind (14, with OUT like io) and its count in the index directory; nothing else differs.
+event kind (14, with OUT like io) and its count in the index directory. Version 4 adds the parent
+row of the frame blocks (§14.3), the restore kind (15), and the checkpoint table (chunk type 9,
+§15, pointed to by manifest bytes 432-455), from which every event has its epoch.
 """
 import struct
 
@@ -17,23 +19,31 @@ FLAG_NAMES = [(MF_FINALIZED, "finalized"), (MF_INCOMPLETE, "incomplete"),
               (MF_RECOVERED, "recovered"), (MF_CRASHED, "crashed"), (MF_TSC, "tsc")]
 
 # chunk types (§4.1) and flags
-T_EVENTS, T_THREADS, T_OBJECTS, T_FRAMES, T_SEEK, T_SUMMARY, T_DIRECTORY, T_BLOCKLIST = range(1, 9)
+T_EVENTS, T_THREADS, T_OBJECTS, T_FRAMES, T_SEEK, T_SUMMARY, T_DIRECTORY, T_BLOCKLIST, \
+    T_CHECKPOINTS = range(1, 10)
 CONT_IN, CONT_OUT = 0x1, 0x2
 
-# event kinds (§5.3); sync (14) exists from version 3 on, with OUT like io
+# event kinds (§5.3); sync (14) exists from version 3 on, with OUT like io; restore (15) from
+# version 4 on
 KIND_NAMES = [None, "session-start", "session-end", "thread-start", "thread-end", "enter",
-              "exit", "safepoint", "alloc", "free", "io", "checkpoint", "user", "crash", "sync"]
-KIND_MAX = 14
-ENTER, EXIT, IO, SYNC = 5, 6, 10, 14
+              "exit", "safepoint", "alloc", "free", "io", "checkpoint", "user", "crash", "sync",
+              "restore"]
+KIND_MAX = 15
+ENTER, EXIT, IO, CHECKPOINT, SYNC, RESTORE = 5, 6, 10, 11, 14, 15
 
 
 def kind_max(version):
     """The largest event kind of a file of format @version."""
-    return 14 if version >= 3 else 13
+    return 15 if version >= 4 else 14 if version >= 3 else 13
+
+
+def chunk_type_max(version):
+    """The largest chunk type of a file of format @version (§4.1)."""
+    return 9 if version >= 4 else 8
 OBJECT_KINDS = [None, "function", "site", "thread", "module", "tag", "meta"]
 OUTCOMES = ["returned", "crashed", "open", "abandoned"]
 
-MANIFEST = struct.Struct("<8sIIIIII32s128sQQQQQQQIIQQQQQQQQQqQQQiIQQIII4s32s72sQ")
+MANIFEST = struct.Struct("<8sIIIIII32s128sQQQQQQQIIQQQQQQQQQqQQQiIQQIII4s32sQQII48sQ")
 MANIFEST_FIELDS = (
     "magic", "version", "manifest_size", "flags", "lib_version", "block_size", "build_id_len",
     "build_id", "caller", "event_count", "payload_bytes", "chunk_count", "block_count",
@@ -42,7 +52,8 @@ MANIFEST_FIELDS = (
     "objects_length", "file_size", "ticks_per_sec", "tick_origin", "realtime_origin_ns",
     "events_checksum", "stall_count", "stall_ns", "write_errno", "pid", "index_offset",
     "index_length", "threads_refused", "children_untraced", "execs_untraceable", "reserved1",
-    "auth", "reserved2", "checksum")
+    "auth", "checkpoints_offset", "checkpoints_length", "checkpoint_count", "restore_count",
+    "reserved2", "checksum")
 assert MANIFEST.size == MANIFEST_SIZE
 CHUNK = struct.Struct("<IHHIIQIIQQ")
 assert CHUNK.size == HEADER_SIZE

@@ -4,10 +4,12 @@ frames decoded one at a time (docs/FORMAT.md; the section numbers below are its 
 
 Opening a trace reads and checks everything but the event and frame bodies: the manifest (§3,
 §10.2), every chunk header of the data area and its checksum (§4, §10.3-10.4), the events
-checksum (§9), the thread and object tables (§7), and the index directory and summary (§14). The
+checksum (§9), the thread and object tables (§7), the index directory and summary (§14), and the
+checkpoint table (version 4, §15), from which every event has its epoch. The
 events are decoded when they are asked for, with the checks of §10.4 (sequence, continuation,
 sizes, the end of every chunk) and the thread rows' counts at the end of each thread (§10.5).
 """
+import bisect
 import collections
 import heapq
 import mmap
@@ -17,10 +19,11 @@ from . import _format as F
 from ._xxh3 import hash64
 
 Event = collections.namedtuple(
-    "Event", "seq thread time kind dir function site arg addr payload")
+    "Event", "seq thread time kind dir function site arg addr payload epoch", defaults=(0,))
 Event.__doc__ = """One event: its thread's sequence number, the thread, the time in ticks since
 the session opened (Trace.ns converts), the kind number (KIND_NAMES), the io direction (0 in,
-1 out; 0 for other kinds), the function and site ids, arg, addr and the payload bytes."""
+1 out; 0 for other kinds), the function and site ids, arg, addr, the payload bytes, and its
+epoch (§15.4: the restores at or before it in the recorded order; 0 in a file without any)."""
 Event.kind_name = property(lambda e: F.KIND_NAMES[e.kind])
 
 Frame = collections.namedtuple(
@@ -34,6 +37,18 @@ Frame.outcome_name = property(lambda f: F.OUTCOMES[f.outcome])
 
 Thread = collections.namedtuple(
     "Thread", "id os_tid name name_id flags event_count chunk_count first_time last_time")
+
+Checkpoint = collections.namedtuple(
+    "Checkpoint", "number thread seq time chunk_offset index site length providers epoch")
+Checkpoint.__doc__ = """A row of the checkpoint table (§15.2): checkpoint @number, its event
+(thread, seq, time, the event chunk at chunk_offset and its index there), its site id, its
+payload length, the providers as (id, state length) pairs, and the epoch of its event."""
+
+Restore = collections.namedtuple(
+    "Restore", "epoch thread seq time chunk_offset index site checkpoint")
+Restore.__doc__ = """A restore row of the checkpoint table (§15.2): the @epoch it begins, its
+event (thread, seq, time, chunk, index), its site id and the number of the checkpoint
+restored."""
 
 Chunk = collections.namedtuple(
     "Chunk", "offset type flags body_len thread first_seq count cont_len base_time checksum")
@@ -73,6 +88,10 @@ class Trace:
         self._index = None
         if self._m["index_offset"]:
             self._read_index()
+        self.checkpoints, self.restores = [], []
+        self._restore_keys = []  # (time, thread, seq) of each restore, in order
+        if self._m["checkpoints_offset"]:
+            self._read_checkpoints()
 
     # ---- errors ----
     def _fail(self, cls, msg, offset=None):
@@ -97,8 +116,9 @@ class Trace:
             self._fail(F.CorruptError, "manifest_size is %d, not 512" % m["manifest_size"], 12)
         if self.verify and hash64(self._mv[:504], 0) != m["checksum"]:
             self._fail(F.ChecksumError, "the manifest checksum does not match", 504)
-        reserved = bytes(b[368:504]) if m["version"] == 1 else bytes(b[396:400]) + bytes(
-            b[432:504])
+        v = m["version"]
+        reserved = bytes(b[368:504]) if v == 1 else bytes(b[396:400]) + bytes(
+            b[432 if v < 4 else 456:504])
         if any(reserved):
             self._fail(F.CorruptError, "reserved manifest bytes are not zero", 368)
         if m["flags"] & ~0x1F:
@@ -132,6 +152,14 @@ class Trace:
                   and m["index_length"] >= 48 and m["index_offset"] + m["index_length"] == fs)
         if not ok:
             self._fail(F.CorruptError, "the file's areas do not tile it", 256)
+        # version 4 (§10.2 step 12a): the checkpoint table, a chunk of the data area
+        co, cl, rows = m["checkpoints_offset"], m["checkpoints_length"], \
+            m["checkpoint_count"] + m["restore_count"]
+        if (cl or rows) if co == 0 else (co < m["data_offset"] or cl < 48 or
+                                         co > m["data_end"] or cl > m["data_end"] - co or
+                                         rows == 0 or rows > (cl - 48) // 8):
+            self._fail(F.CorruptError, "the checkpoint table (offset %d, %d bytes, %d rows) is "
+                       "not a chunk of the data area" % (co, cl, rows), 432)
         if m["threads_length"] - 48 != 48 * m["thread_count"]:
             self._fail(F.CorruptError, "threads_length does not hold thread_count rows", 280)
         if fs != len(b):
@@ -165,7 +193,8 @@ class Trace:
         magic = F.CHUNK.unpack_from(self._buf, off)[0]
         if magic != F.CHUNK_MAGIC:
             self._fail(F.CorruptError, "bad chunk magic", off)
-        if not 1 <= h.type <= 8 or h.flags & ~3 or h.cont_len > h.body_len or \
+        if not 1 <= h.type <= F.chunk_type_max(self._m["version"]) or h.flags & ~3 or \
+                h.cont_len > h.body_len or \
                 bool(h.flags & F.CONT_IN) != (h.cont_len != 0):
             self._fail(F.CorruptError, "a bad chunk header", off)
         if h.type != F.T_EVENTS and (h.flags or h.cont_len):
@@ -203,6 +232,9 @@ class Trace:
         off, end = m["data_offset"], m["data_end"]
         want = (F.T_EVENTS,) if m["version"] == 1 else (F.T_EVENTS, F.T_FRAMES, F.T_SEEK,
                                                         F.T_BLOCKLIST)
+        if m["version"] >= 4:
+            want += (F.T_CHECKPOINTS,)
+        tables = []
         while off < end:
             h = self._header(off, end, want)
             largest = max(largest, h.body_len)
@@ -230,11 +262,17 @@ class Trace:
                 self._frame_blocks[h.thread].append(h)
             elif h.type == F.T_SEEK:
                 self._seek_batches += 1
+            elif h.type == F.T_CHECKPOINTS:
+                tables.append(off)
             else:
                 self._block_lists += 1
             off += F.HEADER_SIZE + h.body_len
         if off != end:
             self._fail(F.CorruptError, "the chunks do not end at data_end", off)
+        if tables != ([m["checkpoints_offset"]] if m["checkpoints_offset"] else []):
+            self._fail(F.CountsError, "%d checkpoint tables in the data area, where the manifest "
+                       "has %s" % (len(tables), "one" if m["checkpoints_offset"] else "none"),
+                       432)
         if event_chunks != m["chunk_count"]:
             self._fail(F.CountsError, "%d event chunks, the manifest says %d"
                        % (event_chunks, m["chunk_count"]), 208)
@@ -373,6 +411,69 @@ class Trace:
         ix["summary"] = summary
         self._index = ix
 
+    # ---- §15 the checkpoint table ----
+    def _read_checkpoints(self):
+        m = self._m
+        off = m["checkpoints_offset"]
+        h = self._header(off, off + m["checkpoints_length"], (F.T_CHECKPOINTS,))
+        ncp, nrest = m["checkpoint_count"], m["restore_count"]
+        if h.thread != 0xFFFFFFFF or h.first_seq or h.base_time or \
+                h.body_len != m["checkpoints_length"] - 48 or h.count != ncp + nrest:
+            self._fail(F.CorruptError, "the checkpoint table at offset %d does not match the "
+                       "manifest" % off, off)
+        body, end, pos = self._body(h), h.body_len, 0
+        base = off + 48
+
+        def v():
+            nonlocal pos
+            r = F.varint(body, pos, end)
+            if r is None:
+                raise ValueError
+            pos = r[1]
+            return r[0]
+
+        cps, rows = [], []
+        for i in range(ncp + nrest):
+            at = pos
+            cp = i < ncp
+            try:
+                th, seq, time, coff, idx, site = (v() for _ in range(6))
+                ok = (th < m["thread_count"] and seq < self.threads[th].event_count and
+                      m["data_offset"] <= coff < m["data_end"] and idx <= seq and
+                      idx <= 0xFFFFFFFF and site <= 0xFFFFFFFF)
+                if ok and cp:
+                    length, n = v(), v()
+                    ok = length <= m["largest_event"] and n <= (end - pos) // 2
+                    provs, total = [], 0
+                    for _ in range(n if ok else 0):
+                        pid, sl = v(), v()
+                        total += 12 + sl
+                        ok = ok and pid <= 0xFFFFFFFF and total <= length
+                        provs.append((pid, sl))
+                    ok = ok and total == length
+                    cps.append([i, th, seq, time, coff, idx, site, length, provs])
+                elif ok:
+                    k = v()
+                    ok = k < ncp and (not rows or (time, th, seq) > rows[-1][:3])
+                    rows.append((time, th, seq, coff, idx, site, k))
+            except ValueError:
+                ok = False
+            if not ok:
+                self._fail(F.CorruptError, "%s row %d of the checkpoint table is invalid"
+                           % ("checkpoint" if cp else "restore", i if cp else i - ncp),
+                           base + at)
+        if pos != end:
+            self._fail(F.CorruptError, "the checkpoint table has trailing bytes", base + pos)
+        self._restore_keys = [r[:3] for r in rows]
+        self.restores = [Restore(e + 1, th, seq, time, coff, idx, site, k)
+                         for e, (time, th, seq, coff, idx, site, k) in enumerate(rows)]
+        self.checkpoints = [Checkpoint(*c[:9], self.epoch_at(c[3], c[1], c[2])) for c in cps]
+
+    def epoch_at(self, time, thread, seq):
+        """The epoch of the event at (@time, @thread, @seq) (§15.4): the restores at or before
+        it in the recorded order."""
+        return bisect.bisect_right(self._restore_keys, (time, thread, seq))
+
     @property
     def has_index(self):
         """Whether the file has index tables (§14): frames, summary, kind counts."""
@@ -385,7 +486,24 @@ class Trace:
 
     # ---- §5, §6 events, decoded one at a time ----
     def _thread_events(self, t):
-        """The events of thread @t in its order, with the checks of §10.4."""
+        """The events of thread @t in its order, with the checks of §10.4, each with its
+        epoch (§15.4)."""
+        it = self._thread_events_raw(t)
+        keys = self._restore_keys
+        if not keys:
+            return it
+        return self._with_epochs(it, keys)
+
+    @staticmethod
+    def _with_epochs(it, keys):
+        # along a thread (time, thread, seq) only grows, so the epoch only moves forward
+        k, n = 0, len(keys)
+        for e in it:
+            while k < n and keys[k] <= (e.time, e.thread, e.seq):
+                k += 1
+            yield e._replace(epoch=k) if k else e
+
+    def _thread_events_raw(self, t):
         varint = F.varint
         kmax = self.kind_max
         pending = None

@@ -117,6 +117,7 @@ def case_layout(work, build, src):
         "share/man/man7/tinytrace.7",
         "share/bash-completion/completions/tinytrace",
         "share/zsh/site-functions/_tinytrace",
+        "share/tinytrace/tinytrace-gdb.py",  # replay --gdb
     }
     # every public header of the source, and the generated version.h
     headers = [f for f in os.listdir(os.path.join(src, "libtrace", "include", "tinytrace"))

@@ -15,7 +15,8 @@ __attribute__((noinline)) static int fib(int n)
 #ifdef EXTRA_CALL
 __attribute__((noinline)) static int extra_step(int x)
 {
-    return x + 7;
+    volatile int seven = 7; /* a local, for `info locals` in the debugger's test */
+    return x + seven;
 }
 #endif
 

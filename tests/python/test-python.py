@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """test-python.py reader SRCDIR TINYTRACE MKRECORD MKKINDS MKDIFF MKPARTIAL RECORD_REPLAY
-                  CHECKPOINT [--flaky FLAKY]
+                  CHECKPOINT [--checkpoints MKCHECKPOINTS] [--flaky FLAKY]
 test-python.py install SRCDIR TINYTRACE RECORD_REPLAY
 
 reader: the Python reader (python/tinytrace, from the source tree) on the suite's traces, each
 made in a temporary directory by the suite's own programs: mkrecord (two threads, 4 KiB
 buffers, a payload split over chunks, names to escape), mkkinds (every event kind, a crash,
 calls left open and abandoned), mkdiff (four threads), the examples record-replay and checkpoint,
-flaky under `tinytrace record` (--flaky), and a trace recovered from a recording killed halfway
+mkcheckpoints (checkpoints and restores of two threads: the checkpoint table and epochs), flaky under `tinytrace record` (--flaky), and a trace recovered from a recording killed halfway
 (no index tables). For each: the manifest and threads against `tinytrace info --json`, every
 event against `tinytrace dump --json`, the arrays against the events, stats() against `tinytrace
-stats --json`, the frames against the summary. Then what must be refused: an incomplete
+stats --json`, the frames against the summary, the checkpoint table and each event's epoch
+against `tinytrace info --json` and `dump --json`. Then what must be refused: an incomplete
 trace, a flipped byte (a checksum), a cut file, another format version. All of it with numpy
 and without (the pure columns), and the checksums with this package's own XXH3 as well as with
 the xxhash module where there is one.
@@ -55,7 +56,7 @@ def tool_json(tt, *args):
     return json.loads(p.out)
 
 
-def make_traces(d, tt, mkrecord, mkkinds, mkdiff, mkpartial, rr, cp, flaky):
+def make_traces(d, tt, mkrecord, mkkinds, mkdiff, mkpartial, rr, cp, flaky, mkcps):
     out = []
 
     def made(name, cmd, stdin=None):
@@ -70,6 +71,8 @@ def make_traces(d, tt, mkrecord, mkkinds, mkdiff, mkpartial, rr, cp, flaky):
     made("diff.tt", [mkdiff, "diff.tt", 4, 1500])
     made("rr.tt", [rr, "rr.tt"])
     made("cp.tt", [cp, "cp.tt"])
+    if mkcps:
+        made("restores.tt", [mkcps, "restores.tt"])
     if flaky:
         made("flaky.tt", [tt, "record", "-o", "flaky.tt", "--", flaky], stdin=b"5\n")
     # a recording killed halfway, recovered: no index tables
@@ -128,9 +131,9 @@ def compare_trace(tinytrace, tt, path, numpy_on):
     bad = []
     for e, j in zip(events, dump):
         got = (e.seq, e.thread, e.time, e.kind_name, e.function, e.site, e.arg, e.addr,
-               len(e.payload), e.payload[:16].hex())
+               len(e.payload), e.payload[:16].hex(), e.epoch)
         exp = (j["seq"], j["thread"], j["time"], j["kind"], j["function_id"], j["site_id"],
-               j["arg"], int(j["addr"], 16), j["len"], j["payload"] or "")
+               j["arg"], int(j["addr"], 16), j["len"], j["payload"] or "", j["epoch"])
         if got != exp or (e.kind == 10 and ("out" if e.dir else "in") != j["dir"]):
             bad.append("%s\n    %s" % (got, exp))
         if t.ns(e.time) != j["time_ns"]:
@@ -157,6 +160,25 @@ def compare_trace(tinytrace, tt, path, numpy_on):
         check(pl == [e.payload for e in ref], "%s: arrays' payloads (%s order)" % (name, order))
         ns = list(map(int, a.time_ns()))
         check(ns == [t.ns(e.time) for e in ref], "%s: arrays' times in ns" % name)
+        check(list(map(int, a.epoch)) == [e.epoch for e in ref],
+              "%s: arrays' epochs (%s order)" % (name, order))
+
+    # the checkpoint table (version 4), as info has it
+    got = [(c.number, c.thread, c.seq, c.epoch, t.ns(c.time), c.site, c.length,
+            [list(p) for p in c.providers]) for c in t.checkpoints]
+    exp = [(c["number"], c["thread"], c["seq"], c["epoch"], c["time_ns"], c["site_id"],
+            c["len"], [[p["id"], p["len"]] for p in c["providers"]])
+           for c in info.get("checkpoints") or []]
+    check(got == exp, "%s: the checkpoint table's checkpoints" % name, "%s\n    %s" % (got, exp))
+    got = [(r.epoch, r.thread, r.seq, t.ns(r.time), r.site, r.checkpoint) for r in t.restores]
+    exp = [(r["epoch"], r["thread"], r["seq"], r["time_ns"], r["site_id"], r["checkpoint"])
+           for r in info.get("restores") or []]
+    check(got == exp, "%s: the checkpoint table's restores" % name, "%s\n    %s" % (got, exp))
+    check(m.checkpoint_count == len(t.checkpoints) and m.restore_count == len(t.restores),
+          "%s: the manifest's checkpoint and restore counts" % name)
+    if name == "restores.tt":
+        check(t.restores and max(e.epoch for e in events) == len(t.restores),
+              "%s: the events reach the last epoch" % name)
 
     # stats against the tool's
     s = t.stats()
@@ -263,7 +285,8 @@ def refusals(tinytrace, d, good, mkrecord):
 
 
 def case_reader(src, tt, mkrecord, mkkinds, mkdiff, mkpartial, rr, cp, *rest):
-    flaky = rest[1] if len(rest) == 2 and rest[0] == "--flaky" else None
+    opts = dict(zip(rest[::2], rest[1::2]))
+    flaky, mkcps = opts.get("--flaky"), opts.get("--checkpoints")
     sys.path.insert(0, os.path.join(src, "python"))
     import tinytrace
     from tinytrace import _bulk, _xxh3
@@ -272,7 +295,7 @@ def case_reader(src, tt, mkrecord, mkkinds, mkdiff, mkpartial, rr, cp, *rest):
         tinytrace.hash_implementation()))
     d = tempfile.mkdtemp(prefix="tt-python-")
     try:
-        traces = make_traces(d, tt, mkrecord, mkkinds, mkdiff, mkpartial, rr, cp, flaky)
+        traces = make_traces(d, tt, mkrecord, mkkinds, mkdiff, mkpartial, rr, cp, flaky, mkcps)
         modes = [True] if _bulk.np is None else [True, False]
         for numpy_on in modes:
             saved = _bulk.np

@@ -49,7 +49,8 @@ extern "C" {
     X(E_INCOMPLETE, -19, "trace file is marked incomplete")                                        \
     X(E_STOPPED, -20, "recording stopped after a write error")                                     \
     X(E_THREADS, -21, "too many recording threads")                                                \
-    X(E_CLOSED, -22, "session is closing")
+    X(E_CLOSED, -22, "session is closing")                                                     \
+    X(E_RESTORE, -23, "a checkpoint provider could not stage the restore")
 
 typedef enum tt_error {
 #define TT_ERROR_ENUM_(name, num, msg) TT_##name = (num),

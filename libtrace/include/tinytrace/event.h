@@ -68,14 +68,17 @@ typedef enum tt_event_kind {
     TT_EV_ALLOC = 8,         /* arg = size, addr = address (not compared on replay) */
     TT_EV_FREE = 9,          /* addr = address */
     TT_EV_IO = 10,           /* dir, arg = channel, payload = the bytes */
-    TT_EV_CHECKPOINT = 11,   /* payload = the providers' saved state */
+    TT_EV_CHECKPOINT = 11,   /* payload = the providers' saved state; arg = its number in the
+                              * session, from 0 (checkpoint.h) */
     TT_EV_USER = 12,         /* arg = caller's tag, payload = caller's bytes */
     TT_EV_CRASH = 13,        /* arg = signal number, payload = backtrace text */
     TT_EV_SYNC = 14,         /* a synchronization operation (sync.h): sp.site = the operation,
                               * arg = object id, addr = the object's sequence number, dir = 1
                               * when it took the object's turn, payload = its result */
+    TT_EV_RESTORE = 15,      /* a checkpoint restored (checkpoint.h): sp.site = the caller's,
+                              * arg = the epoch it began, addr = the checkpoint's number */
 } tt_event_kind;
-#define TT_EV_KIND_MAX 14
+#define TT_EV_KIND_MAX 15
 
 /* The function of the tracer's own frames (docs/FORMAT.md §5.7): a recording thread that
  * waited for the memory budget records the wait as an enter and an exit of this function, so a
@@ -91,8 +94,10 @@ typedef enum tt_io_dir { TT_IO_IN = 0, TT_IO_OUT = 1 } tt_io_dir;
 typedef uint32_t tt_thread_id;
 
 /* Timepoint: places an event in the recorded order. @seq counts the events of @thread from 0.
- * @epoch counts checkpoint restores (0 until a restore happened). The total order of a recording
- * is (time, thread, seq): within one thread it is program order. */
+ * @epoch counts the checkpoint restores before it (0 until a restore happened; checkpoint.h).
+ * The total order of a recording is (epoch, time, thread, seq): within one thread it is program
+ * order. An event's epoch is the number of restores at or before it in (time, thread, seq)
+ * order, so sorting by epoch first keeps that order (docs/FORMAT.md §15). */
 typedef struct tt_timepoint {
     tt_thread_id thread;
     uint32_t epoch;

@@ -170,6 +170,56 @@ TT_API int tt_index_seek_time(tt_index *ix, tt_thread_id thread, uint64_t time,
  * the file. The first problem is returned with file, offset and reason. */
 TT_API int tt_index_check(tt_index *ix, tt_error_info *err);
 
+/* ---- the checkpoint table (version 4, docs/FORMAT.md §15) ----
+ * Every checkpoint and restore of the recording, read by tt_reader_open with the thread and
+ * object tables (it is small: one row per checkpoint, not per event), so these calls need no
+ * tt_index and read nothing. A file without the table (no checkpoint was taken, an earlier
+ * version, recovered, recorded into caller storage) has no rows. Every call is thread-safe
+ * (the reader's tables are not written after open) and async-signal-safe; the entries are the
+ * caller's. */
+
+/* CheckpointEntry: checkpoint number @number, its event's timepoint (@tp.epoch: the restores
+ * before it), time, and where it is in the file (a tt_timepoint_entry for tt_reader_seek). */
+typedef struct tt_checkpoint_entry {
+    uint64_t number;          /* 0 for the recording's first checkpoint */
+    tt_timepoint tp;
+    uint64_t time;            /* ticks, as the event's */
+    uint64_t chunk_offset;    /* the event chunk that holds the checkpoint event */
+    uint32_t index;           /* its position in that chunk */
+    uint32_t site;
+    uint64_t length;          /* payload bytes: the providers' framed states (FORMAT.md §8) */
+    uint32_t providers;       /* how many providers saved a state in it */
+} tt_checkpoint_entry;
+
+/* One restore: the epoch it began (1 for the first), its event's timepoint and place, and the
+ * checkpoint it restored. */
+typedef struct tt_restore_entry {
+    uint32_t epoch;
+    tt_timepoint tp;
+    uint64_t time;
+    uint64_t chunk_offset;
+    uint32_t index;
+    uint32_t site;
+    uint64_t checkpoint;
+} tt_restore_entry;
+
+/* Checkpoints (numbered 0 … count - 1) and restores (epochs 1 … count) of the recording. */
+TT_API uint64_t tt_reader_checkpoint_count(const tt_reader *r);
+TT_API uint32_t tt_reader_restore_count(const tt_reader *r);
+/* Checkpoint @n. TT_E_INVAL when there is none. */
+TT_API int tt_reader_checkpoint(const tt_reader *r, uint64_t n, tt_checkpoint_entry *out);
+/* The @i-th provider (in the order their states are in the payload) of checkpoint @n: its id
+ * and the length of its state. TT_E_INVAL when there is none. @id, @state_len may be NULL. */
+TT_API int tt_reader_checkpoint_provider(const tt_reader *r, uint64_t n, uint32_t i, uint32_t *id,
+                                         uint64_t *state_len);
+/* The restore that began @epoch (1 … count). TT_E_INVAL when there is none. */
+TT_API int tt_reader_restore(const tt_reader *r, uint32_t epoch, tt_restore_entry *out);
+/* The epoch of an event of @thread at @time with sequence number @seq: the number of restores
+ * at or before it in the recorded order (the reader gives every event it decodes its epoch this
+ * way; this is for a timepoint the caller has). */
+TT_API uint32_t tt_reader_epoch_at(const tt_reader *r, uint64_t time, tt_thread_id thread,
+                                   uint64_t seq);
+
 /* Positions per-thread cursor @cursor (TT_CURSORS_PER_THREAD, cursor = @e->thread) so that its
  * next event is the one @e names: one seek to @e->chunk_offset, one chunk read, @e->index events
  * skipped. The chunk is checked (frame, checksum, thread, first_seq ≤ seq < first_seq + count,

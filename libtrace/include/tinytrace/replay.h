@@ -51,6 +51,7 @@ typedef enum tt_diverge_reason {
     TT_DIV_SCHEDULE,      /* a thread's turn on a synchronization object (sync.h) did not come
                            * within TT_PARAM_ORDER_TIMEOUT_MS; the message names the thread,
                            * the object and the recorded thread whose turn it is */
+    TT_DIV_RESTORE,       /* the recording restored another checkpoint here (checkpoint.h) */
 } tt_diverge_reason;
 
 #define TT_REPORT_HISTORY 8
@@ -96,6 +97,44 @@ TT_API int tt_replay_progress_get(tt_session *s, tt_replay_progress *out);
 /* Formats @d as text for a human. Returns the length written (truncated to @cap). Uses the
  * session's object table to name functions and sites. Thread-safe. */
 TT_API size_t tt_divergence_format(tt_session *s, const tt_divergence *d, char *buf, size_t cap);
+
+/* ---- replay from a checkpoint ----
+ * A program whose state is all in its checkpoint providers can start its replay at a
+ * checkpoint instead of at the beginning: every thread's cursor goes to its first event after
+ * checkpoint @n in the recorded order (through the checkpoint table and the seek index, without
+ * reading what came before), every provider stages and commits the state saved there (all or
+ * none, as tt_checkpoint_restore), the session retains that checkpoint as if it had just been
+ * matched and takes its epoch, and each synchronization object's turn starts where the
+ * recording was at that point. Everything after it is compared as in any replay, and closing
+ * the session checks that all of it was met. The program then goes on from its restored state:
+ * it must not make the calls the recording made before the checkpoint.
+ *
+ * Call it after registering the providers, before the replay reaches the checkpoint, and
+ * before other threads replay. Returns TT_OK; TT_E_MODE outside replay; TT_E_INVAL when the
+ * recording has no checkpoint @n (or no checkpoint table: format version 4, docs/FORMAT.md
+ * §15) or the replay already started at one; TT_E_RESTORE when a provider could not stage
+ * (nothing changed); a reader's error (TT_E_CORRUPT, TT_E_IO, ...) when the file is damaged
+ * there. Thread-safe; not async-signal-safe. @err may be NULL. */
+TT_API int tt_replay_from_checkpoint(tt_session *s, uint64_t n, tt_error_info *err);
+
+/* The start that the configuration asks for: with TT_PARAM_REPLAY_FROM ("checkpoint:N", the
+ * TINYTRACE_REPLAY_FROM variable) set on a replay session, tt_replay_from_checkpoint(s, N)
+ * (once: again, it does nothing), and *@from = N; otherwise nothing, and *@from = UINT64_MAX.
+ * So a program calls it at the same place in every mode (after registering its providers):
+ * in record and off mode, or without the setting, it does nothing and returns TT_OK. @from
+ * and @err may be NULL. */
+TT_API int tt_replay_resume(tt_session *s, uint64_t *from, tt_error_info *err);
+
+/* ---- a debugger at the divergence ----
+ * The runtime of `tinytrace replay` calls tt_divergence_break with its report as text at every
+ * divergence it reports (after printing it, before the diverging call returns to the program)
+ * and where `replay --stop-at` asks (the call that matched the recorded event named there,
+ * before it returns). It does nothing: it is a place for a breakpoint. In gdb,
+ * `break tt_divergence_break`, then `up` to the program's frame (the first one outside the
+ * runtime library); `tinytrace replay --gdb` sets the breakpoint, prints @report and selects
+ * that frame (tools/tinytrace-gdb.py, docs/REPLAY.md "A debugger at the divergence").
+ * @report is valid during the call only. Thread-safe, async-signal-safe. */
+TT_API void tt_divergence_break(const char *report);
 
 #ifdef __cplusplus
 }

@@ -91,6 +91,8 @@ typedef enum tt_param {
 typedef enum tt_param_str {
     TT_PARAM_FILE = 1,            /* trace file path */
     TT_PARAM_CALLER,              /* caller string stored in the manifest (< 128 bytes) */
+    TT_PARAM_REPLAY_FROM,         /* replay: "checkpoint:N", start at checkpoint N (replay.h,
+                                   * tt_replay_resume); "" = from the beginning (the default) */
     TT_PARAM_STR_MAX_
 } tt_param_str;
 

@@ -45,7 +45,9 @@ extern "C" {
  * version 2 is version 1 plus the index tables (docs/FORMAT.md §14), which a version-1 file
  * simply does not have; version 3 is version 2 plus the sync event kind (14), whose count the
  * index directory lists after the other 13; version 4 is version 3 plus the parent row of the
- * frame blocks (docs/FORMAT.md §14.3), with runs of repeated leaves of at most 63 rows. */
+ * frame blocks (docs/FORMAT.md §14.3), with runs of repeated leaves of at most 63 rows, and the
+ * restore kind (15) and the checkpoint table (§15), which lists every checkpoint and restore
+ * and gives each event its epoch. */
 #define TT_FORMAT_VERSION 4u
 #define TT_FORMAT_VERSION_MIN 1u
 #define TT_MANIFEST_SIZE 512u
@@ -107,6 +109,12 @@ typedef struct tt_manifest {
      * library only carries it; `tinytrace replay` checks it (docs/REPLAY.md, "Traces from
      * elsewhere"). */
     uint8_t auth[TT_AUTH_LEN];
+    /* version 4: the checkpoint table chunk (tinytrace/index.h, tt_reader_checkpoint), in the
+     * data area; all 0 when the file has none (no checkpoint was taken, an earlier version, a
+     * recovered file, or a recording into caller storage) */
+    uint64_t checkpoints_offset, checkpoints_length;
+    uint32_t checkpoint_count;     /* checkpoints taken */
+    uint32_t restore_count;        /* restores committed: the last epoch */
 } tt_manifest;
 
 /* ThreadEntry: one row of the thread table. */
