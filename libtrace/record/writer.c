@@ -442,6 +442,33 @@ static int pool_map(struct tt_writer *w)
     return 0;
 }
 
+/* The manifest as it stands at open: the file's identity, the clock, and no data yet. */
+static void manifest_begin(tt_session *s, struct tt_writer *w)
+{
+    const struct tt_config_impl *c = &s->cfg;
+    tt_manifest *m = &w->m;
+    m->version = TT_FORMAT_VERSION;
+    m->lib_version = TT_VERSION_NUMBER;
+    m->block_size = w->block_size;
+    m->build_id_len = (uint32_t)tt_build_id_self(m->build_id, sizeof m->build_id);
+    snprintf(m->caller, sizeof m->caller, "%s", c->caller);
+    /* provisional, over 0.2 ms, for a file whose run dies before close (recover); close
+     * measures the rate over the whole run */
+    tt_calib_begin(&w->calib);
+    m->ticks_per_sec = tt_calib_end(&w->calib, TT_CALIB_OPEN_NS, 0);
+    m->flags = tt_ticks_are_tsc() ? TT_MF_TSC : 0;
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    m->tick_origin = tt_ticks();
+    m->realtime_origin_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+    m->pid = (uint32_t)getpid();
+    m->data_offset = TT_MANIFEST_SIZE;
+    m->data_end = TT_MANIFEST_SIZE;
+    m->file_size = TT_MANIFEST_SIZE;
+    w->file_off = TT_MANIFEST_SIZE;
+    w->checked_off = TT_MANIFEST_SIZE;
+}
+
 int tt_writer_open(tt_session *s, tt_error_info *err)
 {
     struct tt_writer *w = calloc(1, sizeof *w);
@@ -514,27 +541,7 @@ int tt_writer_open(tt_session *s, tt_error_info *err)
         w->msink->cap_ = 0;
     }
 
-    tt_manifest *m = &w->m;
-    m->version = TT_FORMAT_VERSION;
-    m->lib_version = TT_VERSION_NUMBER;
-    m->block_size = w->block_size;
-    m->build_id_len = (uint32_t)tt_build_id_self(m->build_id, sizeof m->build_id);
-    snprintf(m->caller, sizeof m->caller, "%s", c->caller);
-    /* provisional, over 0.2 ms, for a file whose run dies before close (recover); close
-     * measures the rate over the whole run */
-    tt_calib_begin(&w->calib);
-    m->ticks_per_sec = tt_calib_end(&w->calib, TT_CALIB_OPEN_NS, 0);
-    m->flags = tt_ticks_are_tsc() ? TT_MF_TSC : 0;
-    struct timespec rt;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    m->tick_origin = tt_ticks();
-    m->realtime_origin_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
-    m->pid = (uint32_t)getpid();
-    m->data_offset = TT_MANIFEST_SIZE;
-    m->data_end = TT_MANIFEST_SIZE;
-    m->file_size = TT_MANIFEST_SIZE;
-    w->file_off = TT_MANIFEST_SIZE;
-    w->checked_off = TT_MANIFEST_SIZE;
+    manifest_begin(s, w);
     manifest_write(w);
     if (w->write_errno) {
         int e = w->write_errno;
