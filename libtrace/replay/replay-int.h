@@ -114,4 +114,14 @@ int tt_rp_sync_end(tt_session *s, struct tt_thread *t, tt_sync *op, int result, 
 
 extern const struct tt_backend tt_replay_backend TT_HIDDEN;
 
+/* resume.c: the replay backend's restores (checkpoint.c runs them, tinytrace/checkpoint.h): a
+ * checkpoint's state from the recording, the check that the recording restored the same one
+ * here, and the step over its restore event. */
+int tt_rp_checkpoint_state(tt_session *s, const tt_checkpoint_sel *sel, uint64_t *number,
+                           tt_timepoint *tp, uint8_t **state, size_t *len, tt_error_info *err);
+int tt_rp_restore_check(tt_session *s, struct tt_thread *bt, struct tt_restore_op *op,
+                        tt_error_info *err);
+int tt_rp_restore_apply(tt_session *s, struct tt_thread *bt, struct tt_restore_op *op,
+                        tt_error_info *err);
+
 #endif

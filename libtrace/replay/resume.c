@@ -420,3 +420,90 @@ int tt_replay_resume(tt_session *s, uint64_t *from, tt_error_info *err)
         *from = s->rp->from - 1;
     return rc;
 }
+
+/* ---- restores (checkpoint.c runs them: tinytrace/checkpoint.h) ---- */
+
+/* A checkpoint's saved state from the recording, when it is not the retained one. */
+int tt_rp_checkpoint_state(tt_session *s, const tt_checkpoint_sel *sel, uint64_t *number,
+                           tt_timepoint *tp, uint8_t **state, size_t *len, tt_error_info *err)
+{
+    tt_reader *r = s->rp->r;
+    uint64_t n = sel->number, count = tt_reader_checkpoint_count(r);
+    if (sel->which == TT_CHECKPOINT_AT) {
+        tt_checkpoint_entry e;
+        for (n = 0; n < count; n++)
+            if (tt_reader_checkpoint(r, n, &e) == TT_OK && e.tp.thread == sel->at.thread &&
+                e.tp.seq == sel->at.seq)
+                break;
+        if (n == count)
+            return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "the recording has no checkpoint at "
+                           "thread %u seq %" PRIu64, sel->at.thread, sel->at.seq);
+    }
+    tt_checkpoint_entry e;
+    int rc = tt_rp_read_checkpoint_(s, n, state, len, &e, err);
+    if (rc == TT_OK) {
+        *number = n;
+        *tp = e.tp;
+    }
+    return rc;
+}
+
+/* The recording's next event of this thread must be the restore of the same checkpoint at the
+ * same site; nothing moves yet (the providers stage after this). */
+int tt_rp_restore_check(tt_session *s, struct tt_thread *bt, struct tt_restore_op *op,
+                        tt_error_info *err)
+{
+    struct tt_rp_thread *t = tt_rp_of(bt);
+    int rc;
+    if ((rc = tt_rp_busy_begin_(t)) != TT_OK)
+        return tt_fail(err, rc, 0, UINT64_MAX, "a restore inside another call");
+    tt_event act = { .kind = TT_EV_RESTORE, .sp = { 0, op->site }, .addr = op->number };
+    tt_event ev;
+    rc = tt_rp_peek_(s, t, &act, &ev);
+    if (rc == TT_OK) {
+        tt_diverge_reason why = ev.kind != TT_EV_RESTORE    ? TT_DIV_KIND
+                                : ev.sp.site != op->site     ? TT_DIV_SITE
+                                : ev.addr != op->number      ? TT_DIV_RESTORE
+                                                             : TT_DIV_NONE;
+        if (why != TT_DIV_NONE) {
+            char msg[160];
+            if (why == TT_DIV_RESTORE)
+                snprintf(msg, sizeof msg, "the recording restored checkpoint %" PRIu64
+                         " here, not %" PRIu64, ev.addr, op->number);
+            rc = tt_rp_diverge_(s, t, why, &ev, &act, 0, why == TT_DIV_RESTORE ? msg : NULL);
+        } else {
+            /* the recording's epoch: the restores of every thread before this one */
+            op->epoch = ev.tp.epoch ? ev.tp.epoch
+                                    : atomic_load_explicit(&s->epoch, memory_order_relaxed) + 1;
+        }
+    }
+    tt_rp_busy_end_(t);
+    if (rc == TT_E_DIVERGED) {
+        tt_divergence d;
+        if (tt_replay_divergence(s, &d) == TT_OK)
+            tt_fail(err, rc, 0, UINT64_MAX, "%s", d.message);
+    } else if (rc != TT_OK) {
+        tt_fail(err, rc, 0, UINT64_MAX, "the restore: %s", tt_strerror(rc));
+    }
+    return rc;
+}
+
+int tt_rp_restore_apply(tt_session *s, struct tt_thread *bt, struct tt_restore_op *op,
+                        tt_error_info *err)
+{
+    (void)op;
+    struct tt_rp_thread *t = tt_rp_of(bt);
+    int rc;
+    if ((rc = tt_rp_busy_begin_(t)) != TT_OK)
+        return tt_fail(err, rc, 0, UINT64_MAX, "a restore inside another call");
+    tt_event ev;
+    tt_error_info e2;
+    /* the event restore_check peeked at: still the cursor's next (cp_lock, this thread's) */
+    rc = tt_reader_peek(s->rp->r, t->rec, &ev, &e2);
+    if (rc == TT_OK)
+        rc = tt_rp_consume_(s, t, &ev);
+    tt_rp_busy_end_(t);
+    if (rc != TT_OK)
+        return tt_fail(err, rc, 0, UINT64_MAX, "the restore: %s", tt_strerror(rc));
+    return TT_OK;
+}

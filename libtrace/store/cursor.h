@@ -89,6 +89,11 @@ int tt_cursor_load_(tt_reader *r, struct tt_cursor *c, tt_error_info *err);
 int tt_cursor_decode_(tt_reader *r, struct tt_cursor *c, tt_event *ev, tt_error_info *err);
 void tt_cursor_consume_(tt_reader *r, struct tt_cursor *c, const tt_event *ev);
 
+/* checkpoints.c: the checkpoint table, read and checked at open (version 4), and an event's
+ * epoch (the cursor keeps where its last search ended) */
+int tt_reader_load_checkpoints_(tt_reader *r, tt_error_info *err);
+uint32_t tt_reader_epoch_of_(const tt_reader *r, struct tt_cursor *c, const tt_event *ev);
+
 /* verify.c: verify's pass over the sequential cursor (see there). */
 int tt_reader_skim_(tt_reader *r, uint64_t *events, tt_error_info *err);
 
