@@ -406,6 +406,7 @@ int cmd_record(int argc, char **argv)
     rc = tool_run_program(argv[first], prog_path, argv + first, envp, NULL, o.aslr, &pid,
                           &status);
     close(settings_fd);
+    free(envp);
     long pids[1024];
     int statuses[1024];
     pids[0] = pid;

@@ -80,6 +80,15 @@ int tt_chaos_open(tt_session *s)
 
 void tt_chaos_note(tt_session *s)
 {
+    uint64_t untracked = atomic_load_explicit(&s->sync.untracked, memory_order_relaxed);
+    if (untracked) {
+        /* operations the registry had no room for: recorded on no object, not ordered in a
+         * replay, and the replay's verdict says so */
+        char text[64];
+        uint32_t id;
+        snprintf(text, sizeof text, "sync_untracked=%" PRIu64, untracked);
+        tt_intern(s, TT_OBJ_META, text, &id);
+    }
     struct tt_chaos *c = s->w ? s->w->chaos : NULL;
     if (!c)
         return;
