@@ -242,6 +242,39 @@ def a_child_that_cannot_be_paired_is_said():
               "%d %s" % (rep.returncode, rep.stderr[-1500:]))
 
 
+def a_process_killed_in_the_tree_leaves_the_rest_verifying():
+    """A shell in the middle of the tree kills itself with SIGKILL: the root's and the other
+    processes' traces verify, the tree names the dead one (signal 9, its .partial), recover
+    turns the .partial into a trace, and the replay never says 'matched'."""
+    with Case("kill") as c:
+        r = c.tt("record", "-o", "k.tt", "--", "sh", "-c",
+                 'date +%N; sh -c "date +%N; kill -9 \\$\\$"; echo after $?')
+        check(r.returncode == 0 and "after 137" in r.stdout, "record a tree with a SIGKILL",
+              r.stdout + r.stderr)
+        d = c.path("k.tt.procs")
+        files = sorted(os.listdir(d)) if os.path.isdir(d) else []
+        partial = [f for f in files if f.endswith(".partial")]
+        done = [f for f in files if f.endswith(".tt")]
+        check(len(partial) == 1 and len(done) == 2, "... one .partial, two finished traces",
+              files)
+        ok = c.tt("verify", "k.tt").returncode == 0 and all(
+            c.tt("verify", os.path.join(d, f)).returncode == 0 for f in done)
+        check(ok, "... the root's and the other processes' traces verify")
+        info = c.tt("info", "--json", "k.tt")
+        doc = json.loads(info.stdout) if info.returncode == 0 else {}
+        dead = [p for p in doc.get("processes") or [] if p["status"] == "signal 9"]
+        check(len(dead) == 1 and dead[0]["file"] and dead[0]["file"].endswith(".partial"),
+              "... the tree names the dead process, signal 9, with its .partial", dead)
+        if partial:
+            rec = c.tt("recover", os.path.join(d, partial[0]))
+            check(rec.returncode == 0 and os.path.exists(os.path.join(d, partial[0][:-len(".partial")].rsplit(".", 1)[0])),
+                  "recover turns the dead process's .partial into a trace", rec.stderr)
+        rep = c.tt("replay", "k.tt")
+        check(rep.returncode != 0 and "replay matched" not in rep.stderr,
+              "the replay of the tree is not 'matched'", "%d %s" % (rep.returncode,
+                                                                  rep.stderr[-800:]))
+
+
 def single_process_recordings_have_no_tree():
     """A program that starts nothing leaves no FILE.procs, and info lists no tree."""
     with Case("single") as c:
@@ -258,6 +291,7 @@ def single_process_recordings_have_no_tree():
 for case in (pipeline_replays_byte_identically, make_recipe_replays_byte_identically,
              waits_replay_the_recorded_order,
              python_subprocess_system_and_popen_replay, a_child_that_cannot_be_paired_is_said,
+             a_process_killed_in_the_tree_leaves_the_rest_verifying,
              single_process_recordings_have_no_tree):
     print("# " + case.__name__)
     try:
