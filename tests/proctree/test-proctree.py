@@ -9,6 +9,7 @@ check waits a fixed time.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -217,6 +218,35 @@ def python_subprocess_system_and_popen_replay():
         check(same == 5, "subprocess.run, os.system and os.popen replay, %d of 5" % same)
 
 
+LOOP = ('for p in a b c; do if [ "$(shuf -i 1-3 -n 1)" = 1 ]; then echo "$p failed"; exit 1; '
+        'fi; echo "$p ok $(date +%N)"; done')
+
+
+def hunt_catches_a_failing_shell_loop_and_its_replay_says_which():
+    """A shell loop runs three steps, any of which fails at random (shuf): hunt records until a
+    run fails, keeps that tree and removes the others'; its replay reproduces which one failed,
+    10 of 10."""
+    with Case("hunt") as c:
+        h = c.tt("hunt", "-n", "200", "-o", "fail.tt", "--", "sh", "-c", LOOP, timeout=300)
+        check(h.returncode == 0 and os.path.exists(c.path("fail.tt")),
+              "hunt finds a failing run of the loop", "%d %s" % (h.returncode, h.stderr[-800:]))
+        left = [f for f in os.listdir(c.d) if f.endswith(".procs") and f != "fail.tt.procs"]
+        check(not left and os.path.isdir(c.path("fail.tt.procs")),
+              "... keeps the failing run's tree, removes the others'", os.listdir(c.d))
+        want = re.findall(r"\b([abc] failed)", h.stdout + h.stderr)
+        same = 0
+        for i in range(10):
+            rep = c.tt("replay", "fail.tt")
+            got = re.findall(r"\b([abc] failed)", rep.stdout)
+            ok = matched(rep) and got == want[-1:] and len(want) > 0
+            same += ok
+            if not ok:
+                check(False, "replay %d of the failing loop" % (i + 1),
+                      "%d %r %r %s" % (rep.returncode, want, rep.stdout, rep.stderr[-800:]))
+        check(same == 10, "the replay says the same step failed (%s), %d of 10"
+              % (want[-1:] and want[-1], same))
+
+
 def a_child_that_cannot_be_paired_is_said():
     """The shell starts a child in the replay that it did not start when recorded: the verdict
     says where it diverged, and never 'matched'."""
@@ -290,7 +320,8 @@ def single_process_recordings_have_no_tree():
 
 for case in (pipeline_replays_byte_identically, make_recipe_replays_byte_identically,
              waits_replay_the_recorded_order,
-             python_subprocess_system_and_popen_replay, a_child_that_cannot_be_paired_is_said,
+             python_subprocess_system_and_popen_replay,
+             hunt_catches_a_failing_shell_loop_and_its_replay_says_which, a_child_that_cannot_be_paired_is_said,
              a_process_killed_in_the_tree_leaves_the_rest_verifying,
              single_process_recordings_have_no_tree):
     print("# " + case.__name__)
