@@ -305,6 +305,24 @@ def a_process_killed_in_the_tree_leaves_the_rest_verifying():
                                                                   rep.stderr[-800:]))
 
 
+def an_untraceable_child_is_named_and_runs_live():
+    """A child that execs a static program (Debian's /sbin/ldconfig) cannot be traced: the tree
+    names it, it runs live, and the replay exits 8 naming it (matched what it compared)."""
+    with Case("static") as c:
+        r = c.tt("record", "-o", "u.tt", "--", "sh", "-c", "/sbin/ldconfig -p >/dev/null; date +%N")
+        check(r.returncode == 0, "record sh -c '/sbin/ldconfig -p; date +%N'", r.stderr)
+        info = c.tt("info", "--json", "u.tt")
+        doc = json.loads(info.stdout) if info.returncode == 0 else {}
+        named = [p for p in doc.get("processes") or [] if "/sbin/ldconfig" in p["note"]]
+        check(len(named) == 1 and "unrecorded" in named[0]["note"],
+              "the tree names the untraceable child", doc.get("processes"))
+        rep = c.tt("replay", "u.tt")
+        check(rep.returncode == 8 and "/sbin/ldconfig" in rep.stderr and
+              "replay matched the recording" not in rep.stderr and rep.stdout == r.stdout,
+              "replay exits 8, naming it; the date still replays",
+              "%d %r %s" % (rep.returncode, rep.stdout, rep.stderr[-800:]))
+
+
 def single_process_recordings_have_no_tree():
     """A program that starts nothing leaves no FILE.procs, and info lists no tree."""
     with Case("single") as c:
@@ -323,6 +341,7 @@ for case in (pipeline_replays_byte_identically, make_recipe_replays_byte_identic
              python_subprocess_system_and_popen_replay,
              hunt_catches_a_failing_shell_loop_and_its_replay_says_which, a_child_that_cannot_be_paired_is_said,
              a_process_killed_in_the_tree_leaves_the_rest_verifying,
+             an_untraceable_child_is_named_and_runs_live,
              single_process_recordings_have_no_tree):
     print("# " + case.__name__)
     try:
