@@ -621,13 +621,16 @@ int tool_process_file(const char *prog, const char *file, const char *want, char
         if (v[i].pid == pid && v[i].file[0] &&
             (i + 1 == n || strcmp(v[i + 1].path, v[i].path) != 0))
             hit = &v[i], hits = 1;
-    for (size_t i = 0; !hits && i < n; i++) {
+    bool by_name = hits == 0;
+    for (size_t i = 0; by_name && i < n; i++) {
         char first[512];
         snprintf(first, sizeof first, "%s", v[i].cmd);
         char *sp = strchr(first, ' ');
         if (sp)
             *sp = '\0';
-        if (v[i].file[0] && v[i].gen > 0 && !strcmp(base_name(first), want)) {
+        /* a fork's first image runs its parent's program: not the one named */
+        bool forked = !strncmp(v[i].note, "a fork", 6) || !strncmp(v[i].note, "a clone", 7);
+        if (v[i].file[0] && !forked && !strcmp(base_name(first), want)) {
             hits += hit == NULL || strcmp(hit->name, v[i].name) != 0;
             hit = &v[i];
         }

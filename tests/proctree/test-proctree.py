@@ -143,6 +143,14 @@ def make_recipe_replays_byte_identically():
                 check(False, "replay %d of make" % (i + 1),
                       "%d %r %s" % (rep.returncode, rep.stdout, rep.stderr))
         check(same == 10, "make's dates replay byte-identically and matched, %d of 10" % same)
+        amb = c.tt("info", "--process", "date", "m.tt")
+        check(amb.returncode == 2 and "more than one process" in amb.stderr,
+              "info --process date: two images run date, the tool asks for a path",
+              "%d %s" % (amb.returncode, amb.stderr))
+        one = c.tt("info", "--json", "--process", "root/1", "m.tt")
+        doc = json.loads(one.stdout) if one.returncode == 0 else {}
+        check((doc.get("command") or {}).get("argv") == ["date", "+%N"],
+              "info --process root/1 reads the recipe's date", one.stdout[:400] + one.stderr)
 
 
 WAITS = r'''
