@@ -35,8 +35,9 @@ static const char usage[] =
     "  -j, --json          print one JSON object: {\"file\", \"manifest\", \"command\",\n"
     "                      \"threads\", \"processes\"}; command is null when nothing was\n"
     "                      recorded, else {\"argv\", \"cwd\", \"environment\":\n"
-    "                      [\"NAME=VALUE\", ...] or null, \"execfn\", \"untraced\",\n"
-    "                      \"damaged\"} (null where not recorded);\n"
+    "                      [\"NAME=VALUE\", ...] or null, \"execfn\", \"untraced\", \"chaos\",\n"
+    "                      \"sync_untracked\", \"damaged\"} (null where not recorded;\n"
+    "                      chaos: the seed and parameters of record --chaos);\n"
     "                      processes: the recording's tree, [{\"process\", \"path\",\n"
     "                      \"generation\", \"pid\", \"ppid\", \"status\", \"file\",\n"
     "                      \"build_id\", \"command\", \"note\"}]\n"
@@ -194,6 +195,14 @@ static void print_command_text(const tool_trace *t)
         tool_print_text(stdout, mt.untraced, strlen(mt.untraced));
         fputc('\n', stdout);
     }
+    if (rc == TT_OK && mt.chaos != NULL) {
+        printf("schedule chaos:   ");
+        tool_print_text(stdout, mt.chaos, strlen(mt.chaos));
+        fputc('\n', stdout);
+    }
+    if (rc == TT_OK && mt.sync_untracked)
+        printf("sync untracked:   %" PRIu64 " operations on no object (their order is not "
+               "replayed)\n", mt.sync_untracked);
     tool_meta_free(&mt);
 }
 
@@ -236,6 +245,8 @@ static void print_command_json(tool_json *j, const tool_trace *t)
     json_strings_or_null(j, "environment", rc == TT_OK ? mt.env : NULL, mt.envc);
     json_str_or_null(j, "execfn", rc == TT_OK ? mt.execfn : NULL);
     json_str_or_null(j, "untraced", rc == TT_OK ? mt.untraced : NULL);
+    json_str_or_null(j, "chaos", rc == TT_OK ? mt.chaos : NULL);
+    tj_u64(j, "sync_untracked", rc == TT_OK ? mt.sync_untracked : 0);
     if (rc == TT_OK)
         tj_null(j, "damaged");
     else

@@ -17,6 +17,7 @@ void tool_meta_free(tool_meta *mt)
     free(mt->cwd);
     free(mt->untraced);
     free(mt->execfn);
+    free(mt->chaos);
     if (mt->env != NULL)
         for (uint64_t i = 0; i < mt->envc; i++)
             free(mt->env[i]);
@@ -107,6 +108,12 @@ int tool_meta_parse(const tt_reader *r, tool_meta *mt, char *why, size_t cap)
                     return damaged(why, cap, "a bad env entry (object %" PRIu32 ")", id);
                 if ((mt->env[idx] = dup_n(eq + 1, len - (size_t)(eq + 1 - name))) == NULL)
                     return TT_E_NOMEM;
+            } else if (pass == 0 && len >= 6 && memcmp(name, "chaos=", 6) == 0) {
+                if (mt->chaos == NULL && (mt->chaos = dup_n(name + 6, len - 6)) == NULL)
+                    return TT_E_NOMEM;
+            } else if (pass == 0 && len >= 15 && memcmp(name, "sync_untracked=", 15) == 0) {
+                if (parse_dec(name + 15, len - 15, &mt->sync_untracked) != 0)
+                    return damaged(why, cap, "a bad sync_untracked (object %" PRIu32 ")", id);
             } else if (pass == 0 && len >= 9 && memcmp(name, "untraced=", 9) == 0) {
                 if (mt->untraced == NULL && (mt->untraced = dup_n(name + 9, len - 9)) == NULL)
                     return TT_E_NOMEM;

@@ -39,6 +39,8 @@ typedef struct tool_meta {
     char *execfn;   /* the path execve was given ("execfn="), or NULL */
     char **env;     /* the environment the program saw ("env[i]="), envc + 1 entries, or NULL */
     uint64_t envc;  /* "envc=": may be set while env is NULL (no command line: not read) */
+    char *chaos;    /* schedule chaos's seed and parameters ("chaos="), or NULL when it was off */
+    uint64_t sync_untracked; /* sync operations the registry had no room for ("sync_untracked=") */
 } tool_meta;
 
 /* Parses the META objects of @r into @mt (all of it the caller's to free with tool_meta_free,

@@ -58,8 +58,8 @@ enum tool_common_option {
 
 /* The usage line of --process, for every verb that reads one trace of a process tree. */
 #define TOOL_PROCESS_HELP                                                                          \
-    "  --process P         read process P of the recorded tree instead of its root (\"root/2@1\",\n" \
-    "                      its recorded pid, or its program's name; tinytrace info lists them)\n"
+    "  --process P         read process P of the recorded tree, not its root (\"root/2@1\",\n"  \
+    "                      its recorded pid, or its program's name; info lists them)\n"
 
 /* What follows the options. */
 enum tool_operands {

@@ -1329,6 +1329,12 @@ __attribute__((constructor(101)))
 #endif
 static void rt_init(void)
 {
+    /* valgrind's launcher is not the program: it execs its tool (a static binary), which loads
+     * the program with this library again. Left alone, its settings and environment untouched,
+     * the program valgrind runs is the one traced (`tinytrace record -- valgrind PROG` records
+     * PROG, and so does the valgrind step of tests/all.sh). */
+    if (strcmp(program_invocation_short_name, "valgrind.bin") == 0)
+        return;
     /* setuid and setgid programs read no TINYTRACE_* (config.c): said once, here */
     if (tt_env_secure_() && tt_env_has_settings_()) {
         static const char msg[] = "tinytrace: TINYTRACE_* ignored in a setuid or setgid "

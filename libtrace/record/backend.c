@@ -57,6 +57,7 @@ static int rec_fn_event(tt_session *s, struct tt_thread *bt, uint32_t kind, uint
                         uint64_t now)
 {
     struct tt_rec_thread *t = tt_rec_of(bt);
+    bool chaos_point = false;
     int rc;
     if ((rc = tt_rec_begin_(s, t)) != TT_OK)
         return rc;
@@ -65,7 +66,10 @@ static int rec_fn_event(tt_session *s, struct tt_thread *bt, uint32_t kind, uint
             tt_rec_end_(t);
             return TT_E_CLOSED;
         }
-        if ((rc = tt_writer_refill(s, t, false)) != TT_OK) {
+        /* schedule chaos: a false end (sync.c) is a chaos point, not a full buffer */
+        if (TT_UNLIKELY(s->w->chaos != NULL) && tt_chaos_fn_end_(s->w, t))
+            chaos_point = true;
+        else if ((rc = tt_writer_refill(s, t, false)) != TT_OK) {
             tt_rec_end_(t);
             return rc;
         }
@@ -74,6 +78,8 @@ static int rec_fn_event(tt_session *s, struct tt_thread *bt, uint32_t kind, uint
     memcpy(t->pos, &r, sizeof r);
     t->pos += sizeof r;
     tt_rec_end_(t);
+    if (TT_UNLIKELY(chaos_point))
+        tt_chaos_fn_point_(s, t); /* outside the call: a thief may take the buffer meanwhile */
     return TT_OK;
 }
 

@@ -55,6 +55,12 @@ void tt_writer_hand_over_locked(struct tt_writer *w, struct tt_rec_thread *t, bo
         return;
     b->used = (uint32_t)(t->pos - b->data);
     b->last = last;
+    if (t->chaos_mark != NULL) {
+        /* schedule chaos: what this buffer took of the distance to the next point */
+        uint64_t used = (uint64_t)(t->pos - t->chaos_mark);
+        t->chaos_left = used < t->chaos_left ? t->chaos_left - used : sizeof(struct tt_raw_short);
+        t->chaos_mark = NULL;
+    }
     b->next = NULL;
     if (w->qtail)
         w->qtail->next = b;
@@ -129,7 +135,7 @@ static void stall_frame(tt_session *s, struct tt_rec_thread *t, uint64_t t0, uin
         atomic_store_explicit(&w->stall_fn, fn, memory_order_relaxed);
     }
     struct tt_raw_short r[2] = { { TT_EV_ENTER, fn, t0 }, { TT_EV_EXIT, fn, t1 } };
-    if ((size_t)(t->end - t->pos) < sizeof r)
+    if ((size_t)(tt_rec_buf_end(w, t) - t->pos) < sizeof r)
         return;
     memcpy(t->pos, r, sizeof r);
     t->pos += sizeof r;
@@ -214,6 +220,8 @@ static int refill(tt_session *s, struct tt_rec_thread *t, bool last, bool frame_
     }
     if (stalled)
         stall_frame(s, t, stall_t0, stall_t1);
+    if (TT_UNLIKELY(w->chaos != NULL))
+        tt_chaos_arm_(w, t, false);
     return TT_OK;
 }
 
@@ -228,8 +236,10 @@ int tt_writer_append_long(tt_session *s, struct tt_rec_thread *t, const struct t
     struct tt_writer *w = s->w;
     uint64_t len = rec->len, need = sizeof *rec + tt_align8(len);
     int rc;
-    if ((uint64_t)(t->end - t->pos) < need) {
-        if (need <= w->buffer_bytes / 4 + sizeof *rec || (uint64_t)(t->end - t->pos) < sizeof *rec) {
+    /* the true end, not a false one of schedule chaos */
+    uint64_t room = (uint64_t)(tt_rec_buf_end(w, t) - t->pos);
+    if (room < need) {
+        if (need <= w->buffer_bytes / 4 + sizeof *rec || room < sizeof *rec) {
             if ((rc = tt_writer_refill(s, t, false)) != TT_OK)
                 return rc;
         }
@@ -238,9 +248,9 @@ int tt_writer_append_long(tt_session *s, struct tt_rec_thread *t, const struct t
     t->pos += sizeof *rec;
     const uint8_t *p = payload;
     while (len) {
-        if (t->pos == t->end && (rc = refill(s, t, false, false)) != TT_OK)
+        if (t->pos == tt_rec_buf_end(w, t) && (rc = refill(s, t, false, false)) != TT_OK)
             return rc;
-        uint64_t n = (uint64_t)(t->end - t->pos);
+        uint64_t n = (uint64_t)(tt_rec_buf_end(w, t) - t->pos);
         if (n > len)
             n = len;
         memcpy(t->pos, p, n);
@@ -249,6 +259,8 @@ int tt_writer_append_long(tt_session *s, struct tt_rec_thread *t, const struct t
         len -= n;
     }
     t->pos = t->buf->data + tt_align8((uint64_t)(t->pos - t->buf->data));
+    if (TT_UNLIKELY(w->chaos != NULL))
+        tt_chaos_arm_(w, t, false); /* pos may have passed the false end */
     return TT_OK;
 }
 

@@ -84,6 +84,10 @@ struct tt_rec_thread {
     bool has_time;
     /* schedule chaos (sync.c): this thread's random state; its own */
     uint64_t chaos_rng;
+    /* chaos at function events: bytes of records from chaos_mark (a pos in this buffer, or
+     * NULL) to the next chaos point; the owner's, and a thief's under qlock, as pos and end */
+    uint8_t *chaos_mark;
+    uint64_t chaos_left;
 };
 
 static inline struct tt_rec_thread *tt_rec_of(struct tt_thread *t)
@@ -181,6 +185,12 @@ struct tt_writer {
     pthread_cond_t scond;
 };
 
+/* The true end of @t's buffer (t->end is a false one under schedule chaos, sync.c). */
+static inline uint8_t *tt_rec_buf_end(const struct tt_writer *w, const struct tt_rec_thread *t)
+{
+    return t->buf != NULL ? t->buf->data + w->buffer_bytes : t->end;
+}
+
 
 static inline uint64_t tt_align8(uint64_t v)
 {
@@ -220,6 +230,15 @@ int tt_chaos_open(tt_session *s);
 void tt_chaos_note(tt_session *s);
 void tt_chaos_free(tt_session *s);
 void tt_chaos_thread_end(tt_session *s, struct tt_rec_thread *t);
+/* Chaos at function events: while chaos is on, t->end is a false end a random number of
+ * records ahead, so that the enter/exit fast path, unchanged, falls into the slow one there.
+ * tt_chaos_arm_ sets the next false end (@fresh: a new distance, else what is left of the
+ * last one; never past the true end, never before pos; every path that appends without the
+ * fast path calls it after, since it may have passed the false end). tt_chaos_fn_end_ (the slow path found no room): true at a false end, with the next
+ * one set and room for a record; the caller then calls tt_chaos_fn_point_ outside its call. */
+void tt_chaos_arm_(struct tt_writer *w, struct tt_rec_thread *t, bool fresh) TT_HIDDEN;
+bool tt_chaos_fn_end_(struct tt_writer *w, struct tt_rec_thread *t) TT_HIDDEN;
+void tt_chaos_fn_point_(tt_session *s, struct tt_rec_thread *t) TT_HIDDEN;
 
 /* ---- swapper.c ---- */
 int tt_swapper_start(tt_session *s, struct tt_writer *w);

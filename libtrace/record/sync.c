@@ -20,7 +20,8 @@
  * highest-priority live thread sleeps, one time in two, for a random time up to delay_us; the
  * highest one yields one time in sixteen. Acquisitions are perturbed before they happen,
  * releases after: the window between two critical sections is where an atomicity violation
- * hides. Between sync points the program runs at native speed. The seed and the parameters go
+ * hides. Function events are chaos points too, one in about 2^15 (below). Between two points
+ * the program runs at native speed. The seed and the parameters go
  * into the trace as the META object "chaos=...", so a recording says how it was made.
  */
 #include <inttypes.h>
@@ -34,6 +35,7 @@
 
 #define CHAOS_THREADS 256u
 #define CHAOS_OCTAVES 14u /* change points among the first 2^14 sync points */
+#define CHAOS_FN_SPAN 65536u /* function events between two of their chaos points, at most */
 
 struct tt_chaos {
     uint64_t seed;
@@ -41,6 +43,7 @@ struct tt_chaos {
     uint64_t change[16];
     uint32_t nchange;
     _Atomic uint64_t step;
+    _Atomic uint64_t fn_points;               /* chaos points at function events */
     _Atomic int64_t next_low;                 /* the priority the next change point gives */
     _Atomic uint32_t nthreads;                /* highest thread id seen + 1 */
     _Atomic int64_t prio[CHAOS_THREADS];      /* 0: no priority yet (or ended) */
@@ -93,8 +96,11 @@ void tt_chaos_note(tt_session *s)
     if (!c)
         return;
     char meta[512];
-    int n = snprintf(meta, sizeof meta, "chaos=seed=%" PRIu64 " depth=%u delay_us=%u changes=",
-                     c->seed, c->depth, c->delay_us);
+    int n = snprintf(meta, sizeof meta, "chaos=seed=%" PRIu64 " depth=%u delay_us=%u fn_span=%u"
+                     " sync_points=%" PRIu64 " fn_points=%" PRIu64 " changes=",
+                     c->seed, c->depth, c->delay_us, CHAOS_FN_SPAN,
+                     atomic_load_explicit(&c->step, memory_order_relaxed),
+                     atomic_load_explicit(&c->fn_points, memory_order_relaxed));
     for (uint32_t i = 0; i < c->nchange && n > 0 && (size_t)n < sizeof meta; i++)
         n += snprintf(meta + n, sizeof meta - (size_t)n, "%s%" PRIu64, i ? "," : "",
                       c->change[i]);
@@ -124,12 +130,18 @@ static void sleep_us(uint32_t us)
     nanosleep(&ts, NULL);
 }
 
-/* A sync point of thread @t. */
-static void chaos_point(struct tt_chaos *c, struct tt_rec_thread *t)
+static uint64_t *thread_rng(const struct tt_chaos *c, struct tt_rec_thread *t)
+{
+    if (!t->chaos_rng)
+        t->chaos_rng = c->seed ^ (UINT64_C(0xD1B54A32D192ED03) * (t->base.id + 1));
+    return &t->chaos_rng;
+}
+
+/* A sync point of thread @t (@fn: a function event's, which draws no change point). */
+static void chaos_point(struct tt_chaos *c, struct tt_rec_thread *t, bool fn)
 {
     uint32_t me = t->base.id;
-    if (!t->chaos_rng)
-        t->chaos_rng = c->seed ^ (UINT64_C(0xD1B54A32D192ED03) * (me + 1));
+    thread_rng(c, t);
     int64_t mine = me < CHAOS_THREADS ? atomic_load_explicit(&c->prio[me], memory_order_relaxed)
                                       : INT64_MIN + 1;
     if (me < CHAOS_THREADS && mine == 0) {
@@ -141,8 +153,8 @@ static void chaos_point(struct tt_chaos *c, struct tt_rec_thread *t)
                                                                  memory_order_relaxed))
             ;
     }
-    uint64_t step = atomic_fetch_add_explicit(&c->step, 1, memory_order_relaxed) + 1;
-    for (uint32_t i = 0; i < c->nchange; i++) {
+    uint64_t step = fn ? 0 : atomic_fetch_add_explicit(&c->step, 1, memory_order_relaxed) + 1;
+    for (uint32_t i = 0; i < c->nchange && step; i++) {
         if (c->change[i] == step && me < CHAOS_THREADS) {
             mine = atomic_fetch_sub_explicit(&c->next_low, 1, memory_order_relaxed);
             atomic_store_explicit(&c->prio[me], mine, memory_order_relaxed);
@@ -166,7 +178,50 @@ static inline void chaos_maybe(tt_session *s, struct tt_rec_thread *t)
 {
     struct tt_chaos *c = s->w->chaos;
     if (TT_UNLIKELY(c != NULL))
-        chaos_point(c, t);
+        chaos_point(c, t, false);
+}
+
+/* ---- chaos at function events ----
+ * The enter/exit fast path (record_api.h) is not touched: t->end is set a random number of
+ * records ahead, 4 to CHAOS_FN_SPAN + 3 (a mean of about 2^15, some 0.3 to 1 ms of a program
+ * that makes calls all the time), and the record that finds it is taken by the slow path,
+ * which then makes a chaos point after the event, outside the call: a function event's, the
+ * same as a sync point's but drawing no change point. Between two of them the program runs at
+ * the fast path's speed. */
+void tt_chaos_arm_(struct tt_writer *w, struct tt_rec_thread *t, bool fresh)
+{
+    uint8_t *end = tt_rec_buf_end(w, t);
+    if (t->pos == NULL || end == NULL)
+        return; /* no buffer: the next event refills, and refill arms */
+    const uint64_t rec = sizeof(struct tt_raw_short);
+    if (fresh || t->chaos_left == 0) {
+        t->chaos_left = (4 + splitmix(thread_rng(w->chaos, t)) % CHAOS_FN_SPAN) * rec;
+    } else if (t->chaos_mark != NULL) {
+        /* the distance goes on across buffers and the records of the other paths */
+        uint64_t used = (uint64_t)(t->pos - t->chaos_mark);
+        t->chaos_left = used < t->chaos_left ? t->chaos_left - used : rec;
+    }
+    t->chaos_mark = t->pos;
+    size_t room = (size_t)(end - t->pos);
+    t->end = t->chaos_left < room ? t->pos + t->chaos_left : end;
+}
+
+bool tt_chaos_fn_end_(struct tt_writer *w, struct tt_rec_thread *t)
+{
+    uint8_t *end = tt_rec_buf_end(w, t);
+    if (t->end == end || (size_t)(end - t->pos) < sizeof(struct tt_raw_short))
+        return false; /* the true end: refill */
+    tt_chaos_arm_(w, t, true);
+    if ((size_t)(t->end - t->pos) < sizeof(struct tt_raw_short))
+        t->end = end;
+    return true;
+}
+
+void tt_chaos_fn_point_(tt_session *s, struct tt_rec_thread *t)
+{
+    struct tt_chaos *c = s->w->chaos;
+    atomic_fetch_add_explicit(&c->fn_points, 1, memory_order_relaxed);
+    chaos_point(c, t, true);
 }
 
 /* Appends @op's event with @result; @timed: with the clock's time, else with the thread's
@@ -193,7 +248,7 @@ static inline int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *
     }
     if (TT_LIKELY(len == 0)) {
         /* the common case: the compact form, 32 bytes */
-        if (TT_UNLIKELY((size_t)(t->end - t->pos) < sizeof(struct tt_raw_sync)) &&
+        if (TT_UNLIKELY((size_t)(tt_rec_buf_end(s->w, t) - t->pos) < sizeof(struct tt_raw_sync)) &&
             (rc = tt_writer_refill(s, t, false)) != TT_OK) {
             tt_rec_end_(t);
             return rc;
@@ -202,6 +257,8 @@ static inline int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *
                                  op->seq };
         memcpy(t->pos, &r, sizeof r);
         t->pos += sizeof r;
+        if (TT_UNLIKELY(s->w->chaos != NULL))
+            tt_chaos_arm_(s->w, t, false); /* pos may have passed the false end */
         tt_rec_end_(t);
         return TT_OK;
     }

@@ -92,14 +92,15 @@ def run_bash(comp, work, words):
     return {l for l in p.stdout.decode().split("\n") if l}, p.stderr.decode()
 
 
-# The zsh side: one interactive zsh for all the lines; after each line and its TAB, ^U clears
-# it and a command marks the case as done (its matches moved to hits.N). Waits have deadlines.
+# The zsh side: one interactive zsh for all the lines; after each line and its TAB, once its
+# first match is written, ^U clears it and a command marks the case as done (its matches moved
+# to hits.N). Waits have deadlines.
 ZSH_DRIVER = r'''
 zmodload zsh/zpty
 dir=$1 work=$2 n=$3
-waitfor() {
+waitfor() { # FILE [TRIES]: 25 ms each, 800 (20 s) unless told
     local i
-    for i in {1..800}; do
+    for i in {1..${2:-800}}; do
         [[ -e $1 ]] && return 0
         zpty -r -t z junk
         sleep 0.025
@@ -113,6 +114,9 @@ zpty -w z ": >$work/ready"
 waitfor $work/ready || { print "zsh gave no prompt in 20 s"; exit 2; }
 for ((i = 1; i <= n; i++)); do
     zpty -w -n z "$(<$work/line.$i)"$'\t'
+    # every case expects matches: ^U goes only once the completion has begun (zsh may drop a
+    # completion that finds keys typed ahead of it); one that offers nothing fails its check
+    waitfor $work/hits 200
     zpty -w -n z $'\x15'"mv -f $work/hits $work/hits.$i 2>/dev/null; : >$work/done.$i"$'\n'
     waitfor $work/done.$i || { print "no completion of line $i in 20 s"; exit 2; }
 done

@@ -40,9 +40,10 @@ def main():
     d = tempfile.mkdtemp(prefix="tt-gc-")
     live = None
     try:
-        # a recording killed by SIGKILL leaves its partial file; its process is gone
-        dead = subprocess.Popen([TT, "record", "-o", os.path.join(d, "dead.tt"), "--",
-                                 "sleep", "30"], env=ENV, stderr=subprocess.PIPE)
+        # a recording killed by SIGKILL leaves its partial file; its process is gone (the two
+        # recordings are set-up, never under the valgrind step's wrapper: testwrap.Unwrapped)
+        dead = testwrap.Unwrapped([TT, "record", "-o", os.path.join(d, "dead.tt"), "--",
+                                   "sleep", "30"], env=ENV, stderr=subprocess.PIPE)
         dead_file = wait_for_partial(d, "dead.tt.")
         dead_pid = int(dead_file.split(".")[-2])
         os.kill(dead_pid, signal.SIGKILL)
@@ -50,8 +51,8 @@ def main():
         assert os.path.exists(os.path.join(d, dead_file)), "SIGKILL left no partial file"
 
         # a live recording
-        live = subprocess.Popen([TT, "record", "-o", os.path.join(d, "live.tt"), "--",
-                                 "sleep", "30"], env=ENV, stderr=subprocess.PIPE)
+        live = testwrap.Unwrapped([TT, "record", "-o", os.path.join(d, "live.tt"), "--",
+                                   "sleep", "30"], env=ENV, stderr=subprocess.PIPE)
         live_file = wait_for_partial(d, "live.tt.")
 
         # not a trace, with a dead pid in its name; and a symlink to the dead trace

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Thread schedules under `tinytrace record` and `tinytrace replay` (issue 16).
 
-test-sync.py TT PRELOAD PROG-SYNC RACE
+test-sync.py TT PRELOAD PROG-SYNC RACE PROG-FNCHAOS
 
 - prog-sync (not instrumented) prints the order in which its threads took a mutex, got an item
   from a producer through a condition variable, held a semaphore's slot, read a rwlock's
@@ -13,6 +13,8 @@ test-sync.py TT PRELOAD PROG-SYNC RACE
 - five 1 s sleeps replay in well under the recording's 5 s, with the recorded times.
 - `tinytrace hunt --chaos` finds the race example's failure, and the trace it keeps replays
   failing the same way 20 of 20.
+- chaos at function events: prog-fnchaos (instrumented, no sync operation in its threads'
+  loops) gets about one chaos point per 2^15 function events, and loses none of them.
 """
 import json
 import os
@@ -26,7 +28,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import ttproc  # noqa: E402
 from ttproc import check  # noqa: E402
 
-TT, PRELOAD, PROG, RACE = (os.path.abspath(p) for p in sys.argv[1:5])
+TT, PRELOAD, PROG, RACE, FNCHAOS = (os.path.abspath(p) for p in sys.argv[1:6])
 ENV = dict(os.environ, TINYTRACE_PRELOAD=PRELOAD)
 ENV.pop("LD_PRELOAD", None)
 
@@ -190,7 +192,37 @@ def hunt(d):
           "--force", r.stderr)
 
 
+def fn_chaos(d):
+    work = os.path.join(d, "fnchaos")
+    os.mkdir(work)
+    calls = 1000000  # per thread: 4 * 10^6 function events
+    for seed in (1, 2, 3):
+        r = run([TT, "record", "-q", "--chaos=%d" % seed, "-o", "c%d.tt" % seed, "--", FNCHAOS,
+                 str(calls)], work)
+        check(r.returncode == 0 and r.stdout.startswith("calls %d " % (2 * calls)),
+              "fn chaos, seed %d: recorded" % seed, r.stdout + r.stderr[-800:])
+        info = json.loads(run([TT, "info", "--json", "c%d.tt" % seed], work).stdout)
+        chaos = (info.get("command") or {}).get("chaos") or ""
+        m = re.search(r"\bseed=(\d+) .*\bfn_points=(\d+)", chaos)
+        # one point per 4 + U[0, 65536) records: 4 * 10^6 / 32771 = 122 on average
+        check(m and int(m.group(1)) == seed and 60 <= int(m.group(2)) <= 250,
+              "fn chaos, seed %d: %s chaos points at function events (60 to 250 expected)"
+              % (seed, m.group(2) if m else "no"), chaos)
+        st = json.loads(run([TT, "stats", "--json", "c%d.tt" % seed], work).stdout)
+        add_one = [f for f in st["functions"] if f["function"].startswith("add_one")]
+        check(add_one and add_one[0]["calls"] == 2 * calls,
+              "fn chaos, seed %d: every call recorded (%s of %d)"
+              % (seed, add_one[0]["calls"] if add_one else "none", 2 * calls))
+        v = run([TT, "verify", "c%d.tt" % seed], work)
+        check(v.returncode == 0, "fn chaos, seed %d: the trace verifies" % seed, v.stderr)
+    r = run([TT, "record", "-q", "-o", "plain.tt", "--", FNCHAOS, "1000"], work)
+    info = json.loads(run([TT, "info", "--json", "plain.tt"], work).stdout)
+    check(r.returncode == 0 and info["command"]["chaos"] is None,
+          "without --chaos, info says no chaos", info.get("command"))
+
+
 def main(d):
+    fn_chaos(d)
     modes(d)
     a_tampered_order_is_a_schedule_divergence(d)
     python_threads(d)
