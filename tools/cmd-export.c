@@ -50,7 +50,8 @@
 
 static const char usage[] =
     "Usage: tinytrace export [--format chrome] [-o OUT.json [--force]] [--json]\n"
-    "                        [--max-open-calls N] [--max-memory MB] FILE\n"
+    "                        [--max-open-calls N] [--max-memory MB] [--process P]\n"
+    "                        FILE\n"
     "\n"
     "Writes trace FILE as Chrome trace-event JSON, which Perfetto's UI (ui.perfetto.dev) and\n"
     "chrome://tracing open: every call (enter ... exit) as a complete event (\"X\") with its\n"
@@ -72,7 +73,7 @@ static const char usage[] =
     "      --max-open-calls N\n"
     "                      calls open at the same time, all threads together, that the export\n"
     "                      keeps (default 4194304, 24 bytes each); a trace that needs more is\n"
-    "                      refused\n" TOOL_MAX_MEMORY_HELP
+    "                      refused\n" TOOL_MAX_MEMORY_HELP TOOL_PROCESS_HELP
     "  -h, --help          print this help\n"
     "\n"
     "At the end it prints \"N frames\" (calls exported) and the other counts on stderr. A\n"
@@ -648,7 +649,7 @@ int cmd_export(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     static const tool_verb verb = {.usage = usage,
-                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY,
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY | TOOL_OPT_PROCESS,
                                    .options = options,
                                    .take = take_option};
     struct export x;

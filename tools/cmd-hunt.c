@@ -12,6 +12,7 @@
  * hunt with that error: a hunt over runs that are not recorded finds nothing worth keeping.
  */
 #include "opts.h"
+#include "procs.h"
 #include "tool.h"
 
 #include <errno.h>
@@ -303,11 +304,12 @@ int cmd_hunt(int argc, char **argv)
         }
         if (!failed) {
             unlink(trace);
+            tool_procs_remove(trace);
             continue;
         }
         if (tty)
             fputc('\n', stderr);
-        if (rename(trace, h.output) != 0) {
+        if (rename(trace, h.output) != 0 || tool_procs_rename(trace, h.output) != 0) {
             tool_error("cannot rename %s to %s: %s", trace, h.output, strerror(errno));
             rc = TOOL_EXIT_SYSTEM;
             break;
@@ -344,6 +346,7 @@ int cmd_hunt(int argc, char **argv)
         break;
     }
     unlink(trace);
+    tool_procs_remove(trace);
     close(out_fd);
     close(in_fd);
     if (h.fail_if)

@@ -12,14 +12,16 @@
  */
 #include "meta.h"
 #include "opts.h"
+#include "procs.h"
 #include "tool.h"
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char usage[] =
-    "Usage: tinytrace info [--json] [--max-memory MB] FILE\n"
+    "Usage: tinytrace info [--json] [--max-memory MB] [--process P] FILE\n"
     "\n"
     "Prints the manifest of trace FILE (format and library version, flags, build id, caller,\n"
     "counts, largest chunk and event, table offsets, clock, time origin, stalls, write error,\n"
@@ -33,13 +35,16 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  -j, --json          print one JSON object: {\"file\", \"manifest\", \"command\",\n"
-    "                      \"threads\"}; command is null when nothing was recorded, else\n"
-    "                      {\"argv\", \"cwd\", \"environment\": [\"NAME=VALUE\", ...] or null,\n"
-    "                      \"execfn\", \"untraced\", \"chaos\", \"sync_untracked\",\n"
-    "                      \"damaged\"} (null where not recorded; chaos: the seed and\n"
-    "                      parameters of record --chaos); and \"checkpoints\",\n"
+    "                      \"threads\", \"processes\"}; command is null when nothing was\n"
+    "                      recorded, else {\"argv\", \"cwd\", \"environment\":\n"
+    "                      [\"NAME=VALUE\", ...] or null, \"execfn\", \"untraced\", \"chaos\",\n"
+    "                      \"sync_untracked\", \"damaged\"} (null where not recorded;\n"
+    "                      chaos: the seed and parameters of record --chaos);\n"
+    "                      processes: the recording's tree, [{\"process\", \"path\",\n"
+    "                      \"generation\", \"pid\", \"ppid\", \"status\", \"file\",\n"
+    "                      \"build_id\", \"command\", \"note\"}]; and \"checkpoints\",\n"
     "                      \"restores\": arrays of the checkpoint table\n"
-    TOOL_MAX_MEMORY_HELP
+    TOOL_MAX_MEMORY_HELP TOOL_PROCESS_HELP
     "  -h, --help          print this help\n"
     "\n"
     "Exits 0 when manifest and tables were read; 3 when the file is not a readable trace;\n"
@@ -461,10 +466,46 @@ static void print_threads_json(tool_json *j, const tool_trace *t)
     tj_array_end(j);
 }
 
+/* "processes": the tree of the recording (one row for a recording of one process). */
+static void print_processes_json(tool_json *j, const char *file)
+{
+    tool_proc *v = NULL;
+    size_t n = 0;
+    if (tool_procs_read(file, &v, &n) != 0) {
+        tj_null(j, "processes");
+        return;
+    }
+    tj_array_begin(j, "processes");
+    for (size_t i = 0; i < n; i++) {
+        tj_object_begin(j, NULL);
+        tj_str(j, "process", v[i].name);
+        tj_str(j, "path", v[i].path);
+        tj_u64(j, "generation", v[i].gen);
+        tj_i64(j, "pid", v[i].pid);
+        tj_i64(j, "ppid", v[i].ppid);
+        char st[32];
+        if (v[i].status == -2)
+            snprintf(st, sizeof st, "exec");
+        else
+            tool_status_word(v[i].status, st, sizeof st);
+        tj_str(j, "status", st);
+        if (v[i].file[0])
+            tj_str(j, "file", v[i].file);
+        else
+            tj_null(j, "file");
+        tj_str(j, "build_id", v[i].build_id);
+        tj_str(j, "command", v[i].cmd);
+        tj_str(j, "note", v[i].note);
+        tj_object_end(j);
+    }
+    tj_array_end(j);
+    free(v);
+}
+
 int cmd_info(int argc, char **argv)
 {
     static const tool_verb verb = {.usage = usage,
-                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY};
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY | TOOL_OPT_PROCESS};
     tool_opts o;
     tool_trace t;
     tool_json j;
@@ -487,6 +528,7 @@ int cmd_info(int argc, char **argv)
                 print_command_json(&j, &t);
                 print_threads_json(&j, &t);
                 print_checkpoints_json(&j, &t);
+                print_processes_json(&j, o.tree);
             } else {
                 tj_null(&j, "command");
                 tj_null(&j, "threads");
@@ -499,6 +541,8 @@ int cmd_info(int argc, char **argv)
             print_command_text(&t);
             print_threads_text(&t);
             print_checkpoints_text(&t);
+            if (o.process == NULL)
+                tool_procs_print(stdout, o.file);
         }
     }
     tool_trace_close(&t);

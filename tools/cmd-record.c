@@ -19,6 +19,7 @@
  * same events, and reads them back from there.
  */
 #include "opts.h"
+#include "procs.h"
 #include "protocol.h"
 #include "tool.h"
 
@@ -27,6 +28,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -307,7 +309,9 @@ static int set_environment(const struct record *o, const char *abs, const char *
         tool_setenv(TT_ENV_CHECK_OUTPUT, o->check_output ? "1" : NULL) ||
         tool_setenv("TINYTRACE_CALLER", caller) ||
         tool_setenv(TT_ENV_REPORT_FD, NULL) || tool_setenv(TT_ENV_KEEP_GOING, NULL) ||
-        tool_setenv(TT_ENV_PID, NULL))
+        tool_setenv(TT_ENV_PID, NULL) || tool_setenv(TT_ENV_TREE, "1") ||
+        tool_setenv(TT_ENV_PROCESS, NULL) || tool_setenv(TT_ENV_REPORT_NONCE, NULL) ||
+        tool_setenv(TT_ENV_OUTSIDE_FIFO, NULL))
         return TOOL_EXIT_SYSTEM;
     if (o->chaos) {
         snprintf(num, sizeof num, "%" PRIu64, o->chaos_seed);
@@ -394,14 +398,29 @@ int cmd_record(int argc, char **argv)
     if ((rc = tool_child_env(NULL, &envp, &settings_fd)) != TOOL_EXIT_OK)
         return rc;
     file_id_get(abs, &before);
+    /* the tree's traces beside FILE; an earlier recording's of the same name go */
+    if (tool_procs_prepare(abs) != 0)
+        return TOOL_EXIT_SYSTEM;
+    /* orphans of the tree (a daemon, a background job) become the tool's: it waits for them,
+     * so that the tree is whole when its manifest is written */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     rc = tool_run_program(argv[first], prog_path, argv + first, envp, NULL, o.aslr, &pid,
                           &status);
     close(settings_fd);
     free(envp);
-    if (rc != TOOL_EXIT_OK)
+    long pids[1024];
+    int statuses[1024];
+    pids[0] = pid;
+    statuses[0] = status;
+    size_t nreaped = 1 + tool_reap_orphans(pids + 1, statuses + 1, 1023);
+    if (rc != TOOL_EXIT_OK) {
+        tool_procs_remove(abs);
         return rc;
+    }
     rc = summarize(&o, o.output, abs, &before, pid, status);
-    if (rc < 0)
+    if (rc < 0) {
         tool_auth_sign(abs); /* a trace without it still is one: replay asks for --trust */
+        tool_procs_finish(abs, pids, statuses, nreaped);
+    }
     return rc >= 0 ? rc : tool_shell_status(status);
 }

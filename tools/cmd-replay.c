@@ -23,6 +23,7 @@
  */
 #include "merge.h"
 #include "opts.h"
+#include "procs.h"
 #include "protocol.h"
 #include "tool.h"
 
@@ -31,6 +32,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <inttypes.h>
@@ -86,6 +89,10 @@ static const char usage[] =
     "  --allow-build-mismatch     run PROG even if its build-id differs from the recorded one\n"
     "  --real-sleep               the sleeps sleep for real (by default a recorded sleep\n"
     "                             returns at once, with its recorded result)\n"
+    "  --process P                replay one process of the recorded tree alone (\"root/2@1\",\n"
+    "                             its recorded pid, or its program's name; tinytrace info\n"
+    "                             lists them): every input from the recording, its children\n"
+    "                             not started, the other processes not run\n"
     "  -f, --force                replace OUT.json if it exists (a regular file only)\n";
 
 /* The rest of the help, from the debugger's options on: printed after usage[] as one text. */
@@ -125,7 +132,7 @@ static void debugger_help(FILE *f)
 }
 
 enum { OPT_ORDERED = 256, OPT_ALLOW_MISMATCH, OPT_TRUST, OPT_NO_OUTPUT, OPT_ASLR,
-       OPT_REAL_SLEEP, OPT_GDB, OPT_GDB_ARG, OPT_STOP_AT };
+       OPT_REAL_SLEEP, OPT_GDB, OPT_GDB_ARG, OPT_STOP_AT, OPT_PROCESS };
 
 #define GDB_ARGS_MAX 32
 
@@ -139,6 +146,7 @@ static const struct option options[] = {
     {"no-check-output", no_argument, NULL, OPT_NO_OUTPUT},
     {"aslr", no_argument, NULL, OPT_ASLR},
     {"real-sleep", no_argument, NULL, OPT_REAL_SLEEP},
+    {"process", required_argument, NULL, OPT_PROCESS},
     {"force", no_argument, NULL, 'f'},
     {"gdb", no_argument, NULL, OPT_GDB},
     {"gdb-arg", required_argument, NULL, OPT_GDB_ARG},
@@ -546,13 +554,18 @@ static int channel_open(struct channel *c)
     c->nonce[32] = '\0';
     c->tool_fd = sv[0];
     c->prog_fd = sv[1];
-    /* the program's end is inherited (not close-on-exec); the nonce waits in it for the runtime */
-    if (fcntl(c->prog_fd, F_SETFD, 0) != 0 || write(c->tool_fd, c->nonce, 32) != 32) {
+    /* the program's end is inherited (not close-on-exec), out of the program's way, by every
+     * process of the tree; the nonce is in the settings every one of them reads */
+    int hi = fcntl(c->prog_fd, F_DUPFD, 900);
+    if (hi < 0 || write(c->tool_fd, c->nonce, 32) != 32) {
         tool_error("cannot set up the report channel: %s", strerror(errno));
         return TOOL_EXIT_SYSTEM;
     }
+    close(c->prog_fd);
+    c->prog_fd = hi;
     snprintf(num, sizeof num, "%d", c->prog_fd);
-    if (tool_setenv(TT_ENV_REPORT_FD, num) != TOOL_EXIT_OK)
+    if (tool_setenv(TT_ENV_REPORT_FD, num) != TOOL_EXIT_OK ||
+        tool_setenv(TT_ENV_REPORT_NONCE, c->nonce) != TOOL_EXIT_OK)
         return TOOL_EXIT_SYSTEM;
     if (pthread_create(&c->reader, NULL, channel_read, c) != 0) {
         tool_error("cannot start reading the report channel");
@@ -591,18 +604,71 @@ static void channel_close(struct channel *c, int ms)
 
 /* The last report line that carries the nonce: its bytes (in @c's buffer) and length; NULL if
  * none. *@forged counts the lines that did not. */
-static const char *channel_report(struct channel *c, size_t *len, unsigned *forged)
+/* The process a report line names ("root" when none: a runtime of before the tree). */
+static void report_process(const char *line, char *out, size_t cap)
+{
+    const char *p = strstr(line, "\"process\": \"");
+    size_t n = 0;
+    if (p) {
+        p += 12;
+        while (p[n] && p[n] != '"' && n + 1 < cap)
+            n++;
+        memcpy(out, p, n);
+    }
+    out[n] = '\0';
+    if (!n)
+        snprintf(out, cap, "root");
+}
+
+/* The length of the line at @at (ended by a newline, or by the NUL a look before put there). */
+static size_t line_len(const struct channel *c, size_t at)
+{
+    size_t n = 0;
+    while (at + n < c->len && c->buf[at + n] != '\n' && c->buf[at + n] != '\0')
+        n++;
+    return n;
+}
+
+/* The processes that reported (with the nonce), each once, into @names (@cap of them). */
+static size_t channel_processes(struct channel *c, char (*names)[224], size_t cap)
+{
+    char key[48];
+    size_t k = 0;
+    snprintf(key, sizeof key, "\"nonce\": \"%s\"", c->nonce);
+    for (size_t at = 0; c->buf != NULL && at < c->len;) {
+        size_t n = line_len(c, at);
+        if (n) {
+            c->buf[at + n] = '\0';
+            char name[224];
+            report_process(c->buf + at, name, sizeof name);
+            bool seen = false;
+            for (size_t i = 0; i < k && !seen; i++)
+                seen = !strcmp(names[i], name);
+            if (!seen && k < cap && strstr(c->buf + at, key) != NULL)
+                memcpy(names[k++], name, sizeof name);
+        }
+        at += n + 1;
+    }
+    return k;
+}
+
+/* The last line of process @proc (NULL: any) that carries the nonce. */
+static const char *channel_report(struct channel *c, const char *proc, size_t *len,
+                                  unsigned *forged)
 {
     char key[48];
     const char *best = NULL;
     snprintf(key, sizeof key, "\"nonce\": \"%s\"", c->nonce);
     *forged = 0;
     for (size_t at = 0; c->buf != NULL && at < c->len;) {
-        char *nl = memchr(c->buf + at, '\n', c->len - at);
-        size_t n = nl ? (size_t)(nl - (c->buf + at)) : c->len - at;
+        size_t n = line_len(c, at);
         if (n) {
             c->buf[at + n] = '\0';
-            if (strstr(c->buf + at, key) != NULL) {
+            char name[224];
+            report_process(c->buf + at, name, sizeof name);
+            if (strstr(c->buf + at, key) != NULL && proc && strcmp(name, proc) != 0) {
+                /* another process's */
+            } else if (strstr(c->buf + at, key) != NULL) {
                 best = c->buf + at;
                 *len = n;
             } else {
@@ -680,6 +746,10 @@ struct replay {
     int ngdb_args;
     const char *stop_at;      /* --stop-at as given */
     char stop_tp[48];         /* ... resolved: "THREAD:SEQ" for the runtime */
+    const char *process;    /* --process P, or NULL: the whole tree */
+    const char *trace;      /* the trace that runs first: FILE, or P's */
+    char trace_buf[PATH_MAX];
+    char image[224];        /* P's image ("root/2@1"), "root" for the tree */
 };
 
 /* What the recording says of itself, beyond its manifest. */
@@ -689,7 +759,10 @@ struct recorded {
     char why[320];          /* why not */
     int64_t calls;          /* events a matched replay meets (not structural); -1: unknown */
     const char *untraced;   /* the first process that ran unrecorded, or NULL */
+    uint64_t other_live;    /* processes the other processes of the tree ran live */
+    char other_first[512];  /* ... the first of them */
     uint64_t sync_unordered; /* sync operations the recording could not give an object */
+    int tree_failed;        /* another process of the tree did not match (said already) */
 };
 
 /* A report of a match holds the runtime's counts: they must agree with the recording. A
@@ -759,6 +832,18 @@ static int verdict(const tool_jdoc *d, const struct replay *o, const struct reco
         if (first == NULL || first_len == 0) {
             first = rec->untraced;
             first_len = first ? strlen(first) : 0;
+        }
+        unrec += rec->other_live;
+        if ((first == NULL || first_len == 0) && rec->other_first[0]) {
+            first = rec->other_first;
+            first_len = strlen(first);
+        }
+        if (rec->tree_failed) {
+            /* the root's own verdict only: the tree's is said after it, never "matched" */
+            fprintf(stderr, "tinytrace: process %s matched its recording (", o->image);
+            tool_print_text(stderr, file, strlen(file));
+            fprintf(stderr, ": %" PRIu64 " events)\n", m->event_count);
+            return TOOL_EXIT_OK;
         }
         if (rec->sync_unordered) {
             fputs("tinytrace: replay matched what it compared (", stderr);
@@ -1057,6 +1142,79 @@ nomem:
     return TOOL_EXIT_SYSTEM;
 }
 
+/* The verdicts of the tree's other processes (not @o->image): each one that did not match is
+ * said, naming it, and so is each recorded process that never ran; what they ran live is
+ * added to @rec. Returns TOOL_EXIT_OK, or the code of the first that did not match. */
+static int other_processes(const struct replay *o, struct channel *ch, struct recorded *rec)
+{
+    char (*names)[224] = calloc(4096, sizeof *names);
+    int rc = TOOL_EXIT_OK;
+    if (!names)
+        return TOOL_EXIT_SYSTEM;
+    size_t n = channel_processes(ch, names, 4096);
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(names[i], o->image))
+            continue;
+        size_t len = 0;
+        unsigned forged = 0;
+        const char *text = channel_report(ch, names[i], &len, &forged);
+        tool_jdoc d;
+        char why[160];
+        if (!text || tool_json_parse(&d, text, len, why, sizeof why) != 0)
+            continue;
+        const tool_jvalue *root = tool_json_root(&d);
+        size_t sl = 0, ml = 0, fl = 0;
+        const char *st = tool_json_str(&d, root, "status", &sl);
+        const char *msg = tool_json_str(&d, root, "message", &ml);
+        const char *first = tool_json_str(&d, root, "first_live", &fl);
+        uint64_t live = 0, untraceable = 0;
+        tool_json_u64(tool_json_member(&d, root, "live_children"), &live);
+        tool_json_u64(tool_json_member(&d, root, "untraceable_execs"), &untraceable);
+        int code = TOOL_EXIT_OK;
+        if (st && !strcmp(st, TT_REPORT_STATUS_MATCHED)) {
+            rec->other_live += live + untraceable;
+            if (live + untraceable && first && fl && !rec->other_first[0])
+                snprintf(rec->other_first, sizeof rec->other_first, "%.*s (in %s)", (int)fl,
+                         first, names[i]);
+        } else if (st && !strcmp(st, TT_REPORT_STATUS_UNCONSUMED)) {
+            code = TOOL_EXIT_EARLY_END;
+            fprintf(stderr, "tinytrace: process %s ended before its recording did", names[i]);
+        } else {
+            code = st && !strcmp(st, TT_REPORT_STATUS_DIVERGED) ? TOOL_EXIT_DIVERGED
+                                                                : TOOL_EXIT_SYSTEM;
+            fprintf(stderr, "tinytrace: process %s %s", names[i],
+                    code == TOOL_EXIT_DIVERGED ? "diverged from its recording"
+                                               : "could not be replayed");
+        }
+        if (code != TOOL_EXIT_OK) {
+            print_field(": ", msg, ml);
+            fputc('\n', stderr);
+            if (rc == TOOL_EXIT_OK)
+                rc = code;
+        }
+        tool_json_free(&d);
+    }
+    /* every recorded image (a trace of its own, finished) must have run */
+    tool_proc *v = NULL;
+    size_t np = 0;
+    if (!o->process && tool_procs_read(o->file, &v, &np) == 0) {
+        for (size_t i = 1; i < np; i++) {
+            bool ran = false;
+            for (size_t j = 0; j < n && !ran; j++)
+                ran = !strcmp(names[j], v[i].name);
+            if (!ran && v[i].file[0] && !v[i].partial) {
+                fprintf(stderr, "tinytrace: process %s was recorded but did not run in the "
+                        "replay\n", v[i].name);
+                if (rc == TOOL_EXIT_OK)
+                    rc = TOOL_EXIT_DIVERGED;
+            }
+        }
+    }
+    free(v);
+    free(names);
+    return rc;
+}
+
 /* Runs the replay once everything was checked; returns the exit code. */
 static int run(const struct replay *o, const struct recorded *rec, const struct plan *p)
 {
@@ -1077,6 +1235,9 @@ static int run(const struct replay *o, const struct recorded *rec, const struct 
         free(ch.buf);
         return rc;
     }
+    /* every process of the tree reports; the orphans among them become the tool's, and the
+     * verdict waits for all of them */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     if (o->gdb) {
         char gdb[PATH_MAX], **gargv = NULL, **genv = NULL;
         size_t owned = 0;
@@ -1095,6 +1256,9 @@ static int run(const struct replay *o, const struct recorded *rec, const struct 
     }
     close(settings_fd);
     free(envp);
+    long opids[64];
+    int osts[64];
+    tool_reap_orphans(opids, osts, 64);
     channel_close(&ch, 2000);
     if (rc != TOOL_EXIT_OK) {
         free(ch.buf);
@@ -1103,7 +1267,11 @@ static int run(const struct replay *o, const struct recorded *rec, const struct 
     tool_describe_status(status, how, sizeof how);
     size_t len = 0;
     unsigned forged = 0;
-    const char *text = channel_report(&ch, &len, &forged);
+    const char *text = channel_report(&ch, o->image, &len, &forged);
+    struct recorded rec_all = *rec;
+    int others = other_processes(o, &ch, &rec_all);
+    rec_all.tree_failed = others != TOOL_EXIT_OK;
+    rec = &rec_all;
 
     fflush(stdout);
     /* the runtime's exit status only words the message (a program may exit with it on its
@@ -1143,6 +1311,11 @@ static int run(const struct replay *o, const struct recorded *rec, const struct 
     }
     rc = verdict(&d, o, rec, check_output);
     tool_json_free(&d);
+    if (others != TOOL_EXIT_OK && (rc == TOOL_EXIT_OK || rc == TOOL_EXIT_PARTIAL)) {
+        fputs("tinytrace: replay diverged from the recording in another process of the tree "
+              "(above)\n", stderr);
+        rc = others;
+    }
     if (o->report_out != NULL && (e = write_file(o->report_out, text, len)) != 0) {
         tool_error("cannot write %s: %s", o->report_out, strerror(e));
         if (rc == TOOL_EXIT_OK)
@@ -1184,6 +1357,9 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
         break;
     case OPT_REAL_SLEEP:
         o->real_sleep = 1;
+        break;
+    case OPT_PROCESS:
+        o->process = arg;
         break;
     case 'f':
         o->force = 1;
@@ -1278,7 +1454,7 @@ static int verify_whole(tool_trace *t)
 static int load_trace(const struct replay *o, struct recorded *rec, struct meta *mt)
 {
     tool_trace t;
-    int rc = tool_trace_start(&t, o->file, NULL, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_PROBE);
+    int rc = tool_trace_start(&t, o->trace, NULL, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_PROBE);
     if (rc == TOOL_EXIT_OK)
         rc = verify_whole(&t);
     if (rc == TOOL_EXIT_OK)
@@ -1417,7 +1593,18 @@ static int set_environment(const struct replay *o, const struct plan *p, const c
         tool_setenv(TT_ENV_STOP_AT, o->stop_at ? o->stop_tp : NULL) ||
         tool_setenv(TT_ENV_CHECK_OUTPUT, p->check_output ? "1" : "0") ||
         (p->known && tool_setenv(TT_ENV_ALLOC, p->alloc ? "1" : NULL)) ||
-        tool_setenv(TT_ENV_PID, NULL)) /* see cmd-record.c */
+        tool_setenv(TT_ENV_PID, NULL) /* see cmd-record.c */ ||
+        tool_setenv(TT_ENV_TREE, "1") ||
+        tool_setenv(TT_ENV_PROCESS, o->process ? o->image : NULL))
+        return TOOL_EXIT_SYSTEM;
+    /* a pipe on the tool's own stdin is written by someone outside the tree: a replayed read
+     * takes from it what is there, and never waits for more (preload/read.c) */
+    struct stat in;
+    char fifo[64];
+    int is_fifo = fstat(0, &in) == 0 && S_ISFIFO(in.st_mode);
+    snprintf(fifo, sizeof fifo, "%llu:%llu", is_fifo ? (unsigned long long)in.st_dev : 0ull,
+             is_fifo ? (unsigned long long)in.st_ino : 0ull);
+    if (tool_setenv(TT_ENV_OUTSIDE_FIFO, is_fifo ? fifo : NULL))
         return TOOL_EXIT_SYSTEM;
     if ((rc = tool_check_env(prog)) != TOOL_EXIT_OK)
         return rc;
@@ -1433,6 +1620,7 @@ int cmd_replay(int argc, char **argv)
     int rc, e, ran = 0;
 
     memset(&o, 0, sizeof o);
+    memset(&plan, 0, sizeof plan);
     memset(&mt, 0, sizeof mt);
     memset(&rec, 0, sizeof rec);
     if ((rc = parse_command_line(&o, argc, argv)) != TOOL_GO_ON)
@@ -1441,6 +1629,44 @@ int cmd_replay(int argc, char **argv)
         return tool_usage_error(argv[0], "--check-output and --no-check-output: choose one");
     if (o.ngdb_args && !o.gdb)
         return tool_usage_error(argv[0], "--gdb-arg needs --gdb");
+    o.trace = o.file;
+    snprintf(o.image, sizeof o.image, "root");
+    if (o.process != NULL) {
+        if (o.prog_argv != NULL)
+            return tool_usage_error(argv[0], "--process runs the process's recorded command "
+                                    "line: no '-- PROG' with it");
+        if ((rc = tool_process_file(argv[0], o.file, o.process, o.trace_buf,
+                                    sizeof o.trace_buf)) != TOOL_EXIT_OK)
+            return rc;
+        o.trace = o.trace_buf;
+        const char *base = strrchr(o.trace, '/');
+        base = base ? base + 1 : o.trace;
+        if (o.trace == o.file || !strcmp(o.trace, o.file)) {
+            o.process = NULL; /* the root: the whole tree */
+        } else {
+            size_t k = 0;
+            for (; base[k] && strncmp(base + k, ".tt", 3) && k + 1 < sizeof o.image; k++)
+                o.image[k] = base[k] == '.' ? '/' : base[k];
+            o.image[k] = '\0';
+            if (!strchr(o.image, '@') && strncmp(o.image, "root/", 5) == 0) {
+                /* a fork's first image runs its parent's memory: nothing can start it alone */
+                tool_proc *v = NULL;
+                size_t np = 0;
+                bool forked = false;
+                if (tool_procs_read(o.file, &v, &np) == 0)
+                    for (size_t i = 0; i < np; i++)
+                        if (!strcmp(v[i].name, o.image) && (strstr(v[i].note, "fork") ||
+                                                            strstr(v[i].note, "clone")))
+                            forked = true;
+                free(v);
+                if (forked)
+                    return tool_usage_error(argv[0], "process %s of %s began as a fork of its "
+                                            "parent, in its parent's memory: it replays only "
+                                            "with the tree (tinytrace replay %s)", o.image,
+                                            o.file, o.file);
+            }
+        }
+    }
     rc = load_trace(&o, &rec, &mt);
     if (rc == TOOL_EXIT_OK && o.stop_at)
         rc = resolve_stop(&o, argv[0]);

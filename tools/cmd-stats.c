@@ -12,7 +12,7 @@
 #include <string.h>
 
 static const char usage[] =
-    "Usage: tinytrace stats [--json] [--max-memory MB] FILE\n"
+    "Usage: tinytrace stats [--json] [--max-memory MB] [--process P] FILE\n"
     "\n"
     "Prints, from the index tables of trace FILE (no event is read):\n"
     "  functions  one line per function, sorted by self time (longest first):\n"
@@ -25,7 +25,7 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  -j, --json          one JSON object: file, events, frames, functions[], threads[],\n"
-    "                      kinds{}\n" TOOL_MAX_MEMORY_HELP
+    "                      kinds{}\n" TOOL_MAX_MEMORY_HELP TOOL_PROCESS_HELP
     "  -h, --help          print this help\n"
     "\n"
     "Exits 0 on success; 3 when the tables are damaged or missing (a recovered or version-1\n"
@@ -165,7 +165,7 @@ static void print_json(const struct ctx *c)
 int cmd_stats(int argc, char **argv)
 {
     static const tool_verb verb = {.usage = usage,
-                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY};
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY | TOOL_OPT_PROCESS};
     tool_opts o;
     tool_trace t;
     int rc;

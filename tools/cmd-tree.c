@@ -33,7 +33,7 @@
 
 static const char usage[] =
     "Usage: tinytrace tree [--thread N] [--depth D] [--min-duration TIME] [--function NAME]\n"
-    "                      [--folded] [--max-memory MB] FILE\n"
+    "                      [--folded] [--max-memory MB] [--process P] FILE\n"
     "\n"
     "Prints the call tree of trace FILE from its index tables, one call per line, indented two\n"
     "spaces per level, for each thread:\n"
@@ -55,7 +55,7 @@ static const char usage[] =
     "  -F, --folded            folded stacks for flame-graph tools: one line per distinct call\n"
     "                          path, 'thread-name;caller;...;function SELF_NS'; a path is cut\n"
     "                          after 512 calls, and what runs deeper is counted in one last\n"
-    "                          frame '...'\n" TOOL_MAX_MEMORY_HELP
+    "                          frame '...'\n" TOOL_MAX_MEMORY_HELP TOOL_PROCESS_HELP
     "  -h, --help              print this help\n"
     "\n"
     "Exits 0 on success; 2 on a usage error (an unknown thread or function); 3 when the tables\n"
@@ -558,7 +558,7 @@ int cmd_tree(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     static const tool_verb verb = {.usage = usage,
-                                   .common = TOOL_OPT_THREAD | TOOL_OPT_MAX_MEMORY,
+                                   .common = TOOL_OPT_THREAD | TOOL_OPT_MAX_MEMORY | TOOL_OPT_PROCESS,
                                    .options = options,
                                    .take = take_option};
     struct ctx cx = {.o.depth = UINT64_MAX};

@@ -1,5 +1,6 @@
 /* tinytrace — the prologue every verb shares (opts.h): the command line, then the trace. */
 #include "opts.h"
+#include "procs.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -7,12 +8,14 @@
 /* getopt's value for --max-memory: above every letter and every number a verb gives its own
  * options (256 to 0xffff, opts.h), so that a verb may use -m for something else (tree does). */
 #define OPT_MAX_MEMORY 0x10000
+#define OPT_PROCESS 0x10001
 
 /* After the verb's own options, in this order (opts.h: the order shows in getopt's messages). */
 static const struct option common_options[] = {
     {"json", no_argument, NULL, 'j'},
     {"thread", required_argument, NULL, 't'},
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+    {"process", required_argument, NULL, OPT_PROCESS},
     {"help", no_argument, NULL, 'h'},
 };
 #define N_COMMON (sizeof common_options / sizeof common_options[0])
@@ -30,6 +33,8 @@ static int has_common(const tool_verb *v, const struct option *c)
         return (v->common & TOOL_OPT_THREAD) != 0;
     case OPT_MAX_MEMORY:
         return (v->common & TOOL_OPT_MAX_MEMORY) != 0;
+    case OPT_PROCESS:
+        return (v->common & TOOL_OPT_PROCESS) != 0;
     default:
         return 1; /* --help */
     }
@@ -78,7 +83,14 @@ static int check_operands(tool_opts *o, const tool_verb *v, int argc, char **arg
             return tool_usage_error(argv[0], "missing FILE");
         if (argc - o->first > 1)
             return tool_usage_error(argv[0], "takes one FILE, not %d", argc - o->first);
-        o->file = argv[o->first];
+        o->file = o->tree = argv[o->first];
+        if (o->process != NULL) {
+            int rc = tool_process_file(argv[0], o->file, o->process, o->process_file,
+                                       sizeof o->process_file);
+            if (rc != TOOL_EXIT_OK)
+                return rc;
+            o->file = o->process_file;
+        }
     }
     return TOOL_GO_ON;
 }
@@ -133,6 +145,9 @@ int tool_opts_parse(tool_opts *o, const tool_verb *v, void *ctx, int argc, char 
             if (tool_parse_u64(argv[0], "--max-memory", optarg, 1, UINT64_MAX >> 20,
                                &o->max_memory_mb))
                 return TOOL_EXIT_USAGE;
+            break;
+        case OPT_PROCESS:
+            o->process = optarg;
             break;
         case 'h':
             fputs(v->usage, stdout);

@@ -39,6 +39,7 @@
 #define TINYTRACE_TOOL_OPTS_H
 
 #include <getopt.h>
+#include <limits.h>
 
 #include "tool.h"
 
@@ -47,12 +48,18 @@ enum tool_common_option {
     TOOL_OPT_JSON = 1u << 0,       /* -j, --json: tool_opts.json */
     TOOL_OPT_MAX_MEMORY = 1u << 1, /* --max-memory MB: tool_opts.max_memory_mb */
     TOOL_OPT_THREAD = 1u << 2,     /* -t, --thread N: tool_opts.one_thread and .thread */
+    TOOL_OPT_PROCESS = 1u << 3,    /* --process P: tool_opts.file is process P's trace */
 };
 
 /* The usage line of --max-memory, for every verb that reads a trace. */
 #define TOOL_MAX_MEMORY_HELP                                                                       \
     "  --max-memory MB     let the reader use up to MB MiB of memory (default: the library's\n"    \
     "                      limit, see `tinytrace help`)\n"
+
+/* The usage line of --process, for every verb that reads one trace of a process tree. */
+#define TOOL_PROCESS_HELP                                                                          \
+    "  --process P         read process P of the recorded tree, not its root (\"root/2@1\",\n"  \
+    "                      its recorded pid, or its program's name; info lists them)\n"
 
 /* What follows the options. */
 enum tool_operands {
@@ -84,7 +91,11 @@ typedef struct tool_opts {
     int one_thread;         /* --thread N given: only thread N */
     uint32_t thread;
     int first;              /* argv index of the first operand */
-    const char *file;       /* TOOL_OPERANDS_FILE: the operand, argv[first]; else NULL */
+    const char *file;       /* TOOL_OPERANDS_FILE: the operand, argv[first]; else NULL. With
+                             * --process, that process's trace (in process_file) */
+    const char *tree;       /* the operand itself, the recording --process looked P up in */
+    const char *process;    /* --process P, or NULL */
+    char process_file[PATH_MAX];
 } tool_opts;
 
 /* tool_opts_parse's "the verb goes on": not an exit code (they are 0 and up). */

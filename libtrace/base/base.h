@@ -113,6 +113,11 @@ bool tt_fd_is_reserved(int fd);
 /* The numbers in [@first, @last] this process has reserved, ascending, into @out (at most @cap);
  * returns how many. Lock-free and async-signal-safe. */
 size_t tt_fd_reserved_in(unsigned first, unsigned last, int *out, size_t cap);
+/* In a fork child that traces on its own (the process tree): closes this process's copies of
+ * the descriptors its parent reserved (the parent's trace file, whose lock must end with the
+ * parent), all but @keep (@nkeep of them, the inherited settings and report channel), and frees
+ * their slots. One thread, no lock held: called before the child runs anything else. */
+void tt_fd_drop_inherited(const int *keep, int nkeep);
 /* Asks the owner of reserved @fd to move its descriptor off that number (the move function
  * above); returns 0 (moved, or @fd was not reserved), or the errno of a move that failed (the
  * owner let the number go). Thread-safe; not async-signal-safe. */

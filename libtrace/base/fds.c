@@ -141,6 +141,25 @@ static int find(int fd)
     return -1;
 }
 
+void tt_fd_drop_inherited(const int *keep, int nkeep)
+{
+    int pid = self_pid();
+    for (int i = 0; i < TT_FD_SLOTS; i++) {
+        uint64_t k = atomic_load_explicit(&slots[i].key, memory_order_relaxed);
+        if (k == 0 || KEY_PID(k) == pid)
+            continue;
+        int fd = KEY_FD(k);
+        bool kept = false;
+        for (int j = 0; j < nkeep && !kept; j++)
+            kept = keep[j] == fd;
+        if (fd >= 0 && !kept)
+            close(fd);
+        atomic_store_explicit(&slots[i].key, 0, memory_order_relaxed);
+        slots[i].move = NULL;
+        slots[i].ctx = NULL;
+    }
+}
+
 bool tt_fd_is_reserved(int fd)
 {
     return find(fd) >= 0;

@@ -8,7 +8,8 @@
  * includes no other private header of the library.
  *
  * The report is one JSON object on one line, written by the runtime at the first divergence and
- * at exit (docs/REPLAY.md shows one): "status" (below), "nonce", "divergences", "error",
+ * at exit (docs/REPLAY.md shows one), by every process of the tree: "process" (the image that
+ * wrote it, "root/2@1"), "status" (below), "nonce", "divergences", "error",
  * "message", "matched" (calls matched), "threads" (threads seen), "live_children",
  * "untraceable_execs", "first_live", plus "thread", "seq", "reason", "first_diff", "expected",
  * "actual", "history" (events as {"kind", "seq", "function", "site", "arg", "len", "dir"}) for
@@ -51,6 +52,24 @@
 /* Set by the runtime itself to its process id: a program the traced one execs (or a child that
  * inherits the environment) sees another pid and stays untraced. The tool clears it. */
 #define TT_ENV_PID "TINYTRACE_PID"
+
+/* ---- the process tree (docs/FORMAT.md §16) ----
+ * 1: every process the program starts is traced too (record and replay alike). The root's
+ * first image writes TINYTRACE_FILE; every other image FILE + TT_PROCS_SUFFIX + "/" + its name
+ * (the creation path with '.' for '/', "@gen" after an exec) + ".tt". The tool writes the tree's
+ * manifest there at the end, TT_TREE_NAME. */
+#define TT_ENV_TREE "TINYTRACE_TREE"
+#define TT_PROCS_SUFFIX ".procs"
+#define TT_TREE_NAME "tree"
+/* replay: the one process ("root/2@1") that runs alone (`replay --process`): its children are
+ * not started, its waits do not wait */
+#define TT_ENV_PROCESS "TINYTRACE_PROCESS"
+/* replay: the nonce of the report channel, for every process of the tree (the root reads it
+ * from the channel otherwise) */
+#define TT_ENV_REPORT_NONCE "TINYTRACE_REPORT_NONCE"
+/* replay: "dev:ino" of the tool's own stdin when it is a pipe: written outside the tree, so a
+ * replayed read takes from it only what is there, never waits for more (preload/read.c) */
+#define TT_ENV_OUTSIDE_FIFO "TINYTRACE_OUTSIDE_FIFO"
 
 /* ---- exit status ----
  * A replayed program that the runtime stopped at a divergence (or at an error that ends the

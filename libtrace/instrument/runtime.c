@@ -50,6 +50,88 @@ static int g_crash_sig;
 static bool opt_gdb;
 static _Atomic int g_trap;
 
+/* ---- the process tree (docs/FORMAT.md §16) ----
+ * Under `tinytrace record|replay` every process the program starts is traced too, each into a
+ * file of its own. A process is named by its creation path: "root", then "root/1" for the
+ * first child root started (fork, vfork, clone, posix_spawn, system, popen), "root/1/2" for
+ * the second child of that one; each exec starts a new image of the same process, generation
+ * 1, 2, ... The path travels to a fork child in memory and to an exec'd program in TT_ENV_RT
+ * ("<fd>:<path>:<gen>:<children so far>"), whose length is the same in record and replay. */
+static bool g_tree;                 /* following children: settings from the tool */
+static bool g_alone;                /* replay --process: this process runs alone, no children */
+static char g_path[200] = "root";   /* this process's creation path */
+static unsigned g_gen;              /* its exec generation */
+static _Atomic unsigned g_nchild;   /* children it started (the next one is + 1) */
+static _Atomic int g_pending;       /* a fork child: its session opens at its first call */
+static tt_session *g_parent_session; /* ... whose names the recording starts with */
+static pthread_mutex_t g_open_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_exit_status = -1;      /* as _exit was given it, -1: not known */
+
+/* The settings descriptor (the program's world, below) */
+static _Atomic int g_rt_fd = -1;
+static int g_rt_slot = -1;
+
+/* The fd registry's move: the settings descriptor stays inherited (tt_rt_exec_env). */
+static int rt_fd_move(void *ctx, int fd)
+{
+    (void)ctx;
+    if (g_rt_fd != fd)
+        return 0;
+    int hi = tt_fd_relocate(g_rt_slot, fd);
+    if (hi >= 0)
+        fcntl(hi, F_SETFD, 0);
+    g_rt_fd = hi;
+    return hi < 0 ? errno : 0;
+}
+
+/* "<path>:<gen>:<children>" from TT_ENV_RT; false when it does not parse. */
+static bool proc_identity_parse(const char *v)
+{
+    const char *c1 = strchr(v, ':');
+    if (!c1 || (size_t)(c1 - v) >= sizeof g_path || strncmp(v, "root", 4) != 0)
+        return false;
+    char *end;
+    unsigned long gen = strtoul(c1 + 1, &end, 10);
+    if (*end != ':')
+        return false;
+    unsigned long n = strtoul(end + 1, &end, 10);
+    if (*end || gen > 1000000 || n > UINT32_MAX)
+        return false;
+    memcpy(g_path, v, (size_t)(c1 - v));
+    g_path[c1 - v] = '\0';
+    g_gen = (unsigned)gen;
+    atomic_store_explicit(&g_nchild, (unsigned)n, memory_order_relaxed);
+    return true;
+}
+
+/* This image's trace: the root's first image writes TINYTRACE_FILE itself, every other image
+ * FILE.procs/<path, '/' as '.'>[@gen].tt ("root.2@1.tt"). */
+static int proc_file(char *out, size_t cap)
+{
+    const char *file = tt_setting_("TINYTRACE_FILE");
+    if (!file)
+        return -1;
+    if (!strcmp(g_path, "root") && g_gen == 0)
+        return snprintf(out, cap, "%s", file) < (int)cap ? 0 : -1;
+    char name[sizeof g_path + 16];
+    size_t k = 0;
+    for (const char *p = g_path; *p && k + 1 < sizeof name; p++)
+        name[k++] = *p == '/' ? '.' : *p;
+    name[k] = '\0';
+    int n = g_gen ? snprintf(out, cap, "%s.procs/%s@%u.tt", file, name, g_gen)
+                  : snprintf(out, cap, "%s.procs/%s.tt", file, name);
+    return n > 0 && n < (int)cap ? 0 : -1;
+}
+
+/* "root/2@1": this image, as reports and notes name it. */
+static void proc_name(char *out, size_t cap)
+{
+    if (g_gen)
+        snprintf(out, cap, "%s@%u", g_path, g_gen);
+    else
+        snprintf(out, cap, "%s", g_path);
+}
+
 /* The runtime's own descriptors go at or above this number, out of the way of the program's,
  * which the kernel numbers from the lowest free one. */
 #define RT_FD_LOW 900
@@ -72,12 +154,27 @@ static long os_tid(void)
     return t;
 }
 
+/* The calling process's pid, past the interposed getpid and syscall (the guard is held). */
+static pid_t os_pid(void)
+{
+    int was = guard;
+    guard = 1;
+    pid_t p = (pid_t)syscall(SYS_getpid);
+    guard = was;
+    return p;
+}
 
 /* The session as it stands, never starting the runtime (for the runtime's own use). */
 static inline tt_session *cur(void)
 {
     return atomic_load_explicit(&tt_rt_live, memory_order_acquire);
 }
+
+static tt_session *rt_open_pending(void);
+#ifdef TT_RT_PRELOAD
+/* preload/output.c (preload.h) */
+__attribute__((visibility("hidden"))) void tt_pl_child_reset(void);
+#endif
 
 #ifndef TT_RT_PRELOAD
 static void rt_init(void);
@@ -96,7 +193,12 @@ tt_session *tt_rt_session(void)
     }
 #endif
     /* acquire: pairs with the release store in rt_init, so the session is fully built */
-    return atomic_load_explicit(&tt_rt_live, memory_order_acquire);
+    tt_session *s = atomic_load_explicit(&tt_rt_live, memory_order_acquire);
+    /* relaxed: a stale 0 only leaves this call unrecorded in a child that is being born;
+     * rt_open_pending looks again under its lock */
+    if (TT_UNLIKELY(!s && atomic_load_explicit(&g_pending, memory_order_relaxed) && guard))
+        s = rt_open_pending();
+    return s;
 }
 
 bool tt_rt_record_allocs(void)
@@ -219,10 +321,12 @@ static void write_report(tt_session *s, const char *status, int code, const char
         tt_replay_progress_get(s, &prog);
     char live[512];
     first_child_cmd(live, sizeof live);
-    fprintf(f, "{\"status\": \"%s\", \"nonce\": \"%s\", \"divergences\": %" PRIu64
+    char pname[sizeof g_path + 16];
+    proc_name(pname, sizeof pname);
+    fprintf(f, "{\"process\": \"%s\", \"status\": \"%s\", \"nonce\": \"%s\", \"divergences\": %" PRIu64
             ", \"error\": \"%s\", \"matched\": %" PRIu64 ", \"threads\": %u, "
             "\"live_children\": %u, \"untraceable_execs\": %u, \"first_live\": ",
-            status, report_nonce, divergences, tt_error_name(code), prog.matched,
+            pname, status, report_nonce, divergences, tt_error_name(code), prog.matched,
             prog.threads_seen,
             atomic_load_explicit(&g_children, memory_order_relaxed),
             atomic_load_explicit(&g_untraceable, memory_order_relaxed));
@@ -296,6 +400,15 @@ static void report_channel_open(void)
     struct stat st;
     if (*end || fd < 0 || fd > INT32_MAX || fstat((int)fd, &st) != 0 || !S_ISSOCK(st.st_mode))
         return;
+    const char *nonce = tt_setting_(TT_ENV_REPORT_NONCE);
+    if (nonce && strlen(nonce) == TT_REPORT_NONCE_LEN && fd >= RT_FD_LOW) {
+        /* the tool's process tree: every process of it reports on the one channel, which the
+         * tool put out of the way and which stays inherited across exec */
+        memcpy(report_nonce, nonce, TT_REPORT_NONCE_LEN + 1);
+        report_fd = (int)fd;
+        report_slot = tt_fd_reserve((int)fd, report_fd_move, NULL);
+        return;
+    }
     size_t got = 0;
     while (got < TT_REPORT_NONCE_LEN) {
         ssize_t n = read((int)fd, report_nonce + got, TT_REPORT_NONCE_LEN - got);
@@ -706,7 +819,7 @@ static void child_page_map(void)
 
 bool tt_rt_is_traced_process(void)
 {
-    return cur() != NULL && syscall(SYS_getpid) == g_pid;
+    return cur() != NULL && os_pid() == g_pid;
 }
 
 static void first_child(const char *cmd, bool fork)
@@ -735,7 +848,7 @@ void tt_rt_child_exec(const char *cmd)
 {
     struct child_page *pg = g_child_page;
     uint32_t empty = 0;
-    if (!pg || g_pid == 0 || syscall(SYS_getpid) == g_pid)
+    if (!pg || g_pid == 0 || os_pid() == g_pid)
         return;
     /* the page is shared with other processes: the CAS makes one writer, the release store of
      * 2 publishes its bytes to the parent's acquire load at close */
@@ -793,9 +906,109 @@ void tt_rt_exec_untraceable(const char *cmd)
 
 static void fork_child(void)
 {
-    /* The child is not traced: its copy of the session shares the parent's file descriptor and
-     * would write into the parent's trace. Drop it without closing anything. */
+    /* The child's copy of the session shares the parent's file descriptor and would write into
+     * the parent's trace: drop it without closing anything. In the process tree the child
+     * traces on its own (tt_rt_fork_child). */
     atomic_store_explicit(&tt_rt_live, NULL, memory_order_relaxed);
+}
+
+bool tt_rt_tree(void)
+{
+    return g_tree;
+}
+
+bool tt_rt_alone(void)
+{
+    return g_alone;
+}
+
+unsigned tt_rt_child_next(void)
+{
+    /* relaxed: the number orders nothing; two threads that fork at once get distinct ones */
+    return atomic_fetch_add_explicit(&g_nchild, 1, memory_order_relaxed) + 1;
+}
+
+void tt_rt_fork_child(tt_session *parent, unsigned n)
+{
+    if (!g_tree || !parent)
+        return;
+    int was = guard;
+    guard = 1;
+    g_pid = getpid();
+    /* the parent's trace file (and, replaying, its recording) are the parent's: this copy
+     * would keep the parent's lock alive past its death */
+    int keep[2] = { g_rt_fd, report_fd };
+    tt_fd_drop_inherited(keep, 2);
+    g_rt_slot = tt_fd_reserve(g_rt_fd, rt_fd_move, NULL);
+    if (report_fd >= 0)
+        report_slot = tt_fd_reserve(report_fd, report_fd_move, NULL);
+    char path[sizeof g_path + 16];
+    snprintf(path, sizeof path, "%s/%u", g_path, n);
+    if (strlen(path) < sizeof g_path) /* else too deep to name: it shares its parent's name */
+        memcpy(g_path, path, strlen(path) + 1);
+    g_gen = 0;
+    atomic_store_explicit(&g_nchild, 0, memory_order_relaxed);
+    atomic_store(&g_closing, 0);
+    atomic_store(&g_closed, 0);
+    atomic_store_explicit(&g_children, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_untraceable, 0, memory_order_relaxed);
+    pthread_mutex_init(&g_child_lock, NULL);
+    pthread_mutex_init(&g_open_lock, NULL);
+    g_first_cmd[0] = '\0';
+    g_first_is_fork = false;
+    g_exit_status = -1;
+    child_page_map();
+#ifdef TT_RT_PRELOAD
+    tt_pl_child_reset();
+#endif
+    snprintf(thread_path, sizeof thread_path, "main");
+    thread_children = 0;
+    g_parent_session = parent;
+    atomic_store_explicit(&g_pending, 1, memory_order_release);
+    guard = was;
+}
+
+const char *tt_rt_setting(const char *name)
+{
+    return tt_setting_(name);
+}
+
+long tt_rt_wait_ms(void)
+{
+    tt_session *s = cur();
+    return s ? (long)s->cfg.order_timeout_ms : 10000;
+}
+
+void tt_rt_note(const char *meta)
+{
+    tt_session *s = cur();
+    uint32_t id;
+    if (s && g_mode == TT_MODE_RECORD)
+        tt_intern(s, TT_OBJ_META, meta, &id);
+}
+
+void tt_rt_note_child(unsigned n, long pid, const char *how)
+{
+    char meta[sizeof g_path + 640];
+    snprintf(meta, sizeof meta, "proc.child=%s/%u pid=%ld %s", g_path, n, pid, how);
+    tt_rt_note(meta);
+}
+
+void tt_rt_exit_status(int status)
+{
+    g_exit_status = status;
+}
+
+void tt_rt_exec_begin(void)
+{
+    if (!g_tree)
+        return;
+    /* the image ends here: its recording (or its replay's verdict) is finished, and the program
+     * it becomes opens its own */
+    int was = guard;
+    guard = 0;
+    rt_close(false);
+    guard = was;
 }
 
 /* The longest command line recorded (Linux's own limit on arguments is a quarter of the stack
@@ -868,21 +1081,6 @@ static void record_meta(tt_session *s)
  * mappings are at the same addresses. The descriptor stays open, out of the way and inherited,
  * so that an exec in the traced process (a shell running its last command, a wrapper script)
  * hands the settings on. */
-static _Atomic int g_rt_fd = -1;
-static int g_rt_slot = -1;
-
-/* The fd registry's move: the settings descriptor stays inherited (tt_rt_exec_env). */
-static int rt_fd_move(void *ctx, int fd)
-{
-    (void)ctx;
-    if (g_rt_fd != fd)
-        return 0;
-    int hi = tt_fd_relocate(g_rt_slot, fd);
-    if (hi >= 0)
-        fcntl(hi, F_SETFD, 0);
-    g_rt_fd = hi;
-    return hi < 0 ? errno : 0;
-}
 
 /* Reads the settings of TT_ENV_RT; false when there is none (then the environment is read, as
  * a program run with TINYTRACE_MODE set by hand has it). */
@@ -893,7 +1091,9 @@ static bool rt_settings_load(void)
         return false;
     char *end;
     long fd = strtol(v, &end, 10);
-    if (*end || fd < 0 || fd > INT32_MAX)
+    if ((*end && *end != ':') || fd < 0 || fd > INT32_MAX)
+        return false;
+    if (*end == ':' && !proc_identity_parse(end + 1))
         return false;
     char text[16384];
     ssize_t n = pread((int)fd, text, sizeof text - 1, 0);
@@ -901,8 +1101,9 @@ static bool rt_settings_load(void)
         return false;
     tt_settings_load_(text, (size_t)n);
     /* out of the program's way, so that its own descriptors are numbered as in the other mode;
-     * still inherited, for an exec of this process (tt_rt_exec_env) */
-    int hi = fcntl((int)fd, F_DUPFD, RT_FD_LOW);
+     * still inherited, for an exec of this process (tt_rt_exec_env). A descendant finds it
+     * there already. */
+    int hi = fd >= RT_FD_LOW ? -1 : fcntl((int)fd, F_DUPFD, RT_FD_LOW);
     if (hi >= 0) {
         close((int)fd);
         fd = hi;
@@ -916,25 +1117,50 @@ static bool rt_settings_load(void)
 /* The environment for an exec of the traced process: @envp with TT_ENV_RT again at its end, so
  * that the program the process becomes is traced too; @envp itself when there is no descriptor.
  * The array is malloc'd and never freed (the process is about to become another). */
-char *const *tt_rt_exec_env(char *const envp[])
+/* @envp with TT_ENV_RT=@value last (any other TT_ENV_RT dropped), malloc'd; @envp itself
+ * when memory is short. */
+static char *const *env_with_rt(char *const envp[], const char *value)
 {
-    if (g_rt_fd < 0 || !tt_rt_is_traced_process())
-        return envp;
     size_t n = 0;
     while (envp && envp[n])
         n++;
     char **e = malloc((n + 2) * sizeof *e);
-    char *var = malloc(64);
-    if (!e || !var)
+    char *var = malloc(strlen(value) + sizeof TT_ENV_RT + 1);
+    if (!e || !var) {
+        free(e);
+        free(var);
         return envp;
+    }
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (strncmp(envp[i], TT_ENV_RT "=", sizeof TT_ENV_RT) != 0)
             e[k++] = envp[i];
-    snprintf(var, 64, TT_ENV_RT "=%010d", g_rt_fd);
+    sprintf(var, TT_ENV_RT "=%s", value);
     e[k++] = var;
     e[k] = NULL;
     return e;
+}
+
+char *const *tt_rt_exec_env(char *const envp[])
+{
+    if (g_rt_fd < 0 || (!g_tree && !tt_rt_is_traced_process()))
+        return envp;
+    char value[sizeof g_path + 64];
+    if (g_tree)
+        snprintf(value, sizeof value, "%010d:%s:%u:%u", g_rt_fd, g_path, g_gen + 1,
+                 atomic_load_explicit(&g_nchild, memory_order_relaxed));
+    else
+        snprintf(value, sizeof value, "%010d", g_rt_fd);
+    return env_with_rt(envp, value);
+}
+
+char *const *tt_rt_spawn_env(char *const envp[], unsigned n)
+{
+    if (g_rt_fd < 0 || !g_tree)
+        return envp;
+    char value[sizeof g_path + 64];
+    snprintf(value, sizeof value, "%010d:%s/%u:0:0", g_rt_fd, g_path, n);
+    return env_with_rt(envp, value);
 }
 
 /* Record: what the program sees of its world besides its arguments, as META objects: its
@@ -1036,6 +1262,119 @@ static void stop_at_setup(tt_session *s)
     tt_replay_stop_at_(s, (uint32_t)th, seq, rt_stop);
 }
 
+/* Opens this image's session from the settings (@cfg_file: the file, NULL for
+ * TINYTRACE_FILE as it is); @copy: a fork child's recording, which begins with the names its
+ * parent had interned (so every id the image holds, cached by the families and the hooks,
+ * stays valid). Returns the tt_error code; *@sp the session. The guard is held. */
+static int rt_open(const char *cfg_file, tt_session *copy, tt_session **sp, tt_error_info *err)
+{
+    tt_config cfg;
+    tt_config_init(&cfg);
+    int rc = tt_config_from_env(&cfg, err);
+    if (rc == TT_OK && env_flag(TT_ENV_KEEP_GOING))
+        rc = tt_config_set(&cfg, TT_PARAM_DIVERGENCE, TT_DIVERGE_COUNT, err);
+    if (rc == TT_OK && cfg_file)
+        rc = tt_config_set_str(&cfg, TT_PARAM_FILE, cfg_file, err);
+    if (rc == TT_OK)
+        rc = tt_session_open(&cfg, sp, err);
+    if (rc == TT_OK && copy && tt_session_mode(*sp) == TT_MODE_RECORD) {
+        /* one thread, and the parent's table as the fork left it (its lock is not taken: the
+         * thread that held it, if any, is not in this process) */
+        uint32_t id;
+        for (uint32_t i = 1; i <= copy->names.count; i++) {
+            uint8_t kind;
+            const char *nm;
+            uint32_t len;
+            char buf[ARG_META_MAX + 32];
+            if (tt_names_get(&copy->names, i, &kind, &nm, &len) != TT_OK || len >= sizeof buf)
+                break;
+            memcpy(buf, nm, len);
+            buf[len] = '\0';
+            if (tt_intern(*sp, (tt_object_kind)kind, buf, &id) != TT_OK || id != i)
+                break;
+        }
+    }
+    return rc;
+}
+
+/* Record: who this process is, as META objects (docs/FORMAT.md §16); the last of each wins (a
+ * fork child's table begins with its parent's). */
+static void record_identity(tt_session *s)
+{
+    char buf[sizeof g_path + 64];
+    uint32_t id;
+    int was = guard;
+    guard = 1;
+    long pid = (long)getpid(), ppid = (long)getppid();
+    guard = was;
+    snprintf(buf, sizeof buf, "proc.path=%s", g_path);
+    tt_intern(s, TT_OBJ_META, buf, &id);
+    snprintf(buf, sizeof buf, "proc.gen=%u", g_gen);
+    tt_intern(s, TT_OBJ_META, buf, &id);
+    snprintf(buf, sizeof buf, "proc.pid=%ld", pid);
+    tt_intern(s, TT_OBJ_META, buf, &id);
+    snprintf(buf, sizeof buf, "proc.ppid=%ld", ppid);
+    tt_intern(s, TT_OBJ_META, buf, &id);
+}
+
+/* After a session opened: what every mode and image sets up. */
+static void rt_publish(tt_session *s, bool first)
+{
+    g_mode = tt_session_mode(s);
+    if (g_mode == TT_MODE_REPLAY && !opt_check_output) {
+        /* `replay --no-check-output`: the recorded output is stepped over, not compared */
+        tt_replay_skip_out_channel_(s, TT_CH_STDOUT);
+        tt_replay_skip_out_channel_(s, TT_CH_STDERR);
+    }
+    if (g_mode == TT_MODE_REPLAY)
+        tt_replay_stop_at_exit_(s);
+    if (g_mode == TT_MODE_RECORD && first) {
+        record_meta(s);
+        record_world(s);
+    } else if (first) {
+        replay_world(s);
+    }
+    if (g_mode == TT_MODE_RECORD && g_tree)
+        record_identity(s);
+    tt_hooks_attach(s);
+    if (g_mode == TT_MODE_RECORD && exit_key_ok)
+        tt_session_set_thread_hook_(s, on_thread);
+    atomic_store_explicit(&tt_rt_live, s, memory_order_release);
+    name_thread("main");
+}
+
+/* A fork child's session, at its first call (or at its end): the guard is held. */
+static tt_session *rt_open_pending(void)
+{
+    pthread_mutex_lock(&g_open_lock);
+    tt_session *s = cur();
+    if (!s && atomic_load_explicit(&g_pending, memory_order_acquire)) {
+        char file[4200];
+        tt_error_info err;
+        int rc = proc_file(file, sizeof file) == 0
+                     ? rt_open(file, g_parent_session, &s, &err)
+                     : tt_fail(&err, TT_E_CONFIG, 0, UINT64_MAX, "no TINYTRACE_FILE");
+        /* release: pairs with the acquire above, on another thread that saw it pending */
+        atomic_store_explicit(&g_pending, 0, memory_order_release);
+        if (rc == TT_OK) {
+            rt_publish(s, false);
+        } else {
+            char name[sizeof g_path + 16];
+            proc_name(name, sizeof name);
+            fprintf(stderr, "tinytrace: process %s: %s\n", name, err.message);
+            if (g_mode == TT_MODE_REPLAY) {
+                write_report(NULL, TT_REPORT_STATUS_DIVERGED, TT_E_DIVERGED, err.message, NULL,
+                             NULL, 1);
+                fflush(stderr);
+                exit_now(TT_RT_EXIT_DIVERGED);
+            }
+            s = NULL;
+        }
+    }
+    pthread_mutex_unlock(&g_open_lock);
+    return s;
+}
+
 #ifdef TT_RT_PRELOAD
 __attribute__((constructor(101)))
 #endif
@@ -1062,34 +1401,62 @@ static void rt_init(void)
      * reservation, so the program's heap and mappings are at the same addresses in both */
     tt_region_init(RT_REGION);
     /* Only the process that was started for tracing traces: a program it execs inherits the
-     * environment, and would otherwise finish its own file under the same final name. */
+     * environment, and would otherwise finish its own file under the same final name. Under
+     * the tool every process of the tree traces, each into its own file. */
     char me[32];
     snprintf(me, sizeof me, "%ld", (long)getpid());
     const char *owner = from_tool ? NULL : secure_getenv(TT_ENV_PID);
     if (owner && strcmp(owner, me) != 0)
         return;
+    g_tree = from_tool && env_flag(TT_ENV_TREE);
+    const char *alone = g_tree ? tt_setting_(TT_ENV_PROCESS) : NULL;
+    if (alone && *alone) {
+        /* replay --process: this image is the one named, and runs alone */
+        char want[sizeof g_path + 16];
+        snprintf(want, sizeof want, "%s", alone);
+        char *at = strchr(want, '@');
+        if (at) {
+            *at = '\0';
+            g_gen = (unsigned)strtoul(at + 1, NULL, 10);
+        }
+        snprintf(g_path, sizeof g_path, "%.*s", (int)sizeof g_path - 1, want);
+        g_alone = true;
+    }
     guard = 1;
-    tt_config cfg;
     tt_error_info err;
     tt_session *s;
-    tt_config_init(&cfg);
-    int rc = tt_config_from_env(&cfg, &err);
-    if (rc == TT_OK && env_flag(TT_ENV_KEEP_GOING))
-        rc = tt_config_set(&cfg, TT_PARAM_DIVERGENCE, TT_DIVERGE_COUNT, &err);
-    if (rc == TT_OK)
-        rc = tt_session_open(&cfg, &s, &err);
-    if (rc == TT_E_IO && err.sys_errno == EEXIST && (owner || from_tool) &&
-        tt_session_mode_of_(&cfg) == TT_MODE_RECORD) {
+    char file[4200];
+    tt_config probe;
+    tt_config_init(&probe);
+    tt_config_from_env(&probe, NULL);
+    int rc = g_tree && proc_file(file, sizeof file) != 0
+                 ? tt_fail(&err, TT_E_CONFIG, 0, UINT64_MAX, "no TINYTRACE_FILE")
+                 : rt_open(g_tree ? file : NULL, NULL, &s, &err);
+    if (rc == TT_E_IO && err.sys_errno == EEXIST && (owner || from_tool) && !g_tree &&
+        tt_session_mode_of_(&probe) == TT_MODE_RECORD) {
         /* This process was traced before an exec (a shell running its last command, a wrapper
          * script): the earlier image's file is ours and unfinished. The recording is of the
          * program the process became, so drop it and start again. */
         char partial[4200];
         snprintf(partial, sizeof partial, "%s.%s.partial", tt_setting_("TINYTRACE_FILE"), me);
         if (unlink(partial) == 0)
-            rc = tt_session_open(&cfg, &s, &err);
+            rc = rt_open(NULL, NULL, &s, &err);
     }
-    if (rc != TT_OK && tt_session_mode_of_(&cfg) == TT_MODE_REPLAY)
+    if (rc != TT_OK && tt_session_mode_of_(&probe) == TT_MODE_REPLAY) {
+        g_mode = TT_MODE_REPLAY;
         report_channel_open();
+        if (g_tree && !g_alone && access(file, F_OK) != 0) {
+            /* a program the recording did not exec: a divergence of the tree, said by this
+             * process; it runs live, as whatever made it expects */
+            char name[sizeof g_path + 16], msg[sizeof name + 96];
+            proc_name(name, sizeof name);
+            snprintf(msg, sizeof msg, "process %s is not in the recording (it runs live)", name);
+            fprintf(stderr, "tinytrace: %s\n", msg);
+            write_report(NULL, TT_REPORT_STATUS_DIVERGED, TT_E_DIVERGED, msg, NULL, NULL, 1);
+            guard = 0;
+            return;
+        }
+    }
     if (rc == TT_E_CONFIG || (rc != TT_OK && report_fd >= 0)) {
         /* a bad setting, or a replay that cannot start, is refused before the program runs */
         fprintf(stderr, "tinytrace: %s\n", err.message);
@@ -1103,18 +1470,11 @@ static void rt_init(void)
         guard = 0;
         return;
     }
-    g_mode = tt_session_mode(s);
     g_pid = getpid();
     opt_alloc = env_flag(TT_ENV_ALLOC);
     opt_check_output = env_flag(TT_ENV_CHECK_OUTPUT);
-    if (g_mode == TT_MODE_REPLAY && !opt_check_output) {
-        /* `replay --no-check-output`: the recorded output is stepped over, not compared */
-        tt_replay_skip_out_channel_(s, TT_CH_STDOUT);
-        tt_replay_skip_out_channel_(s, TT_CH_STDERR);
-    }
     opt_keep_going = env_flag(TT_ENV_KEEP_GOING);
-    if (g_mode == TT_MODE_REPLAY) {
-        tt_replay_stop_at_exit_(s);
+    if (tt_session_mode(s) == TT_MODE_REPLAY) {
         report_channel_open();
         opt_gdb = env_flag(TT_ENV_GDB);
         stop_at_setup(s);
@@ -1124,25 +1484,14 @@ static void rt_init(void)
      * (no child inherits them), and the environment stays as the program would have it. */
     if (!from_tool)
         setenv(TT_ENV_PID, me, 1);
-    if (g_mode == TT_MODE_RECORD) {
-        record_meta(s);
-        record_world(s);
-    } else {
-        replay_world(s);
-    }
     child_page_map();
     install_crash_handlers();
     pthread_atfork(NULL, NULL, fork_child);
-    tt_hooks_attach(s);
-    if (g_mode == TT_MODE_RECORD && pthread_key_create(&exit_key, thread_exit) == 0) {
+    if (tt_session_mode(s) == TT_MODE_RECORD && pthread_key_create(&exit_key, thread_exit) == 0)
         exit_key_ok = true;
-        tt_session_set_thread_hook_(s, on_thread);
-    }
-    atomic_store_explicit(&tt_rt_live, s, memory_order_release);
-    name_thread("main");
+    rt_publish(s, true);
     guard = 0;
 }
-
 
 /* The verdict at the end of a replay. A recording with output left over that the program never
  * wrote is a divergence of its output, not an early end: the program ran to its end and said
@@ -1193,6 +1542,25 @@ static void rt_close(bool flush_stdio)
     if (atomic_load(&g_closing) == 2 && atomic_load(&g_crash_tid) != os_tid())
         wait_forever();
     tt_session *s = cur();
+    if (!s && !guard && atomic_load_explicit(&g_pending, memory_order_acquire) &&
+        os_pid() == g_pid) {
+        /* A fork child that made no call: in the recording it left no file, unless it noted
+         * an untraceable exec; a replay checks that its recording holds nothing more. */
+        char file[4200];
+        if (g_mode == TT_MODE_REPLAY && (proc_file(file, sizeof file) != 0 ||
+                                         access(file, F_OK) != 0)) {
+            atomic_store(&g_pending, 0);
+            write_report(NULL, TT_REPORT_STATUS_MATCHED, TT_OK, "replay matched the recording "
+                         "(the process made no call)", NULL, NULL, 0);
+            return;
+        }
+        if (g_mode == TT_MODE_REPLAY ||
+            atomic_load_explicit(&g_untraceable, memory_order_relaxed)) {
+            guard = 1;
+            s = rt_open_pending();
+            guard = 0;
+        }
+    }
     if (!s)
         return;
     /* the real pid: with the guard held, getpid is not recorded or replayed */
@@ -1232,6 +1600,12 @@ static void rt_close(bool flush_stdio)
     }
     if (g_mode == TT_MODE_RECORD)
         note_processes(s);
+    if (g_mode == TT_MODE_RECORD && g_tree && g_exit_status >= 0) {
+        char meta[32];
+        uint32_t id;
+        snprintf(meta, sizeof meta, "proc.exit=%d", g_exit_status);
+        tt_intern(s, TT_OBJ_META, meta, &id);
+    }
     /* finish first, close (free) after the report: its events name the session's objects.
      * The runtime finishes the process's session even when the program holds it too. */
     int rc = tt_session_finish_(s, &err);
@@ -1248,6 +1622,7 @@ static void rt_close(bool flush_stdio)
  * reaches the kernel through glibc's internal alias, not through here. */
 __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
+    g_exit_status = status & 0xff;
     if (!guard)
         rt_close(false);
     exit_now(status);
@@ -1255,6 +1630,7 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status)
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status)
 {
+    g_exit_status = status & 0xff;
     if (!guard)
         rt_close(false);
     exit_now(status);

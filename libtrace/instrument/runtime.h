@@ -42,6 +42,7 @@ enum tt_rt_channel {
     TT_CH_POLL = 14,      /* poll, select, epoll_wait: the request (out), the result (in) */
     TT_CH_RESOLVE = 15,   /* getaddrinfo & co.: the query (out), the answer (in): resolve.c */
     TT_CH_DIR = 16,       /* readdir: the entries of a directory listing (dir.c) */
+    TT_CH_PROC = 17,      /* fork, posix_spawn, system, the wait family: pids, statuses */
 };
 
 /* The process-wide session, or NULL when the runtime is not active (no TINYTRACE_MODE, off
@@ -106,6 +107,34 @@ void tt_rt_child_exec(const char *cmd);
 /* The traced process is about to exec @cmd, which the runtime cannot follow: the recording (or
  * the replay) ends here, counted, and the file is finished. */
 void tt_rt_exec_untraceable(const char *cmd);
+
+/* ---- the process tree (runtime.c says how processes are named) ----
+ * Callers hold the guard unless said otherwise. */
+/* Every process the program starts is traced (settings from the tool). */
+bool tt_rt_tree(void);
+/* Replay --process: this process runs alone; it starts no child, its waits do not wait. */
+bool tt_rt_alone(void);
+/* The number of the child the calling process is about to start: 1, 2, ... */
+unsigned tt_rt_child_next(void);
+/* In a fork child, first thing (guard not held): its path is the parent's + "/@n"; its copy of
+ * @parent (the parent's session, or NULL) is dropped, and its own opens at its first call. */
+void tt_rt_fork_child(tt_session *parent, unsigned n);
+/* @envp with the identity of child @n (a posix_spawn, system or popen child) for the program
+ * it runs; malloc'd, or @envp itself. */
+char *const *tt_rt_spawn_env(char *const envp[], unsigned n);
+/* A setting the runtime was started with (TINYTRACE_*), or NULL. */
+const char *tt_rt_setting(const char *name);
+/* Replay: how long a wait for the rest of the tree may last (TINYTRACE_ORDER_TIMEOUT_MS). */
+long tt_rt_wait_ms(void);
+/* Record: @meta as a META object of this process's recording. */
+void tt_rt_note(const char *meta);
+/* Record: child @n was started, as process @pid, by @how ("fork", "spawn sh -c ..."). */
+void tt_rt_note_child(unsigned n, long pid, const char *how);
+/* The status the program gave _exit, for the tree's manifest. */
+void tt_rt_exit_status(int status);
+/* The traced process is about to exec a program the runtime follows: this image's recording or
+ * replay ends here (guard held or not). */
+void tt_rt_exec_begin(void);
 
 /* ---- threads (preload/thread.c starts them) ----
  * Callers hold the guard. */

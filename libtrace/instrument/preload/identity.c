@@ -36,7 +36,7 @@ typedef int (*sigqueue_fn)(pid_t, int, const union sigval);
 #define IDMAP_CAP 4096
 static _Atomic uint64_t idmap[IDMAP_CAP];
 
-static void id_remember(pid_t rec, pid_t live)
+void tt_pl_id_remember(pid_t rec, pid_t live)
 {
     if (rec <= 0 || live <= 0)
         return;
@@ -94,7 +94,7 @@ static pid_t id_call(enum real_fn fn, enum site k, _Atomic pid_t *seen)
         h.ret = f();
     } else if (!tt_pl_recording(s) &&
                atomic_load_explicit(seen, memory_order_relaxed) != (pid_t)h.ret) {
-        id_remember((pid_t)h.ret, f());
+        tt_pl_id_remember((pid_t)h.ret, f());
         atomic_store_explicit(seen, (pid_t)h.ret, memory_order_relaxed);
     }
     return (pid_t)tt_pl_finish(&h, e0);

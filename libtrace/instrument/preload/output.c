@@ -25,6 +25,14 @@ struct seg {
 static struct seg segs[2] = { { PTHREAD_MUTEX_INITIALIZER, 0, { 0 } },
                               { PTHREAD_MUTEX_INITIALIZER, 0, { 0 } } };
 
+void tt_pl_child_reset(void)
+{
+    for (int i = 0; i < 2; i++) {
+        pthread_mutex_init(&segs[i].mu, NULL);
+        segs[i].len = 0;
+    }
+}
+
 /* Called with the guard and g->mu held; returns with g->mu held. The event itself is made
  * without the mutex: in an ordered replay it waits for this thread's turn, and the thread whose
  * turn it is may need the mutex to write its own segment. */

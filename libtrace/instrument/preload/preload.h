@@ -104,6 +104,7 @@ typedef void (*fnptr)(void);
     X(gethostbyname_r) X(gethostbyname2_r) X(gethostbyaddr_r)                                  \
     X(eventfd) X(timerfd_create) X(signalfd) X(inotify_init) X(inotify_init1)                  \
     X(readdir) X(readdir64) X(closedir)                                                        \
+    X(waitpid) X(wait) X(wait3) X(wait4) X(waitid)                                             \
     SYNC_FUNCS(X)
 
 /* sync.c, thread.c, sleep.c */
@@ -170,6 +171,7 @@ static inline fnptr tt_pl_real(enum real_fn id)
     X(poll) X(ppoll) X(select) X(pselect) X(epoll_wait) X(epoll_pwait) X(epoll_pwait2)         \
     X(getaddrinfo) X(getnameinfo) X(gethostbyname) X(gethostbyname2) X(gethostbyaddr)          \
     X(gethostbyname_r) X(gethostbyname2_r) X(gethostbyaddr_r) X(readdir)                       \
+    X(fork) X(clone) X(posix_spawn) X(system) X(waitpid) X(wait) X(wait3) X(wait4) X(waitid)   \
     SYNC_SITES(X)
 
 #define SYNC_SITES(X)                                                                          \
@@ -373,6 +375,12 @@ bool tt_pl_pseudo_fopen(const char *path, const char *mode, FILE **out);
 /* stdio.c: a read-only stream on @fd whose reads reach the interposed read; fclose closes @fd.
  * NULL with errno when none could be made (@fd stays open). Called with the guard held. */
 FILE *tt_pl_fd_stream(int fd);
+
+/* output.c: in a fork child, the parent's unfinished line is not the child's output. */
+void tt_pl_child_reset(void);
+
+/* identity.c: remembers that recorded id @rec is live id @live (a child's pid, fork). */
+void tt_pl_id_remember(pid_t rec, pid_t live);
 
 /* identity.c: the live id of an id a replay handed out (a pid, a ppid, a tid); any other id
  * as it is. Async-signal-safe. */

@@ -1,6 +1,19 @@
-/* Processes: what a traced process starts, so that the verdict says what ran unrecorded.
+/* Processes: the children a traced process starts, its execs, and the waits for its children.
  *
- * The runtime records one process. A child it starts (fork, vfork, clone without CLONE_THREAD,
+ * The process tree (under `tinytrace record|replay`, tt_rt_tree): every child is traced too.
+ * A fork (vfork, clone without CLONE_VM) child takes its creation path from its parent's count
+ * of children (tt_rt_fork_child) and opens its own recording at its first call; a
+ * posix_spawn, system or popen child, and every exec, gets its identity in TT_ENV_RT
+ * (tt_rt_spawn_env, tt_rt_exec_env), and the image that execs finishes its own file first
+ * (tt_rt_exec_begin). The parent records what it was told on channel TT_CH_PROC: the child's
+ * pid (fork, posix_spawn), system's status, and each wait's result. Replay hands them back:
+ * fork returns the recorded pid (mapped to the live child, identity.c), a wait returns the
+ * recorded child and status after it has waited for that very child for real, so zombies are
+ * reaped and the recorded order holds; under `replay --process` (tt_rt_alone) no child is
+ * started and no wait waits. The parent's side of a fork costs one event: no I/O.
+ *
+ * Without the tree (a program run with TINYTRACE_MODE set by hand) the runtime records one
+ * process. A child it starts (fork, vfork, clone without CLONE_THREAD,
  * posix_spawn, system, popen) runs untraced, in the recording and again live in the replay, so
  * its part of the run is not compared. Each such start is counted (tt_rt_child_untraced), and
  * the first child's command line is named: the one posix_spawn, system or popen runs, or, for a
@@ -23,7 +36,11 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 typedef pid_t (*fork_fn)(void);
@@ -127,6 +144,23 @@ static void join_argv(char *const argv[], char *out, size_t cap)
 
 /* ---------------------------------------------------------------- exec */
 
+/* Whether @envp loads the runtime (LD_PRELOAD names it): a child whose environment was made
+ * anew (env -i) runs untraced. */
+static bool env_loads_runtime(char *const envp[])
+{
+    for (size_t i = 0; envp && envp[i]; i++)
+        if (!strncmp(envp[i], "LD_PRELOAD=", 11))
+            return strstr(envp[i], "libtinytrace-preload") != NULL;
+    return false;
+}
+
+/* Whether an exec of @path will find a program to run (a shell tries every PATH entry). */
+static bool will_exec(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
 /* Before this process execs @path with @argv and @envp: in a child, name the program; in the
  * traced process, end the recording when the program cannot be traced, or else hand the
  * runtime's settings on to it. Returns the environment to exec with. */
@@ -136,7 +170,18 @@ static char *const *before_exec(const char *path, char *const argv[], char *cons
         return envp;
     char cmd[512];
     join_argv(argv, cmd, sizeof cmd);
-    if (tt_rt_is_traced_process()) {
+    if (tt_rt_tree()) {
+        if (!will_exec(path)) {
+            /* the exec fails, and says why: nothing ends */
+        } else if (!traceable(path, 0) || !env_loads_runtime(envp)) {
+            tt_rt_exec_untraceable(cmd[0] ? cmd : path);
+        } else {
+            tt_rt_exec_begin();
+            if (tt_rt_alone())
+                syscall(SYS_exit_group, 0); /* replay --process: this image was the one */
+            envp = tt_rt_exec_env(envp);
+        }
+    } else if (tt_rt_is_traced_process()) {
         if (!traceable(path, 0))
             tt_rt_exec_untraceable(cmd[0] ? cmd : path);
         else
@@ -207,16 +252,75 @@ TT_EXPORT int execle(const char *path, const char *arg, ...)
 
 /* ---------------------------------------------------------------- children */
 
+/* What a child's start hands back, on TT_CH_PROC at site @k: *@h (ret: the pid or -1, err) and
+ * @data. Record: @h and @data as the real call left them. Replay: the recorded ones. False when
+ * the replay failed and the program goes on (then the caller acts live). */
+static bool proc_event(tt_session *s, enum site k, struct in_head *h, void *data, size_t len)
+{
+    struct iovec v = { data, len };
+    if (tt_pl_recording(s))
+        h->len = data ? len : 0;
+    return tt_pl_in_simple(s, TT_CH_PROC, k, h, data ? &v : NULL, data ? 1 : 0);
+}
+
+/* A fork-like start: @start makes the child (fork, or clone with the caller's arguments) and
+ * returns its pid, 0 in the child, -1. */
+static pid_t fork_like(enum site k, pid_t (*start)(void *), void *ctx)
+{
+    tt_session *s = tt_rt_tree() ? tt_pl_enter() : NULL;
+    if (!s) {
+        pid_t pid = start(ctx);
+        if (pid > 0 && !tt_rt_tree() && tt_rt_guard_enter()) {
+            tt_rt_child_untraced(NULL);
+            tt_rt_guard_leave();
+        }
+        return pid;
+    }
+    int e0 = errno;
+    unsigned n = tt_rt_child_next();
+    struct in_head h = { 0 };
+    bool rec = tt_pl_recording(s);
+    if (!rec) {
+        if (!proc_event(s, k, &h, NULL, 0))
+            rec = true; /* the replay failed and goes on: a live fork */
+        else if (h.ret < 0 || tt_rt_alone())
+            return (pid_t)tt_pl_finish(&h, e0); /* failed then too; or no child runs */
+    }
+    /* no guard across the call: the child begins without it */
+    tt_rt_guard_leave();
+    pid_t pid = start(ctx);
+    if (pid == 0) {
+        tt_rt_fork_child(s, n);
+        return 0;
+    }
+    int real_errno = errno;
+    if (!tt_rt_guard_enter()) {
+        errno = real_errno;
+        return pid;
+    }
+    if (rec && tt_pl_recording(s)) {
+        h.ret = pid;
+        h.err = pid < 0 ? real_errno : 0;
+        proc_event(s, k, &h, NULL, 0);
+        if (pid > 0)
+            tt_rt_note_child(n, pid, tt_pl_site_names[k]);
+    } else if (pid > 0 && h.ret > 0) {
+        tt_pl_id_remember((pid_t)h.ret, pid);
+    } else if (pid > 0) {
+        h.ret = pid;
+    }
+    return (pid_t)tt_pl_finish(&h, e0);
+}
+
+static pid_t start_fork(void *ctx)
+{
+    (void)ctx;
+    return REAL(fork, fork_fn)();
+}
+
 TT_EXPORT pid_t fork(void)
 {
-    /* no guard across the call: the child inherits this thread's guard, and must still report
-     * the program it execs */
-    pid_t pid = REAL(fork, fork_fn)();
-    if (pid > 0 && tt_rt_guard_enter()) {
-        tt_rt_child_untraced(NULL);
-        tt_rt_guard_leave();
-    }
-    return pid;
+    return fork_like(S_fork, start_fork, NULL);
 }
 
 TT_EXPORT pid_t vfork(void)
@@ -224,30 +328,89 @@ TT_EXPORT pid_t vfork(void)
     return fork();
 }
 
-static int spawn(spawn_fn real, pid_t *pid, const char *path,
+/* Whether a child running @path with @envp will be traced; when not, it is counted and named
+ * (an untraceable program: static, setuid; or an environment without the runtime). */
+static bool child_traceable(const char *path, char *const argv[], char *const envp[])
+{
+    if (traceable(path, 0) && env_loads_runtime(envp))
+        return true;
+    char cmd[512];
+    join_argv(argv, cmd, sizeof cmd);
+    tt_rt_child_untraced(cmd[0] ? cmd : path);
+    return false;
+}
+
+static int spawn(spawn_fn real, bool search, pid_t *pid, const char *path,
                  const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
                  char *const argv[], char *const envp[])
 {
-    int rc = real(pid, path, fa, attr, argv, envp);
-    if (rc == 0 && tt_rt_guard_enter()) {
-        char cmd[512];
-        join_argv(argv, cmd, sizeof cmd);
-        tt_rt_child_untraced(cmd[0] ? cmd : path);
-        tt_rt_guard_leave();
+    tt_session *s = tt_rt_tree() ? tt_pl_enter() : NULL;
+    if (!s) {
+        int rc = real(pid, path, fa, attr, argv, envp);
+        if (rc == 0 && tt_rt_guard_enter()) {
+            char cmd[512];
+            join_argv(argv, cmd, sizeof cmd);
+            tt_rt_child_untraced(cmd[0] ? cmd : path);
+            tt_rt_guard_leave();
+        }
+        return rc;
     }
+    int e0 = errno;
+    unsigned n = tt_rt_child_next();
+    char buf[PATH_MAX];
+    const char *file = search ? search_path(path, buf, sizeof buf) : path;
+    char *const *env = child_traceable(file, argv, envp) ? tt_rt_spawn_env(envp, n) : envp;
+    struct in_head h = { 0 };
+    int32_t child = 0;
+    bool live = tt_pl_recording(s) || !proc_event(s, S_posix_spawn, &h, &child, sizeof child);
+    int rc;
+    if (!live) {
+        rc = (int)h.ret;
+        if (rc == 0 && !tt_rt_alone()) {
+            pid_t lp = 0;
+            tt_rt_guard_leave();
+            int r = real(&lp, path, fa, attr, argv, env);
+            tt_rt_guard_enter();
+            if (r == 0)
+                tt_pl_id_remember(child, lp);
+        }
+        if (rc == 0 && pid)
+            *pid = child;
+    } else {
+        pid_t lp = 0;
+        tt_rt_guard_leave();
+        rc = real(&lp, path, fa, attr, argv, env);
+        tt_rt_guard_enter();
+        if (pid && rc == 0)
+            *pid = lp;
+        if (tt_pl_recording(s)) {
+            h.ret = rc;
+            child = rc == 0 ? lp : 0;
+            proc_event(s, S_posix_spawn, &h, &child, sizeof child);
+            if (rc == 0) {
+                char how[600];
+                snprintf(how, sizeof how, "spawn %.500s", argv && argv[0] ? argv[0] : path);
+                tt_rt_note_child(n, lp, how);
+            }
+        }
+    }
+    if (env != envp)
+        free((void *)env); /* its strings but the last are the caller's: a leak of one */
+    tt_rt_guard_leave();
+    errno = e0;
     return rc;
 }
 
 TT_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                           const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-    return spawn(REAL(posix_spawn, spawn_fn), pid, path, fa, attr, argv, envp);
+    return spawn(REAL(posix_spawn, spawn_fn), false, pid, path, fa, attr, argv, envp);
 }
 
 TT_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-    return spawn(REAL(posix_spawnp, spawn_fn), pid, file, fa, attr, argv, envp);
+    return spawn(REAL(posix_spawnp, spawn_fn), true, pid, file, fa, attr, argv, envp);
 }
 
 /* A shell command's line, as the child runs it. */
@@ -261,20 +424,135 @@ static void shell_child(const char *command)
     tt_rt_guard_leave();
 }
 
+typedef pid_t (*waitpid_fn)(pid_t, int *, int);
+
+/* system(3) as glibc makes it (SIGINT and SIGQUIT ignored and SIGCHLD blocked while the shell
+ * runs; the shell starts with them as the caller had them), through the interposed
+ * posix_spawn, so that the shell is child n of the tree with its identity. One event: the
+ * status, then the shell's pid. */
+static int tree_system(tt_session *s, const char *command)
+{
+    int e0 = errno;
+    unsigned n = tt_rt_child_next();
+    struct sigaction ign = { .sa_handler = SIG_IGN }, oint, oquit;
+    sigset_t chld, omask;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGINT, &ign, &oint);
+    sigaction(SIGQUIT, &ign, &oquit);
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &omask);
+    struct in_head h = { 0 };
+    int32_t child = 0;
+    bool live = tt_pl_recording(s) || !proc_event(s, S_system, &h, &child, sizeof child);
+    if (live || (h.ret != -1 && !tt_rt_alone())) {
+        char *argv[] = { (char *)"sh", (char *)"-c", (char *)command, NULL };
+        char *const *env = child_traceable("/bin/sh", argv, environ)
+                               ? tt_rt_spawn_env(environ, n) : environ;
+        posix_spawnattr_t attr;
+        sigset_t def;
+        sigemptyset(&def);
+        if (oint.sa_handler != SIG_IGN)
+            sigaddset(&def, SIGINT);
+        if (oquit.sa_handler != SIG_IGN)
+            sigaddset(&def, SIGQUIT);
+        posix_spawnattr_init(&attr);
+        posix_spawnattr_setsigmask(&attr, &omask);
+        posix_spawnattr_setsigdefault(&attr, &def);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+        pid_t pid = 0;
+        int status = -1;
+        tt_rt_guard_leave();
+        int rc = REAL(posix_spawn, spawn_fn)(&pid, "/bin/sh", NULL, &attr, argv, env);
+        if (rc == 0) {
+            while (REAL(waitpid, waitpid_fn)(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        } else {
+            status = 127 << 8;
+        }
+        tt_rt_guard_enter();
+        posix_spawnattr_destroy(&attr);
+        if (env != environ)
+            free((void *)env);
+        if (live && tt_pl_recording(s)) {
+            h.ret = status;
+            child = rc == 0 ? pid : 0;
+            proc_event(s, S_system, &h, &child, sizeof child);
+            if (rc == 0) {
+                char how[600];
+                snprintf(how, sizeof how, "system sh -c %.480s", command);
+                tt_rt_note_child(n, pid, how);
+            }
+        } else if (live) {
+            h.ret = status;
+        }
+    }
+    sigaction(SIGINT, &oint, NULL);
+    sigaction(SIGQUIT, &oquit, NULL);
+    sigprocmask(SIG_SETMASK, &omask, NULL);
+    return (int)tt_pl_finish(&h, e0);
+}
+
 TT_EXPORT int system(const char *command)
 {
+    tt_session *s = command && tt_rt_tree() ? tt_pl_enter() : NULL;
+    if (s)
+        return tree_system(s, command);
     int rc = REAL(system, system_fn)(command);
     if (command && rc != -1)
         shell_child(command);
     return rc;
 }
 
+/* popen's shell is started by glibc from the environment (no interposed call sees it): the
+ * environment carries its identity for the time of the call. */
 TT_EXPORT FILE *popen(const char *command, const char *type)
 {
+    if (command && tt_rt_tree() && tt_rt_guard_enter()) {
+        unsigned n = tt_rt_child_next();
+        char *argv[] = { (char *)"sh", (char *)"-c", (char *)command, NULL };
+        char **old = environ;
+        char *const *env = child_traceable("/bin/sh", argv, old) ? tt_rt_spawn_env(old, n) : old;
+        environ = (char **)env;
+        tt_rt_guard_leave();
+        FILE *f = REAL(popen, popen_fn)(command, type);
+        tt_rt_guard_enter();
+        environ = old;
+        if (env != old)
+            free((void *)env);
+        tt_rt_guard_leave();
+        return f;
+    }
     FILE *f = REAL(popen, popen_fn)(command, type);
     if (f)
         shell_child(command);
     return f;
+}
+
+struct clone_args {
+    int (*fn)(void *);
+    void *arg;
+    int flags;
+    void *stack;
+    pid_t *ptid;
+    void *tls;
+    pid_t *ctid;
+    unsigned n;
+    tt_session *parent;
+};
+
+static int clone_child(void *p)
+{
+    struct clone_args *a = p;
+    tt_rt_fork_child(a->parent, a->n);
+    return a->fn(a->arg);
+}
+
+static pid_t start_clone(void *ctx)
+{
+    struct clone_args *a = ctx;
+    return (pid_t)REAL(clone, clone_fn)(clone_child, a->stack, a->flags, a, a->ptid, a->tls,
+                                        a->ctid);
 }
 
 TT_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
@@ -285,10 +563,182 @@ TT_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
     void *tls = va_arg(ap, void *);
     pid_t *ctid = va_arg(ap, pid_t *);
     va_end(ap);
+    if (!(flags & (CLONE_THREAD | CLONE_VM)) && tt_rt_tree()) {
+        /* a process of its own memory: a fork, named as one (the child's start routine
+         * learns its identity first; the parent's count of children, as fork's, is taken in
+         * fork_like before the call) */
+        struct clone_args a = { fn, arg, flags, stack, ptid, tls, ctid, 0, tt_rt_session() };
+        a.n = 0;
+        return (int)fork_like(S_clone, start_clone, &a);
+    }
     int rc = REAL(clone, clone_fn)(fn, stack, flags, arg, ptid, tls, ctid);
     if (rc > 0 && !(flags & CLONE_THREAD) && tt_rt_guard_enter()) {
         tt_rt_child_untraced(NULL);
         tt_rt_guard_leave();
     }
     return rc;
+}
+
+/* ---------------------------------------------------------------- waiting for children */
+
+/* What a wait returns besides its pid: one fixed record, the same for every form. */
+struct wait_out {
+    int32_t status;
+    int32_t pad;
+    struct rusage ru;
+    siginfo_t si;
+};
+
+enum wait_form { W_WAITPID, W_WAIT, W_WAIT3, W_WAIT4, W_WAITID };
+
+struct wait_args {
+    enum wait_form form;
+    pid_t pid;
+    idtype_t idtype;
+    id_t id;
+    int options;
+    int *status;
+    struct rusage *ru;
+    siginfo_t *si;
+};
+
+typedef pid_t (*wait4_fn)(pid_t, int *, int, struct rusage *);
+typedef int (*waitid_fn)(idtype_t, id_t, siginfo_t *, int);
+
+/* The real call, into @o. */
+static pid_t wait_real(const struct wait_args *a, struct wait_out *o)
+{
+    memset(o, 0, sizeof *o);
+    int st = 0;
+    pid_t r;
+    switch (a->form) {
+    case W_WAITID:
+        r = REAL(waitid, waitid_fn)(a->idtype, a->id, &o->si, a->options);
+        return r == 0 ? o->si.si_pid : -1; /* 0 and si_pid 0: WNOHANG, nobody */
+    case W_WAIT3:
+    case W_WAIT4:
+        r = REAL(wait4, wait4_fn)(a->form == W_WAIT3 ? -1 : a->pid, &st, a->options, &o->ru);
+        break;
+    default:
+        r = REAL(waitpid, waitpid_fn)(a->form == W_WAIT ? -1 : a->pid, &st, a->options);
+        break;
+    }
+    o->status = st;
+    return r;
+}
+
+/* Replay: waits for real for the child the recording names (@rec, live @live), so that it is
+ * reaped when the program thinks it is and the next wait finds the recorded one next. */
+static void wait_for(const struct wait_args *a, pid_t live)
+{
+    int opts = a->options & ~WNOHANG;
+    if (a->form == W_WAITID) {
+        siginfo_t si;
+        while (REAL(waitid, waitid_fn)(P_PID, (id_t)live, &si, opts ? opts : WEXITED) < 0 &&
+               errno == EINTR)
+            ;
+        return;
+    }
+    int st;
+    while (REAL(waitpid, waitpid_fn)(live, &st, opts) < 0 && errno == EINTR)
+        ;
+}
+
+static pid_t wait_any(struct wait_args *a)
+{
+    enum site k = a->form == W_WAITID ? S_waitid : a->form == W_WAIT4 ? S_wait4
+                : a->form == W_WAIT3 ? S_wait3 : a->form == W_WAIT ? S_wait : S_waitpid;
+    struct wait_out o;
+    tt_session *s = tt_rt_tree() ? tt_pl_enter() : NULL;
+    pid_t r;
+    if (!s) {
+        r = wait_real(a, &o);
+    } else {
+        int e0 = errno;
+        struct in_head h = { 0 };
+        if (tt_pl_recording(s)) {
+            /* the real call may block: not under the guard (read.c says why) */
+            tt_rt_guard_leave();
+            r = wait_real(a, &o);
+            int real_errno = errno;
+            if (!(s = tt_pl_enter())) {
+                errno = real_errno;
+                goto out;
+            }
+            h.ret = r;
+            h.err = r < 0 ? real_errno : 0;
+            proc_event(s, k, &h, &o, sizeof o);
+            if (r > 0) {
+                char meta[96];
+                int st = a->form == W_WAITID
+                             ? (o.si.si_code == CLD_EXITED ? (o.si.si_status & 0xff) << 8
+                                                           : o.si.si_status & 0x7f)
+                             : o.status;
+                snprintf(meta, sizeof meta, "proc.reaped=%ld status=%d", (long)r, st);
+                tt_rt_note(meta);
+            }
+        } else if (proc_event(s, k, &h, &o, sizeof o)) {
+            if (h.ret > 0 && !tt_rt_alone()) {
+                tt_rt_guard_leave();
+                wait_for(a, tt_pl_id_live((pid_t)h.ret));
+                tt_rt_guard_enter();
+            }
+        } else {
+            tt_rt_guard_leave();
+            r = wait_real(a, &o);
+            goto out;
+        }
+        r = (pid_t)tt_pl_finish(&h, e0);
+    }
+    if (r >= 0) {
+        if (a->status)
+            *a->status = o.status;
+        if (a->ru)
+            *a->ru = o.ru;
+        if (a->si)
+            *a->si = o.si;
+    }
+out:
+    if (a->form == W_WAITID)
+        return r < 0 ? -1 : 0;
+    return r;
+}
+
+TT_EXPORT pid_t waitpid(pid_t pid, int *status, int options)
+{
+    struct wait_args a = { .form = W_WAITPID, .pid = tt_pl_id_live(pid), .options = options,
+                           .status = status };
+    if (tt_rt_tree() && !tt_rt_guard_enter())
+        return REAL(waitpid, waitpid_fn)(pid, status, options);
+    if (tt_rt_tree())
+        tt_rt_guard_leave();
+    return wait_any(&a);
+}
+
+TT_EXPORT pid_t wait(int *status)
+{
+    struct wait_args a = { .form = W_WAIT, .pid = -1, .status = status };
+    return wait_any(&a);
+}
+
+TT_EXPORT pid_t wait3(int *status, int options, struct rusage *ru)
+{
+    struct wait_args a = { .form = W_WAIT3, .pid = -1, .options = options, .status = status,
+                           .ru = ru };
+    return wait_any(&a);
+}
+
+TT_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
+{
+    struct wait_args a = { .form = W_WAIT4, .pid = tt_pl_id_live(pid), .options = options,
+                           .status = status, .ru = ru };
+    return wait_any(&a);
+}
+
+TT_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t *si, int options)
+{
+    struct wait_args a = { .form = W_WAITID, .idtype = idtype,
+                           .id = idtype == P_PID ? (id_t)tt_pl_id_live((pid_t)id) : id,
+                           .options = options, .si = si };
+    return (int)wait_any(&a);
 }

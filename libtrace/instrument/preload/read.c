@@ -2,11 +2,24 @@
  * are inputs when fds.c says the fd is one (TT_CH_READ, TT_CH_RECV, TT_CH_RANDOM). They share
  * one path (in_call). recvfrom and recvmsg also record the peer's address, in the fixed address
  * area of the event (preload.h); recvmsg's control data is not replayed.
+ *
+ * A replayed read of a pipe also takes from the real pipe the bytes the recording read
+ * (drain): what it gets comes from the recording all the same, but the process at the other
+ * end, replayed too, writes into a pipe that empties as it did when recorded, so it neither
+ * blocks on a full pipe nor meets a reader that has gone (SIGPIPE). It waits for those bytes
+ * (and at a recorded end of file for the writer to close) as long as a thread waits for its
+ * turn (TINYTRACE_ORDER_TIMEOUT_MS), and not at all on a pipe written from outside the tree
+ * (the tool's own stdin, TINYTRACE_OUTSIDE_FIFO) or when the process runs alone.
  */
 #include "preload.h"
 
+#include <poll.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* glibc's fortified entry points: called instead of read & co. by programs built with
@@ -64,6 +77,63 @@ static bool discards(const struct in_args *a)
     socklen_t l = sizeof type;
     return (a->flags & MSG_TRUNC) && a->kind != IN_READ && a->kind != IN_READV &&
            getsockopt(a->fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 && type == SOCK_STREAM;
+}
+
+static long ms_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Whether @st is the pipe the tool's stdin is (written from outside the tree). */
+static bool outside_fifo(const struct stat *st)
+{
+    static _Atomic int parsed; /* 0 not yet, 1 none, 2 known; relaxed: all compute the same */
+    static unsigned long long dev, ino;
+    int p = atomic_load_explicit(&parsed, memory_order_relaxed);
+    if (!p) {
+        const char *v = tt_rt_setting(TT_ENV_OUTSIDE_FIFO);
+        p = v && sscanf(v, "%llu:%llu", &dev, &ino) == 2 ? 2 : 1;
+        atomic_store_explicit(&parsed, p, memory_order_relaxed);
+    }
+    return p == 2 && (unsigned long long)st->st_dev == dev &&
+           (unsigned long long)st->st_ino == ino;
+}
+
+/* Replay: takes @want bytes from pipe @fd (@eof: the recording read its end) and drops them;
+ * see the top of the file. The guard is held. */
+static void drain(tt_session *s, int fd, uint64_t want, bool eof)
+{
+    struct stat st;
+    if (!tt_rt_tree() || tt_rt_alone() || fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode))
+        return;
+    bool wait = !outside_fifo(&st);
+    long limit = tt_rt_wait_ms();
+    (void)s;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    char buf[4096];
+    while (want > 0 || eof) {
+        int avail = 0;
+        if (ioctl(fd, FIONREAD, &avail) == 0 && avail > 0) {
+            size_t n = (size_t)avail < sizeof buf ? (size_t)avail : sizeof buf;
+            if (!eof && n > want)
+                n = (size_t)want;
+            ssize_t r = REAL(read, ssize_t (*)(int, void *, size_t))(fd, buf, n);
+            if (r <= 0)
+                return;
+            want -= (uint64_t)r < want ? (uint64_t)r : want;
+            continue;
+        }
+        long left = limit - ms_since(&t0);
+        if (!wait || left <= 0)
+            return;
+        struct pollfd pf = { fd, POLLIN, 0 };
+        int pr = poll(&pf, 1, left < 50 ? (int)left : 50);
+        if (pr > 0 && (pf.revents & (POLLHUP | POLLERR | POLLNVAL)) && !(pf.revents & POLLIN))
+            return; /* every writer has gone */
+    }
 }
 
 static ssize_t in_call(const struct in_args *a)
@@ -151,6 +221,8 @@ static ssize_t in_call(const struct in_args *a)
             a->msg->msg_flags = (int)h.flags;
             a->msg->msg_controllen = 0; /* control data (fds, credentials) is not replayed */
         }
+        if (ch == TT_CH_READ && (a->kind == IN_READ || a->kind == IN_READV) && h.ret >= 0)
+            drain(s, a->fd, (uint64_t)h.ret, h.ret == 0);
     }
     return (ssize_t)tt_pl_finish(&h, e0);
 }

@@ -1,0 +1,360 @@
+#!/usr/bin/env python3
+"""Process trees (issue 17): every process a program starts is recorded, the tree is listed,
+and a replay re-runs it with every child paired with its recorded one by creation path.
+
+Usage: test-proctree.py TINYTRACE PRELOAD
+Each check prints ok or FAIL. Every case runs in its own temporary directory, with its own key
+directory (XDG_DATA_HOME), removed at the end. Every program run has a deadline (TIMEOUT); no
+check waits a fixed time.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+TT, PRELOAD = map(os.path.abspath, sys.argv[1:3])
+TIMEOUT = 60
+failures = []
+
+PIPELINE = 'seq 1 50 | shuf | head -n 5 | tr "\\n" " "'
+
+
+def check(cond, what, detail=""):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        if detail:
+            print("     " + str(detail).replace("\n", "\n     ")[:3000])
+        failures.append(what)
+    return cond
+
+
+class Case:
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        self.d = tempfile.mkdtemp(prefix="tt-proctree-%s-" % self.name)
+        self.env = dict(os.environ, TINYTRACE_PRELOAD=PRELOAD,
+                        XDG_DATA_HOME=os.path.join(self.d, "keys"))
+        for k in list(self.env):
+            if k.startswith("TINYTRACE_") and k != "TINYTRACE_PRELOAD":
+                del self.env[k]
+        return self
+
+    def __exit__(self, *exc):
+        shutil.rmtree(self.d, ignore_errors=True)
+        return False
+
+    def path(self, name):
+        return os.path.join(self.d, name)
+
+    def tt(self, *args, timeout=TIMEOUT):
+        return subprocess.run([TT] + [str(a) for a in args], capture_output=True, text=True,
+                              env=self.env, cwd=self.d, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+
+
+def matched(r):
+    return r.returncode == 0 and "replay matched the recording" in r.stderr
+
+
+def pipeline_replays_byte_identically():
+    """sh -c 'seq | shuf | head | tr': five processes, each traced into its own file; the tree
+    is listed by info; ten replays print the recorded shuffle; two recordings differ (so the
+    comparison can fail)."""
+    with Case("pipe") as c:
+        r = c.tt("record", "-o", "p.tt", "--", "sh", "-c", PIPELINE)
+        check(r.returncode == 0 and len(r.stdout.split()) == 5,
+              "record sh -c '%s'" % PIPELINE, r.stdout + r.stderr)
+        r2 = c.tt("record", "-o", "q.tt", "--", "sh", "-c", PIPELINE)
+        check(r2.returncode == 0 and r2.stdout != r.stdout,
+              "... a second recording shuffles otherwise", r.stdout + " / " + r2.stdout)
+        procs = sorted(os.listdir(c.path("p.tt.procs")))
+        check(procs == ["root.1@1.tt", "root.2@1.tt", "root.3@1.tt", "root.4@1.tt", "tree"],
+              "... one trace per process in p.tt.procs/, and the tree's manifest", procs)
+        info = c.tt("info", "--json", "p.tt")
+        doc = json.loads(info.stdout) if info.returncode == 0 else {}
+        rows = {p["process"]: p for p in doc.get("processes") or []}
+        check(set(rows) >= {"root", "root/1@1", "root/2@1", "root/3@1", "root/4@1"},
+              "info --json lists the tree by creation path", sorted(rows))
+        root_pid = rows.get("root", {}).get("pid")
+        progs = sorted(rows[n]["command"].split()[0] for n in rows if n.endswith("@1"))
+        check(progs == ["head", "seq", "shuf", "tr"], "... with each process's command", progs)
+        check(all(rows[n]["ppid"] == root_pid and rows[n]["status"] == "exit 0"
+                  for n in rows if n.endswith("@1")) and root_pid,
+              "... its parent (the shell's pid) and its exit status", rows)
+        text = c.tt("info", "p.tt").stdout
+        check("processes:" in text and "root/2@1" in text and "shuf" in text,
+              "info lists the tree as text", text[-800:])
+        same = 0
+        for i in range(10):
+            rep = c.tt("replay", "p.tt")
+            same += matched(rep) and rep.stdout == r.stdout
+            if not (matched(rep) and rep.stdout == r.stdout):
+                check(False, "replay %d of the pipeline" % (i + 1),
+                      "%d %r %s" % (rep.returncode, rep.stdout, rep.stderr))
+        check(same == 10, "the pipeline replays byte-identically and matched, %d of 10" % same)
+
+        # --process shuf: the recorded shuffle (all 50 lines), nothing else runs
+        r = c.tt("record", "-o", "m.tt", "--", "sh", "-c",
+                 "touch ran; seq 1 50 | shuf | head -n 5")
+        check(r.returncode == 0, "record sh -c 'touch ran; seq 1 50 | shuf | head -n 5'",
+              r.stderr)
+        os.unlink(c.path("ran"))
+        dump = c.tt("dump", "--process", "shuf", "m.tt")
+        check(dump.returncode == 0 and "read" in dump.stdout,
+              "dump --process shuf reads shuf's trace", dump.stderr)
+        alone = c.tt("replay", "--process", "shuf", "m.tt")
+        lines = alone.stdout.split()
+        check(matched(alone) and sorted(map(int, lines)) == list(range(1, 51)),
+              "replay --process shuf matches and prints the recorded shuffle of 1..50",
+              "%d %r %s" % (alone.returncode, alone.stdout[:200], alone.stderr))
+        check(lines[:5] == r.stdout.split(), "... whose first five lines head printed",
+              "%r %r" % (lines[:5], r.stdout))
+        check(not os.path.exists(c.path("ran")), "... and the other processes did not run")
+        bad = c.tt("replay", "--process", "nosuch", "m.tt")
+        check(bad.returncode == 2 and "no process 'nosuch'" in bad.stderr,
+              "replay --process of a process not in the tree is a usage error",
+              "%d %s" % (bad.returncode, bad.stderr))
+
+
+def make_recipe_replays_byte_identically():
+    """make with a recipe 'date +%N' (and one through a nested sh): both dates come from the
+    recording."""
+    with Case("make") as c:
+        with open(c.path("Makefile"), "w") as f:
+            f.write("all:\n\tdate +%N\n\tsh -c 'echo nested; date +%N'\n")
+        r = c.tt("record", "-o", "m.tt", "--", "make", "-s")
+        check(r.returncode == 0 and len(r.stdout.split()) == 3, "record make -s",
+              r.stdout + r.stderr)
+        live = subprocess.run(["make", "-s"], capture_output=True, text=True, cwd=c.d,
+                              timeout=TIMEOUT)
+        check(live.stdout != r.stdout, "... a live run prints other dates",
+              live.stdout + " / " + r.stdout)
+        same = 0
+        for i in range(10):
+            rep = c.tt("replay", "m.tt")
+            ok = matched(rep) and rep.stdout == r.stdout
+            same += ok
+            if not ok:
+                check(False, "replay %d of make" % (i + 1),
+                      "%d %r %s" % (rep.returncode, rep.stdout, rep.stderr))
+        check(same == 10, "make's dates replay byte-identically and matched, %d of 10" % same)
+        amb = c.tt("info", "--process", "date", "m.tt")
+        check(amb.returncode == 2 and "more than one process" in amb.stderr,
+              "info --process date: two images run date, the tool asks for a path",
+              "%d %s" % (amb.returncode, amb.stderr))
+        one = c.tt("info", "--json", "--process", "root/1", "m.tt")
+        doc = json.loads(one.stdout) if one.returncode == 0 else {}
+        check((doc.get("command") or {}).get("argv") == ["date", "+%N"],
+              "info --process root/1 reads the recipe's date", one.stdout[:400] + one.stderr)
+
+
+WAITS = r'''
+import os, random, time
+kids = {}
+for i in range(3):
+    d = random.random() * 0.05
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(d)
+        os._exit(10 + i)
+    kids[pid] = i
+order = []
+for _ in range(3):
+    pid, st = os.wait()
+    order.append("%d:%d" % (kids[pid], os.WEXITSTATUS(st)))
+print(" ".join(order))
+'''
+
+
+def waits_replay_the_recorded_order():
+    """A parent forks three children that exit after a random delay and waits for each: the
+    replay hands back which child ended first, with its status, as recorded."""
+    with Case("wait") as c:
+        with open(c.path("w.py"), "w") as f:
+            f.write(WAITS)
+        r = c.tt("record", "-o", "w.tt", "--", "/usr/bin/python3", "w.py")
+        check(r.returncode == 0 and len(r.stdout.split()) == 3, "record python3 w.py",
+              r.stdout + r.stderr)
+        same = 0
+        for i in range(5):
+            rep = c.tt("replay", "w.tt")
+            ok = matched(rep) and rep.stdout == r.stdout
+            same += ok
+            if not ok:
+                check(False, "replay %d of the waits" % (i + 1),
+                      "%d %r %s" % (rep.returncode, rep.stdout, rep.stderr[-1500:]))
+        check(same == 5, "the order and statuses of the waits replay, %d of 5 (%s)"
+              % (same, r.stdout.strip()))
+
+
+SPAWNS = r'''
+import os, subprocess
+r = subprocess.run(["date", "+%N"], capture_output=True)
+print("run", r.stdout.decode().strip(), flush=True)
+os.system("date +%N")
+print("popen", os.popen("date +%N").read().strip())
+'''
+
+
+def python_subprocess_system_and_popen_replay():
+    """python3: subprocess.run (fork+exec), os.system (system: posix_spawn of sh) and os.popen
+    each start a date that is traced and replayed; the tree names each by creation path."""
+    with Case("spawn") as c:
+        with open(c.path("s.py"), "w") as f:
+            f.write(SPAWNS)
+        r = c.tt("record", "-o", "s.tt", "--", "/usr/bin/python3", "s.py")
+        check(r.returncode == 0 and len(r.stdout.split()) == 5, "record python3 s.py",
+              r.stdout + r.stderr)
+        info = c.tt("info", "--json", "s.tt")
+        doc = json.loads(info.stdout) if info.returncode == 0 else {}
+        dates = [p["process"] for p in doc.get("processes") or []
+                 if p["command"] == "date +%N" and p["file"]]
+        check(len(dates) == 3, "... three traced dates in the tree", dates)
+        same = 0
+        for i in range(5):
+            rep = c.tt("replay", "s.tt")
+            ok = matched(rep) and rep.stdout == r.stdout
+            same += ok
+            if not ok:
+                check(False, "replay %d of python3 s.py" % (i + 1),
+                      "%d %r %s" % (rep.returncode, rep.stdout, rep.stderr[-1500:]))
+        check(same == 5, "subprocess.run, os.system and os.popen replay, %d of 5" % same)
+
+
+LOOP = ('for p in a b c; do if [ "$(shuf -i 1-3 -n 1)" = 1 ]; then echo "$p failed"; exit 1; '
+        'fi; echo "$p ok $(date +%N)"; done')
+
+
+def hunt_catches_a_failing_shell_loop_and_its_replay_says_which():
+    """A shell loop runs three steps, any of which fails at random (shuf): hunt records until a
+    run fails, keeps that tree and removes the others'; its replay reproduces which one failed,
+    10 of 10."""
+    with Case("hunt") as c:
+        h = c.tt("hunt", "-n", "200", "-o", "fail.tt", "--", "sh", "-c", LOOP, timeout=300)
+        check(h.returncode == 0 and os.path.exists(c.path("fail.tt")),
+              "hunt finds a failing run of the loop", "%d %s" % (h.returncode, h.stderr[-800:]))
+        left = [f for f in os.listdir(c.d) if f.endswith(".procs") and f != "fail.tt.procs"]
+        check(not left and os.path.isdir(c.path("fail.tt.procs")),
+              "... keeps the failing run's tree, removes the others'", os.listdir(c.d))
+        want = re.findall(r"\b([abc] failed)", h.stdout + h.stderr)
+        same = 0
+        for i in range(10):
+            rep = c.tt("replay", "fail.tt")
+            got = re.findall(r"\b([abc] failed)", rep.stdout)
+            ok = matched(rep) and got == want[-1:] and len(want) > 0
+            same += ok
+            if not ok:
+                check(False, "replay %d of the failing loop" % (i + 1),
+                      "%d %r %r %s" % (rep.returncode, want, rep.stdout, rep.stderr[-800:]))
+        check(same == 10, "the replay says the same step failed (%s), %d of 10"
+              % (want[-1:] and want[-1], same))
+
+
+def a_child_that_cannot_be_paired_is_said():
+    """The shell starts a child in the replay that it did not start when recorded: the verdict
+    says where it diverged, and never 'matched'."""
+    with Case("unpaired") as c:
+        r = c.tt("record", "-o", "f.tt", "--", "sh", "-c",
+                 "if [ -e flag ]; then date +%N; fi; echo done")
+        check(r.returncode == 0 and r.stdout == "done\n", "record sh -c 'if [ -e flag ]...'",
+              r.stderr)
+        open(c.path("flag"), "w").close()
+        rep = c.tt("replay", "f.tt")
+        check(rep.returncode == 1 and "diverged" in rep.stderr and "fork" in rep.stderr and
+              "replay matched" not in rep.stderr,
+              "replay with a child the recording has not: diverged (exit 1), never 'matched'",
+              "%d %s" % (rep.returncode, rep.stderr[-1500:]))
+        # a recorded child the replay does not start is named too
+        os.unlink(c.path("flag"))
+        r = c.tt("record", "-o", "g.tt", "--", "sh", "-c",
+                 "if [ ! -e flag ]; then date +%N; fi; echo done")
+        open(c.path("flag"), "w").close()
+        rep = c.tt("replay", "g.tt")
+        check(rep.returncode != 0 and "replay matched" not in rep.stderr,
+              "replay without a recorded child: not 'matched'",
+              "%d %s" % (rep.returncode, rep.stderr[-1500:]))
+
+
+def a_process_killed_in_the_tree_leaves_the_rest_verifying():
+    """A shell in the middle of the tree kills itself with SIGKILL: the root's and the other
+    processes' traces verify, the tree names the dead one (signal 9, its .partial), recover
+    turns the .partial into a trace, and the replay never says 'matched'."""
+    with Case("kill") as c:
+        r = c.tt("record", "-o", "k.tt", "--", "sh", "-c",
+                 'date +%N; sh -c "date +%N; kill -9 \\$\\$"; echo after $?')
+        check(r.returncode == 0 and "after 137" in r.stdout, "record a tree with a SIGKILL",
+              r.stdout + r.stderr)
+        d = c.path("k.tt.procs")
+        files = sorted(os.listdir(d)) if os.path.isdir(d) else []
+        partial = [f for f in files if f.endswith(".partial")]
+        done = [f for f in files if f.endswith(".tt")]
+        check(len(partial) == 1 and len(done) == 2, "... one .partial, two finished traces",
+              files)
+        ok = c.tt("verify", "k.tt").returncode == 0 and all(
+            c.tt("verify", os.path.join(d, f)).returncode == 0 for f in done)
+        check(ok, "... the root's and the other processes' traces verify")
+        info = c.tt("info", "--json", "k.tt")
+        doc = json.loads(info.stdout) if info.returncode == 0 else {}
+        dead = [p for p in doc.get("processes") or [] if p["status"] == "signal 9"]
+        check(len(dead) == 1 and dead[0]["file"] and dead[0]["file"].endswith(".partial"),
+              "... the tree names the dead process, signal 9, with its .partial", dead)
+        if partial:
+            rec = c.tt("recover", os.path.join(d, partial[0]))
+            check(rec.returncode == 0 and os.path.exists(os.path.join(d, partial[0][:-len(".partial")].rsplit(".", 1)[0])),
+                  "recover turns the dead process's .partial into a trace", rec.stderr)
+        rep = c.tt("replay", "k.tt")
+        check(rep.returncode != 0 and "replay matched" not in rep.stderr,
+              "the replay of the tree is not 'matched'", "%d %s" % (rep.returncode,
+                                                                  rep.stderr[-800:]))
+
+
+def an_untraceable_child_is_named_and_runs_live():
+    """A child that execs a static program (Debian's /sbin/ldconfig) cannot be traced: the tree
+    names it, it runs live, and the replay exits 8 naming it (matched what it compared)."""
+    with Case("static") as c:
+        r = c.tt("record", "-o", "u.tt", "--", "sh", "-c", "/sbin/ldconfig -p >/dev/null; date +%N")
+        check(r.returncode == 0, "record sh -c '/sbin/ldconfig -p; date +%N'", r.stderr)
+        info = c.tt("info", "--json", "u.tt")
+        doc = json.loads(info.stdout) if info.returncode == 0 else {}
+        named = [p for p in doc.get("processes") or [] if "/sbin/ldconfig" in p["note"]]
+        check(len(named) == 1 and "unrecorded" in named[0]["note"],
+              "the tree names the untraceable child", doc.get("processes"))
+        rep = c.tt("replay", "u.tt")
+        check(rep.returncode == 8 and "/sbin/ldconfig" in rep.stderr and
+              "replay matched the recording" not in rep.stderr and rep.stdout == r.stdout,
+              "replay exits 8, naming it; the date still replays",
+              "%d %r %s" % (rep.returncode, rep.stdout, rep.stderr[-800:]))
+
+
+def single_process_recordings_have_no_tree():
+    """A program that starts nothing leaves no FILE.procs, and info lists no tree."""
+    with Case("single") as c:
+        r = c.tt("record", "-o", "d.tt", "--", "date", "+%N")
+        check(r.returncode == 0 and not os.path.exists(c.path("d.tt.procs")),
+              "record date: no d.tt.procs", os.listdir(c.d))
+        info = c.tt("info", "d.tt")
+        check(info.returncode == 0 and "processes:" not in info.stdout,
+              "info of a single process lists no tree", info.stdout[-400:])
+        rep = c.tt("replay", "d.tt")
+        check(matched(rep) and rep.stdout == r.stdout, "replay date matches", rep.stderr)
+
+
+for case in (pipeline_replays_byte_identically, make_recipe_replays_byte_identically,
+             waits_replay_the_recorded_order,
+             python_subprocess_system_and_popen_replay,
+             hunt_catches_a_failing_shell_loop_and_its_replay_says_which, a_child_that_cannot_be_paired_is_said,
+             a_process_killed_in_the_tree_leaves_the_rest_verifying,
+             an_untraceable_child_is_named_and_runs_live,
+             single_process_recordings_have_no_tree):
+    print("# " + case.__name__)
+    try:
+        case()
+    except subprocess.TimeoutExpired as e:
+        check(False, "%s: a program ran past its deadline" % case.__name__, e)
+print("%d failed" % len(failures))
+sys.exit(1 if failures else 0)

@@ -1,0 +1,682 @@
+/* tinytrace — the process tree of a recording (procs.h; the manifest's format is
+ * docs/FORMAT.md §16). */
+#include "procs.h"
+#include "opts.h"
+#include "protocol.h"
+#include "tool.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TREE_HEADER "# tinytrace process tree 1"
+
+int tool_procs_dir(const char *file, char *out, size_t cap)
+{
+    return snprintf(out, cap, "%s%s", file, TT_PROCS_SUFFIX) < (int)cap ? 0 : ENAMETOOLONG;
+}
+
+void tool_status_word(int status, char *out, size_t cap)
+{
+    if (status < 0)
+        snprintf(out, cap, "?");
+    else if (WIFEXITED(status))
+        snprintf(out, cap, "exit %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(out, cap, "signal %d", WTERMSIG(status));
+    else
+        snprintf(out, cap, "0x%x", (unsigned)status);
+}
+
+/* "root.2@1.tt" (or its .PID.partial) -> "root/2@1", path "root/2", gen 1. */
+static int name_of_file(const char *base, tool_proc *p)
+{
+    const char *tt = strstr(base, ".tt");
+    if (strncmp(base, "root", 4) != 0 || !tt || (size_t)(tt - base) >= sizeof p->name)
+        return -1;
+    size_t n = (size_t)(tt - base);
+    for (size_t i = 0; i < n; i++)
+        p->name[i] = base[i] == '.' ? '/' : base[i];
+    p->name[n] = '\0';
+    const char *at = strchr(p->name, '@');
+    size_t pl = at ? (size_t)(at - p->name) : n;
+    memcpy(p->path, p->name, pl);
+    p->path[pl] = '\0';
+    p->gen = at ? (unsigned)strtoul(at + 1, NULL, 10) : 0;
+    return 0;
+}
+
+struct reaped {
+    long pid;
+    int status;
+};
+
+struct scan {
+    tool_proc *v;
+    size_t n, cap;
+    struct reaped *r; /* statuses parents reaped ("proc.reaped=") */
+    size_t nr, rcap;
+    struct child {    /* children parents started ("proc.child=") */
+        char path[208];
+        long pid;
+        char how[128];
+        char parent_cmd[512];
+    } *c;
+    size_t nc, ccap;
+};
+
+static tool_proc *add_proc(struct scan *sc)
+{
+    if (sc->n == sc->cap) {
+        size_t nc = sc->cap ? sc->cap * 2 : 16;
+        tool_proc *nv = realloc(sc->v, nc * sizeof *nv);
+        if (!nv)
+            return NULL;
+        sc->v = nv;
+        sc->cap = nc;
+    }
+    tool_proc *p = &sc->v[sc->n++];
+    memset(p, 0, sizeof *p);
+    p->status = -1;
+    return p;
+}
+
+static void add_reaped(struct scan *sc, long pid, int status)
+{
+    if (sc->nr == sc->rcap) {
+        size_t nc = sc->rcap ? sc->rcap * 2 : 16;
+        struct reaped *nr = realloc(sc->r, nc * sizeof *nr);
+        if (!nr)
+            return;
+        sc->r = nr;
+        sc->rcap = nc;
+    }
+    sc->r[sc->nr].pid = pid;
+    sc->r[sc->nr++].status = status;
+}
+
+static void add_child(struct scan *sc, const char *v, const char *parent_cmd)
+{
+    char path[208], how[128] = "";
+    long pid = 0;
+    if (sscanf(v, "%207s pid=%ld %127[^\n]", path, &pid, how) < 2)
+        return;
+    if (sc->nc == sc->ccap) {
+        size_t nc = sc->ccap ? sc->ccap * 2 : 16;
+        struct child *ncv = realloc(sc->c, nc * sizeof *ncv);
+        if (!ncv)
+            return;
+        sc->c = ncv;
+        sc->ccap = nc;
+    }
+    struct child *c = &sc->c[sc->nc++];
+    snprintf(c->path, sizeof c->path, "%s", path);
+    c->pid = pid;
+    snprintf(c->how, sizeof c->how, "%s", how);
+    snprintf(c->parent_cmd, sizeof c->parent_cmd, "%s", parent_cmd);
+}
+
+/* The trace at @path into @p (its identity, build and command line), its notes into @sc.
+ * Quiet: a trace that does not open is listed as it is named. */
+static void read_trace(struct scan *sc, tool_proc *p, const char *path)
+{
+    tool_trace t;
+    snprintf(p->file, sizeof p->file, "%s", path);
+    FILE *devnull = fopen("/dev/null", "w");
+    int saved = dup(2);
+    if (devnull && saved >= 0)
+        dup2(fileno(devnull), 2);
+    int rc = tool_trace_start(&t, path, NULL, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_OPEN);
+    if (saved >= 0) {
+        dup2(saved, 2);
+        close(saved);
+    }
+    if (devnull)
+        fclose(devnull);
+    if (rc != TOOL_EXIT_OK) {
+        snprintf(p->note, sizeof p->note, "unreadable");
+        tool_trace_close(&t);
+        return;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (uint32_t i = 0; i < t.m.build_id_len && i < 32; i++) {
+        p->build_id[2 * i] = hex[t.m.build_id[i] >> 4];
+        p->build_id[2 * i + 1] = hex[t.m.build_id[i] & 15];
+        p->build_id[2 * i + 2] = '\0';
+    }
+    /* the command line first (children's notes name it), then the rest; the last of each
+     * identity object wins (a fork child's table begins with its parent's) */
+    int argc = -1;
+    size_t o = 0;
+    for (uint32_t id = 1; id <= t.m.object_count; id++) {
+        tt_object_entry e;
+        if (tt_reader_object(t.r, id, &e) != TT_OK || e.kind != TT_OBJ_META)
+            continue;
+        char v[1024];
+        snprintf(v, sizeof v, "%.*s", (int)e.name_len, e.name);
+        if (!strncmp(v, "argc=", 5))
+            argc = atoi(v + 5);
+        else if (!strncmp(v, "argv[", 5) && o + 2 < sizeof p->cmd) {
+            const char *eq = strchr(v, '=');
+            if (eq && atoi(v + 5) == 0)
+                o = 0; /* a fork child's table may repeat its parent's */
+            if (eq)
+                o += (size_t)snprintf(p->cmd + o, sizeof p->cmd - o, "%s%s", o ? " " : "",
+                                      eq + 1);
+            if (o >= sizeof p->cmd)
+                o = sizeof p->cmd - 1;
+        }
+    }
+    (void)argc;
+    for (uint32_t id = 1; id <= t.m.object_count; id++) {
+        tt_object_entry e;
+        if (tt_reader_object(t.r, id, &e) != TT_OK || e.kind != TT_OBJ_META)
+            continue;
+        char v[1024];
+        snprintf(v, sizeof v, "%.*s", (int)e.name_len, e.name);
+        if (!strncmp(v, "proc.pid=", 9))
+            p->pid = atol(v + 9);
+        else if (!strncmp(v, "proc.ppid=", 10))
+            p->ppid = atol(v + 10);
+        else if (!strncmp(v, "proc.exit=", 10))
+            p->status = (atoi(v + 10) & 0xff) << 8;
+        else if (!strncmp(v, "proc.child=", 11))
+            add_child(sc, v + 11, p->cmd);
+        else if (!strncmp(v, "proc.reaped=", 12)) {
+            long pid = 0;
+            int st = 0;
+            if (sscanf(v + 12, "%ld status=%d", &pid, &st) == 2)
+                add_reaped(sc, pid, st);
+        } else if (!strncmp(v, "untraced=", 9)) {
+            snprintf(p->note, sizeof p->note, "ran unrecorded: %.120s", v + 9);
+        }
+    }
+    tool_trace_close(&t);
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+    const tool_proc *x = a, *y = b;
+    /* paths compare by their numbers: root/2 before root/10 */
+    const char *p = x->path, *q = y->path;
+    while (*p && *q) {
+        if (*p >= '0' && *p <= '9' && *q >= '0' && *q <= '9') {
+            unsigned long u = strtoul(p, (char **)&p, 10), w = strtoul(q, (char **)&q, 10);
+            if (u != w)
+                return u < w ? -1 : 1;
+            continue;
+        }
+        if (*p != *q)
+            return (unsigned char)*p < (unsigned char)*q ? -1 : 1;
+        p++;
+        q++;
+    }
+    if (*p || *q)
+        return *p ? 1 : -1;
+    return x->gen < y->gen ? -1 : x->gen > y->gen;
+}
+
+/* The tree from the traces themselves, with @nreaped statuses the tool reaped. */
+static int scan_tree(const char *file, const long *pids, const int *statuses, size_t nreaped,
+                     struct scan *sc)
+{
+    char dir[PATH_MAX];
+    memset(sc, 0, sizeof *sc);
+    tool_proc *root = add_proc(sc);
+    if (!root)
+        return ENOMEM;
+    snprintf(root->name, sizeof root->name, "root");
+    snprintf(root->path, sizeof root->path, "root");
+    read_trace(sc, root, file);
+    if (tool_procs_dir(file, dir, sizeof dir) != 0)
+        return ENAMETOOLONG;
+    DIR *d = opendir(dir);
+    for (struct dirent *de; d && (de = readdir(d)) != NULL;) {
+        tool_proc tmp;
+        memset(&tmp, 0, sizeof tmp);
+        if (name_of_file(de->d_name, &tmp) != 0)
+            continue;
+        size_t l = strlen(de->d_name);
+        int partial = l > 8 && !strcmp(de->d_name + l - 8, ".partial");
+        if (!partial && strcmp(de->d_name + l - 3, ".tt") != 0)
+            continue;
+        tool_proc *p = add_proc(sc);
+        if (!p)
+            break;
+        memcpy(p->name, tmp.name, sizeof p->name);
+        memcpy(p->path, tmp.path, sizeof p->path);
+        p->gen = tmp.gen;
+        char full[PATH_MAX + 256];
+        snprintf(full, sizeof full, "%s/%s", dir, de->d_name);
+        if (partial) {
+            p->partial = 1;
+            snprintf(p->file, sizeof p->file, "%.*s", (int)sizeof p->file - 1, full);
+            const char *dot = strstr(de->d_name, ".tt.");
+            p->pid = dot ? atol(dot + 4) : 0;
+            snprintf(p->note, sizeof p->note, "died before its trace was finished: "
+                     "tinytrace recover saves what it wrote");
+        } else {
+            read_trace(sc, p, full);
+        }
+    }
+    if (d)
+        closedir(d);
+    /* a fork that made no call left no trace: its parent names it */
+    for (size_t i = 0; i < sc->nc; i++) {
+        bool known = false;
+        for (size_t j = 0; j < sc->n && !known; j++)
+            known = !strcmp(sc->v[j].path, sc->c[i].path) &&
+                    (sc->v[j].gen == 0 || sc->v[j].pid == sc->c[i].pid);
+        for (size_t j = 0; j < sc->n; j++)
+            if (!strcmp(sc->v[j].path, sc->c[i].path) && !sc->v[j].pid)
+                sc->v[j].pid = sc->c[i].pid;
+        bool gen0 = false;
+        for (size_t j = 0; j < sc->n && !gen0; j++)
+            gen0 = !strcmp(sc->v[j].path, sc->c[i].path) && sc->v[j].gen == 0;
+        if (gen0 || (known && strncmp(sc->c[i].how, "fork", 4) && strncmp(sc->c[i].how, "clone", 5)))
+            continue;
+        if (strncmp(sc->c[i].how, "fork", 4) && strncmp(sc->c[i].how, "clone", 5))
+            continue; /* a spawned child's first image is its program: known or not traced */
+        tool_proc *p = add_proc(sc);
+        if (!p)
+            break;
+        snprintf(p->name, sizeof p->name, "%s", sc->c[i].path);
+        snprintf(p->path, sizeof p->path, "%s", sc->c[i].path);
+        p->pid = sc->c[i].pid;
+        snprintf(p->cmd, sizeof p->cmd, "%s", sc->c[i].parent_cmd);
+        snprintf(p->note, sizeof p->note, "a %.40s that made no call before it exec'd or ended",
+                 sc->c[i].how);
+    }
+    /* a fork's first image with a trace of its own: its parent's memory, said so */
+    for (size_t i = 0; i < sc->n; i++)
+        for (size_t j = 0; j < sc->nc; j++)
+            if (sc->v[i].gen == 0 && !sc->v[i].note[0] && !strcmp(sc->v[i].path, sc->c[j].path) &&
+                (!strncmp(sc->c[j].how, "fork", 4) || !strncmp(sc->c[j].how, "clone", 5)))
+                snprintf(sc->v[i].note, sizeof sc->v[i].note, "a %.40s of its parent",
+                         sc->c[j].how);
+    /* pids, parents and statuses across images of one process */
+    for (size_t i = 0; i < sc->n; i++) {
+        tool_proc *p = &sc->v[i];
+        for (size_t j = 0; j < sc->n && !p->pid; j++)
+            if (!strcmp(sc->v[j].path, p->path) && sc->v[j].pid)
+                p->pid = sc->v[j].pid;
+    }
+    for (size_t i = 0; i < sc->n; i++) {
+        tool_proc *p = &sc->v[i];
+        /* the status is the process's, the last image's: the wait of its parent, or the tool's */
+        int st = -1;
+        for (size_t j = 0; j < sc->nr && p->pid; j++)
+            if (sc->r[j].pid == p->pid)
+                st = sc->r[j].status;
+        for (size_t j = 0; j < nreaped && p->pid; j++)
+            if (pids[j] == p->pid)
+                st = statuses[j];
+        if (st >= 0)
+            p->status = st;
+    }
+    qsort(sc->v, sc->n, sizeof *sc->v, cmp_proc);
+    /* an image that exec'd ended with its exec: only the last image has the process's status */
+    for (size_t i = 0; i + 1 < sc->n; i++)
+        if (!strcmp(sc->v[i].path, sc->v[i + 1].path) && sc->v[i].gen < sc->v[i + 1].gen)
+            sc->v[i].status = -2;
+    return 0;
+}
+
+static void scan_free(struct scan *sc)
+{
+    free(sc->r);
+    free(sc->c);
+}
+
+/* A field of the manifest: tab, newline and backslash escaped. */
+static void put_field(FILE *f, const char *s)
+{
+    if (!*s) {
+        fputc('-', f);
+        return;
+    }
+    for (; *s; s++) {
+        if (*s == '\t')
+            fputs("\\t", f);
+        else if (*s == '\n')
+            fputs("\\n", f);
+        else if (*s == '\\')
+            fputs("\\\\", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+int tool_procs_prepare(const char *file)
+{
+    char dir[PATH_MAX];
+    if (tool_procs_dir(file, dir, sizeof dir) != 0)
+        return ENAMETOOLONG;
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno != ENOENT || mkdir(dir, 0700) != 0) {
+            tool_error("cannot make %s: %s", dir, strerror(errno));
+            return errno ? errno : EIO;
+        }
+        return 0;
+    }
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        tool_proc tmp;
+        if (strcmp(de->d_name, TT_TREE_NAME) != 0 && name_of_file(de->d_name, &tmp) != 0)
+            continue; /* not ours: left alone */
+        char full[PATH_MAX + 256];
+        snprintf(full, sizeof full, "%s/%s", dir, de->d_name);
+        unlink(full);
+    }
+    closedir(d);
+    return 0;
+}
+
+void tool_procs_remove(const char *file)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+    if (tool_procs_dir(file, dir, sizeof dir) != 0 || stat(dir, &st) != 0)
+        return;
+    tool_procs_prepare(file);
+    rmdir(dir);
+}
+
+int tool_procs_rename(const char *file, const char *to)
+{
+    char a[PATH_MAX], b[PATH_MAX];
+    struct stat st;
+    if (tool_procs_dir(file, a, sizeof a) != 0 || tool_procs_dir(to, b, sizeof b) != 0)
+        return ENAMETOOLONG;
+    if (stat(a, &st) != 0)
+        return 0;
+    tool_procs_remove(to);
+    return rename(a, b) == 0 ? 0 : errno;
+}
+
+size_t tool_reap_orphans(long *pids, int *statuses, size_t cap)
+{
+    size_t n = 0;
+    int st;
+    for (;;) {
+        pid_t p = waitpid(-1, &st, 0);
+        if (p < 0 && errno == EINTR)
+            continue;
+        if (p < 0)
+            break; /* ECHILD: every descendant has ended */
+        if (n < cap) {
+            pids[n] = p;
+            statuses[n++] = st;
+        }
+    }
+    return n;
+}
+
+int tool_procs_finish(const char *file, const long *pids, const int *statuses, size_t nreaped)
+{
+    struct scan sc;
+    char dir[PATH_MAX], tree[PATH_MAX + 16], tmp[PATH_MAX + 32];
+    int e = scan_tree(file, pids, statuses, nreaped, &sc);
+    if (e != 0 || tool_procs_dir(file, dir, sizeof dir) != 0) {
+        free(sc.v);
+        scan_free(&sc);
+        return e ? e : ENAMETOOLONG;
+    }
+    if (sc.n <= 1) {
+        rmdir(dir); /* one process: the recording is FILE alone, as it always was */
+        free(sc.v);
+        scan_free(&sc);
+        return 0;
+    }
+    for (size_t i = 1; i < sc.n; i++)
+        if (sc.v[i].file[0] && !sc.v[i].partial)
+            tool_auth_sign(sc.v[i].file);
+    snprintf(tree, sizeof tree, "%s/%s", dir, TT_TREE_NAME);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", tree, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        e = errno;
+        tool_error("cannot write %s: %s", tree, strerror(e));
+    } else {
+        fprintf(f, TREE_HEADER "\n# name\tpid\tppid\tstatus\tbuild-id\tfile\tcommand\tnote\n");
+        for (size_t i = 0; i < sc.n; i++) {
+            tool_proc *p = &sc.v[i];
+            char st[32];
+            if (p->status == -2)
+                snprintf(st, sizeof st, "exec");
+            else
+                tool_status_word(p->status, st, sizeof st);
+            fprintf(f, "%s\t%ld\t%ld\t%s\t", p->name, p->pid, p->ppid, st);
+            put_field(f, p->build_id);
+            fputc('\t', f);
+            put_field(f, i == 0 ? "" : base_name(p->file));
+            fputc('\t', f);
+            put_field(f, p->cmd);
+            fputc('\t', f);
+            put_field(f, p->note);
+            fputc('\n', f);
+        }
+        if (fclose(f) != 0 || rename(tmp, tree) != 0) {
+            e = errno;
+            tool_error("cannot write %s: %s", tree, strerror(e));
+            unlink(tmp);
+        }
+    }
+    free(sc.v);
+    scan_free(&sc);
+    return e;
+}
+
+/* One field of a manifest line, unescaped in place; NULL at the end. */
+static char *take_field(char **line)
+{
+    char *s = *line, *o = s;
+    if (!s)
+        return NULL;
+    char *start = s;
+    for (; *s && *s != '\t' && *s != '\n'; s++) {
+        if (*s == '\\' && s[1]) {
+            s++;
+            *o++ = *s == 't' ? '\t' : *s == 'n' ? '\n' : *s;
+        } else {
+            *o++ = *s;
+        }
+    }
+    char end = *s;
+    *o = '\0';
+    *line = end == '\t' ? s + 1 : NULL;
+    return strcmp(start, "-") == 0 ? start + 1 : start;
+}
+
+static int parse_status(const char *w)
+{
+    if (!strncmp(w, "exit ", 5))
+        return (atoi(w + 5) & 0xff) << 8;
+    if (!strncmp(w, "signal ", 7))
+        return atoi(w + 7) & 0x7f;
+    if (!strcmp(w, "exec"))
+        return -2;
+    return -1;
+}
+
+int tool_procs_read(const char *file, tool_proc **out, size_t *n)
+{
+    char dir[PATH_MAX], tree[PATH_MAX + 16];
+    *out = NULL;
+    *n = 0;
+    if (tool_procs_dir(file, dir, sizeof dir) != 0)
+        return ENAMETOOLONG;
+    snprintf(tree, sizeof tree, "%s/%s", dir, TT_TREE_NAME);
+    FILE *f = fopen(tree, "r");
+    struct stat st;
+    if (!f) {
+        struct scan sc;
+        if (stat(dir, &st) != 0) {
+            /* a single process */
+            tool_proc *p = calloc(1, sizeof *p);
+            if (!p)
+                return ENOMEM;
+            snprintf(p->name, sizeof p->name, "root");
+            snprintf(p->path, sizeof p->path, "root");
+            snprintf(p->file, sizeof p->file, "%s", file);
+            p->status = -1;
+            *out = p;
+            *n = 1;
+            return 0;
+        }
+        int e = scan_tree(file, NULL, NULL, 0, &sc);
+        scan_free(&sc);
+        if (e != 0) {
+            free(sc.v);
+            return e;
+        }
+        *out = sc.v;
+        *n = sc.n;
+        return 0;
+    }
+    char line[4096];
+    size_t cap = 0;
+    tool_proc *v = NULL;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            tool_proc *nv = realloc(v, cap * sizeof *nv);
+            if (!nv) {
+                free(v);
+                fclose(f);
+                return ENOMEM;
+            }
+            v = nv;
+        }
+        tool_proc *p = &v[(*n)++];
+        memset(p, 0, sizeof *p);
+        char *l = line;
+        const char *name = take_field(&l), *pid = take_field(&l), *ppid = take_field(&l);
+        const char *stw = take_field(&l), *bid = take_field(&l), *fn = take_field(&l);
+        const char *cmd = take_field(&l), *note = take_field(&l);
+        tool_proc tmp;
+        snprintf(tmp.name, sizeof tmp.name, "%s", name ? name : "");
+        snprintf(p->name, sizeof p->name, "%s", tmp.name);
+        const char *at = strchr(p->name, '@');
+        snprintf(p->path, sizeof p->path, "%.*s", (int)(at ? (size_t)(at - p->name)
+                                                            : strlen(p->name)), p->name);
+        p->gen = at ? (unsigned)strtoul(at + 1, NULL, 10) : 0;
+        p->pid = pid ? atol(pid) : 0;
+        p->ppid = ppid ? atol(ppid) : 0;
+        p->status = stw ? parse_status(stw) : -1;
+        snprintf(p->build_id, sizeof p->build_id, "%s", bid ? bid : "");
+        if (!strcmp(p->name, "root"))
+            snprintf(p->file, sizeof p->file, "%s", file);
+        else if (fn && *fn)
+            snprintf(p->file, sizeof p->file, "%.3800s/%.250s", dir, fn);
+        p->partial = fn && strstr(fn, ".partial") != NULL;
+        snprintf(p->cmd, sizeof p->cmd, "%s", cmd ? cmd : "");
+        snprintf(p->note, sizeof p->note, "%s", note ? note : "");
+    }
+    fclose(f);
+    *out = v;
+    return 0;
+}
+
+int tool_process_file(const char *prog, const char *file, const char *want, char *out,
+                      size_t cap)
+{
+    if (!want) {
+        snprintf(out, cap, "%s", file);
+        return TOOL_EXIT_OK;
+    }
+    tool_proc *v;
+    size_t n;
+    if (tool_procs_read(file, &v, &n) != 0)
+        return tool_usage_error(prog, "cannot read the process tree of %s", file);
+    char norm[224];
+    snprintf(norm, sizeof norm, "%s", want);
+    if (!strncmp(norm, "root.", 5))
+        for (char *c = norm; *c; c++)
+            if (*c == '.')
+                *c = '/';
+    const tool_proc *hit = NULL;
+    int hits = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(v[i].name, norm))
+            hit = &v[i], hits = 1;
+    /* a pid or a program's name: the last image of that process, or the one that runs it */
+    char *end;
+    long pid = strtol(want, &end, 10);
+    for (size_t i = 0; !hit && !*end && i < n; i++)
+        if (v[i].pid == pid && v[i].file[0] &&
+            (i + 1 == n || strcmp(v[i + 1].path, v[i].path) != 0))
+            hit = &v[i], hits = 1;
+    bool by_name = hits == 0;
+    for (size_t i = 0; by_name && i < n; i++) {
+        char first[512];
+        snprintf(first, sizeof first, "%s", v[i].cmd);
+        char *sp = strchr(first, ' ');
+        if (sp)
+            *sp = '\0';
+        /* a fork's first image runs its parent's program: not the one named */
+        bool forked = !strncmp(v[i].note, "a fork", 6) || !strncmp(v[i].note, "a clone", 7);
+        if (v[i].file[0] && !forked && !strcmp(base_name(first), want)) {
+            hits += hit == NULL || strcmp(hit->name, v[i].name) != 0;
+            hit = &v[i];
+        }
+    }
+    int rc = TOOL_EXIT_OK;
+    if (!hit)
+        rc = tool_usage_error(prog, "%s has no process '%s' (tinytrace info lists them)", file,
+                              want);
+    else if (hits > 1)
+        rc = tool_usage_error(prog, "more than one process of %s runs '%s': name one by its "
+                              "path (tinytrace info lists them)", file, want);
+    else if (!hit->file[0])
+        rc = tool_usage_error(prog, "process %s of %s recorded nothing (%s)", hit->name, file,
+                              hit->note[0] ? hit->note : "no trace");
+    else
+        snprintf(out, cap, "%s", hit->file);
+    free(v);
+    return rc;
+}
+
+void tool_procs_print(FILE *f, const char *file)
+{
+    tool_proc *v;
+    size_t n;
+    if (tool_procs_read(file, &v, &n) != 0 || n <= 1) {
+        free(v);
+        return;
+    }
+    fprintf(f, "\nprocesses:        %zu images\n", n);
+    fprintf(f, "%-16s %8s %8s %-9s %-22s %s\n", "process", "pid", "ppid", "status", "file",
+            "command");
+    for (size_t i = 0; i < n; i++) {
+        char st[32];
+        if (v[i].status == -2)
+            snprintf(st, sizeof st, "exec");
+        else
+            tool_status_word(v[i].status, st, sizeof st);
+        fprintf(f, "%-16s %8ld %8ld %-9s %-22s ", v[i].name, v[i].pid, v[i].ppid, st,
+                v[i].file[0] ? base_name(v[i].file) : "-");
+        tool_print_text(f, v[i].cmd, strlen(v[i].cmd));
+        if (v[i].note[0]) {
+            fputs("  (", f);
+            tool_print_text(f, v[i].note, strlen(v[i].note));
+            fputc(')', f);
+        }
+        fputc('\n', f);
+    }
+    free(v);
+}

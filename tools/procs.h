@@ -1,0 +1,71 @@
+/* tinytrace — the process tree of a recording (docs/FORMAT.md §16).
+ *
+ * A recording made by `tinytrace record` is its root's trace, FILE, and when the program started
+ * other processes, one trace per process image in FILE.procs/ (protocol.h names them), with the
+ * tree's manifest FILE.procs/tree, which record writes when the last process has ended. Each
+ * trace names its own process in META objects ("proc.path=", "proc.gen=", "proc.pid=", ...), so
+ * the tree can be rebuilt from the traces alone (tool_procs_scan) when the manifest is missing.
+ *
+ * A verb that reads one trace takes `--process P` and calls tool_process_file first: P is a
+ * process as the tree names it ("root/2@1", or "root.2@1" as in the file name), its recorded
+ * pid, or its program's name when only one image runs it ("shuf").
+ */
+#ifndef TINYTRACE_TOOL_PROCS_H
+#define TINYTRACE_TOOL_PROCS_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct tool_proc {
+    char name[224];      /* the image: "root/2@1" */
+    char path[208];      /* its process's creation path: "root/2" */
+    unsigned gen;        /* its exec generation */
+    long pid, ppid;      /* 0: not known */
+    int status;          /* its wait status; -1: not known */
+    char file[PATH_MAX]; /* its trace; "" when it recorded nothing (a fork that only exec'd) */
+    int partial;         /* file is the .partial of a process that died (tinytrace recover) */
+    char build_id[65];   /* hex; "" when none */
+    char cmd[512];       /* its command line, arguments separated by spaces */
+    char note[160];      /* what else: "untraceable: static or setuid: PROG", ... */
+} tool_proc;
+
+/* FILE.procs, into @out. Returns 0, or ENAMETOOLONG. */
+int tool_procs_dir(const char *file, char *out, size_t cap);
+
+/* The tree of recording @file: from its manifest when there is one, else from the traces.
+ * *@out is malloc'd (the caller frees it), *@n rows in tree order (by path, then generation).
+ * A recording of one process is a tree of one. Returns 0, or an errno (reported). */
+int tool_procs_read(const char *file, tool_proc **out, size_t *n);
+
+/* Record: writes FILE.procs/tree from the traces, with the statuses the tool itself reaped
+ * (@pids, @statuses: the root and the orphans it adopted), and signs every trace of the tree;
+ * removes FILE.procs when the program started no process. Returns 0 or an errno (reported). */
+int tool_procs_finish(const char *file, const long *pids, const int *statuses, size_t nreaped);
+
+/* Record: empties FILE.procs of an earlier recording of the same name (its traces, partial
+ * files and manifest), or makes it. Returns 0 or an errno (reported). */
+int tool_procs_prepare(const char *file);
+
+/* Removes the tree's FILE.procs (what tool_procs_prepare would empty, then the folder), or
+ * renames it to go with FILE renamed @to (hunt keeps a try this way). */
+void tool_procs_remove(const char *file);
+int tool_procs_rename(const char *file, const char *to);
+
+/* Waits for every process left that the tool adopted as their subreaper (orphans of the tree)
+ * once its own child has ended, and keeps their statuses: up to @cap into @pids and
+ * @statuses. Returns how many. */
+size_t tool_reap_orphans(long *pids, int *statuses, size_t cap);
+
+/* The trace of process @want (NULL: @file itself) of recording @file, into @out. Returns
+ * TOOL_EXIT_OK, or TOOL_EXIT_USAGE after saying why (no such process, more than one). */
+int tool_process_file(const char *prog, const char *file, const char *want, char *out,
+                      size_t cap);
+
+/* Prints the tree as `tinytrace info` shows it: nothing for a tree of one. */
+void tool_procs_print(FILE *f, const char *file);
+
+/* The status as a word: "exit 0", "signal 9", "?". */
+void tool_status_word(int status, char *out, size_t cap);
+
+#endif
