@@ -1,0 +1,298 @@
+/* The runtime's processes: the children a program starts and the execs it makes, the process
+ * tree's calls of the preload library (runtime.h: tt_rt_fork_child, tt_rt_child_next, ...),
+ * and the META objects that say who the process is and what ran live. Split from runtime.c,
+ * whose state it shares (rt-int.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "event-int.h"
+#include "rt-int.h"
+#include "runtime.h"
+
+/* ---- processes
+ *
+ * What ran unrecorded (preload/process.c): children are counted by the traced process itself;
+ * the first child's command line comes from posix_spawn, system or popen, or, for a fork, from
+ * the child when it execs. The child writes it into a page shared with the parent (mapped at
+ * start, inherited by fork), once: the first to move `named` from 0 to 1 copies its line and
+ * then publishes 2. */
+struct child_page {
+    _Atomic uint32_t named;    /* 0 empty, 1 being written, 2 cmd holds the first child's line */
+    char cmd[512];
+};
+static struct child_page *g_child_page;
+static pthread_mutex_t g_child_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_first_cmd[512];     /* the first child's or untraceable exec's line (child_lock) */
+static bool g_first_is_fork;      /* ... to be read from the page (child_lock) */
+
+void child_page_map(void)
+{
+    void *p = mmap(NULL, sizeof *g_child_page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+    g_child_page = p == MAP_FAILED ? NULL : p;
+}
+
+bool tt_rt_is_traced_process(void)
+{
+    return cur() != NULL && os_pid() == g_pid;
+}
+
+static void first_child(const char *cmd, bool fork)
+{
+    pthread_mutex_lock(&g_child_lock);
+    if (!g_first_cmd[0] && !g_first_is_fork) {
+        if (cmd)
+            snprintf(g_first_cmd, sizeof g_first_cmd, "%s", cmd);
+        else
+            g_first_is_fork = fork;
+    }
+    pthread_mutex_unlock(&g_child_lock);
+}
+
+void tt_rt_child_untraced(const char *cmd)
+{
+    if (!tt_rt_is_traced_process())
+        return;
+    /* relaxed: a count, read at close after every thread that made a child has finished its
+     * call (close waits for them through the session) */
+    atomic_fetch_add_explicit(&g_children, 1, memory_order_relaxed);
+    first_child(cmd, cmd == NULL);
+}
+
+void tt_rt_child_exec(const char *cmd)
+{
+    struct child_page *pg = g_child_page;
+    uint32_t empty = 0;
+    if (!pg || g_pid == 0 || os_pid() == g_pid)
+        return;
+    /* the page is shared with other processes: the CAS makes one writer, the release store of
+     * 2 publishes its bytes to the parent's acquire load at close */
+    if (atomic_compare_exchange_strong_explicit(&pg->named, &empty, 1, memory_order_acq_rel,
+                                                memory_order_relaxed)) {
+        snprintf(pg->cmd, sizeof pg->cmd, "%s", cmd);
+        atomic_store_explicit(&pg->named, 2, memory_order_release);
+    }
+}
+
+/* The first child's line, for the manifest and the report ("" when there was no child). */
+void first_child_cmd(char *out, size_t cap)
+{
+    pthread_mutex_lock(&g_child_lock);
+    if (g_first_cmd[0])
+        snprintf(out, cap, "%s", g_first_cmd);
+    else if (g_first_is_fork && g_child_page &&
+             atomic_load_explicit(&g_child_page->named, memory_order_acquire) == 2)
+        snprintf(out, cap, "%s", g_child_page->cmd);
+    else if (g_first_is_fork)
+        snprintf(out, cap, "a fork of this program, which execed nothing");
+    else
+        out[0] = '\0';
+    pthread_mutex_unlock(&g_child_lock);
+}
+
+/* Record: the counts into the manifest and the first line as a META object, before close. */
+void note_processes(tt_session *s)
+{
+    uint32_t n = atomic_load_explicit(&g_children, memory_order_relaxed);
+    uint32_t u = atomic_load_explicit(&g_untraceable, memory_order_relaxed);
+    if (!n && !u)
+        return;
+    char cmd[512], meta[600];
+    first_child_cmd(cmd, sizeof cmd);
+    snprintf(meta, sizeof meta, "untraced=%s", cmd);
+    uint32_t id;
+    tt_intern(s, TT_OBJ_META, meta, &id);
+    tt_session_note_processes_(s, n, u);
+}
+
+
+void tt_rt_exec_untraceable(const char *cmd)
+{
+    atomic_fetch_add_explicit(&g_untraceable, 1, memory_order_relaxed);
+    first_child(cmd, false);
+    /* the exec leaves nothing of this image: the file is finished now, under the guard the
+     * caller holds (the close must not record its own calls) */
+    int was = guard;
+    guard = 0;
+    rt_close(false);
+    guard = was;
+}
+
+void fork_child(void)
+{
+    /* The child's copy of the session shares the parent's file descriptor and would write into
+     * the parent's trace: drop it without closing anything. In the process tree the child
+     * traces on its own (tt_rt_fork_child). */
+    atomic_store_explicit(&tt_rt_live, NULL, memory_order_relaxed);
+}
+
+bool tt_rt_tree(void)
+{
+    return g_tree;
+}
+
+bool tt_rt_alone(void)
+{
+    return g_alone;
+}
+
+unsigned tt_rt_child_next(void)
+{
+    /* relaxed: the number orders nothing; two threads that fork at once get distinct ones */
+    return atomic_fetch_add_explicit(&g_nchild, 1, memory_order_relaxed) + 1;
+}
+
+void tt_rt_fork_child(tt_session *parent, unsigned n)
+{
+    if (!g_tree || !parent)
+        return;
+    int was = guard;
+    guard = 1;
+    g_pid = getpid();
+    /* the parent's trace file (and, replaying, its recording) are the parent's: this copy
+     * would keep the parent's lock alive past its death */
+    int keep[2] = { g_rt_fd, report_fd };
+    tt_fd_drop_inherited(keep, 2);
+    g_rt_slot = tt_fd_reserve(g_rt_fd, rt_fd_move, NULL);
+    if (report_fd >= 0)
+        report_slot = tt_fd_reserve(report_fd, report_fd_move, NULL);
+    char path[sizeof g_path + 16];
+    snprintf(path, sizeof path, "%s/%u", g_path, n);
+    if (strlen(path) < sizeof g_path) /* else too deep to name: it shares its parent's name */
+        memcpy(g_path, path, strlen(path) + 1);
+    g_gen = 0;
+    atomic_store_explicit(&g_nchild, 0, memory_order_relaxed);
+    atomic_store(&g_closing, 0);
+    atomic_store(&g_closed, 0);
+    atomic_store_explicit(&g_children, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_untraceable, 0, memory_order_relaxed);
+    pthread_mutex_init(&g_child_lock, NULL);
+    pthread_mutex_init(&g_open_lock, NULL);
+    g_first_cmd[0] = '\0';
+    g_first_is_fork = false;
+    g_exit_status = -1;
+    child_page_map();
+#ifdef TT_RT_PRELOAD
+    tt_pl_child_reset();
+#endif
+    snprintf(thread_path, sizeof thread_path, "main");
+    thread_children = 0;
+    g_parent_session = parent;
+    atomic_store_explicit(&g_pending, 1, memory_order_release);
+    guard = was;
+}
+
+const char *tt_rt_setting(const char *name)
+{
+    return tt_setting_(name);
+}
+
+long tt_rt_wait_ms(void)
+{
+    tt_session *s = cur();
+    return s ? (long)s->cfg.order_timeout_ms : 10000;
+}
+
+void tt_rt_note(const char *meta)
+{
+    tt_session *s = cur();
+    uint32_t id;
+    if (s && g_mode == TT_MODE_RECORD)
+        tt_intern(s, TT_OBJ_META, meta, &id);
+}
+
+void tt_rt_note_child(unsigned n, long pid, const char *how)
+{
+    char meta[sizeof g_path + 640];
+    snprintf(meta, sizeof meta, "proc.child=%s/%u pid=%ld %s", g_path, n, pid, how);
+    tt_rt_note(meta);
+}
+
+void tt_rt_exit_status(int status)
+{
+    g_exit_status = status;
+}
+
+void tt_rt_exec_begin(void)
+{
+    if (!g_tree)
+        return;
+    /* the image ends here: its recording (or its replay's verdict) is finished, and the program
+     * it becomes opens its own */
+    int was = guard;
+    guard = 0;
+    rt_close(false);
+    guard = was;
+}
+
+/* The longest command line recorded (Linux's own limit on arguments is a quarter of the stack
+ * limit, 2 MiB by default), and the longest argument: a name holds at most 65535 bytes. */
+#define CMDLINE_MAX (16u << 20)
+
+void record_meta(tt_session *s)
+{
+    char buf[4096 + 8];
+    uint32_t id;
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd)) {
+        snprintf(buf, sizeof buf, "cwd=%s", cwd);
+        tt_intern(s, TT_OBJ_META, buf, &id);
+    }
+    /* the command line, whole or not at all: replay runs what is recorded here */
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    size_t cap = 65536, n = 0;
+    char *cmd = malloc(cap);
+    for (ssize_t r = 1; cmd && r > 0;) {
+        if (n + 1 == cap) {
+            char *more = cap < CMDLINE_MAX ? realloc(cmd, cap * 2) : NULL;
+            if (!more) {
+                free(cmd);
+                cmd = NULL;
+                break;
+            }
+            cmd = more;
+            cap *= 2;
+        }
+        while ((r = read(fd, cmd + n, cap - 1 - n)) < 0 && errno == EINTR)
+            ;
+        if (r > 0)
+            n += (size_t)r;
+    }
+    close(fd);
+    if (!cmd || n == 0) {
+        free(cmd);
+        return;
+    }
+    cmd[n] = '\0';
+    for (size_t i = 0; i < n; i += strlen(cmd + i) + 1)
+        if (strlen(cmd + i) > ARG_META_MAX) { /* too long for a name: record no command line */
+            free(cmd);
+            return;
+        }
+    int argc = 0;
+    char *a = malloc(ARG_META_MAX + 32);
+    for (size_t i = 0; a && i < n; i += strlen(cmd + i) + 1, argc++) {
+        snprintf(a, ARG_META_MAX + 32, "argv[%d]=%s", argc, cmd + i);
+        tt_intern(s, TT_OBJ_META, a, &id);
+    }
+    if (a) {
+        snprintf(buf, sizeof buf, "argc=%d", argc);
+        tt_intern(s, TT_OBJ_META, buf, &id);
+    }
+    free(a);
+    free(cmd);
+}
