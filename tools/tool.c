@@ -404,8 +404,10 @@ void tool_trace_close(tool_trace *t)
 {
     tt_index_close(t->ix); /* before the reader it reads from */
     t->ix = NULL;
-    if (t->r != NULL)
+    if (t->r != NULL) {
+        tool_names_forget(t->r);
         tt_reader_close(t->r);
+    }
     t->r = NULL;
     if (t->mapped)
         munmap(t->mem, t->mapped);
@@ -748,6 +750,11 @@ const char *tool_object_name(const tt_reader *r, uint32_t id, size_t *len)
     tt_object_entry o;
     if (id == 0 || tt_reader_object(r, id, &o) != TT_OK || (o.name == NULL && o.name_len != 0))
         return NULL;
+    if (o.kind == TT_OBJ_FUNCTION && o.name != NULL) {
+        const char *shown = tool_function_display(r, id, o.name, o.name_len, len);
+        if (shown != NULL)
+            return shown;
+    }
     *len = o.name_len;
     return o.name != NULL ? o.name : "";
 }

@@ -318,6 +318,25 @@ const char *tool_object_name(const tt_reader *r, uint32_t id, size_t *len);
 /* Prints object @id of @r for text output: its name, "-" for 0, "#id" when unknown. */
 void tool_print_object(FILE *f, const tt_reader *r, uint32_t id);
 
+/* ---- names as shown (names.c) ----
+ * A function's name as the tool shows it: demangled (C++), unless tool_names_demangle(0)
+ * (--no-demangle). tool_object_name gives it for every function object, so every verb shows
+ * it; the text stays valid until tool_names_forget(@r) (tool_trace_close). */
+void tool_names_demangle(int on);
+int tool_names_demangling(void);
+/* The shown name of function @id of @r whose recorded name is @name (@len bytes), or NULL when
+ * it is shown as recorded. */
+const char *tool_function_display(const tt_reader *r, uint32_t id, const char *name, size_t len,
+                                  size_t *out_len);
+/* @name (@len bytes; "lib.so!" kept in front) demangled, malloc'ed, or NULL when it is not a
+ * mangled C++ name. */
+char *tool_demangle(const char *name, size_t len);
+/* The id of the function named @name: as recorded, else as shown, else as shown without its
+ * parameter list; 0 when none. */
+uint32_t tool_find_function(const tt_reader *r, const char *name);
+/* Frees what names.c keeps for @r. */
+void tool_names_forget(const tt_reader *r);
+
 /* ---- JSON output ----
  * A small writer for one-line JSON values: it places the commas, escapes strings (C0 and C1
  * control characters and DEL as \uXXXX, so that none reaches a terminal raw; invalid UTF-8 as
