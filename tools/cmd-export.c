@@ -113,7 +113,7 @@ static const char usage[] =
     "                      calls open at the same time, all threads together, that the export\n"
     "                      keeps (default 4194304, 32 bytes each); a trace that needs more is\n"
     "                      refused\n"
-    "      --no-demangle   C++ names as recorded (mangled), not demangled\n" TOOL_MAX_MEMORY_HELP
+    TOOL_NO_DEMANGLE_HELP TOOL_MAX_MEMORY_HELP
     "  -h, --help          print this help\n"
     "\n"
     "A window (--from, --to, --thread) of a trace with index tables reads only the events it\n"
@@ -1040,7 +1040,6 @@ enum {
     OPT_TO,
     OPT_PROCESS,
     OPT_MAX_DEPTH,
-    OPT_NO_DEMANGLE,
 };
 
 struct export_options {
@@ -1105,9 +1104,6 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
         return TOOL_EXIT_OK;
     case OPT_MAX_DEPTH:
         return tool_parse_u64(prog, "--max-depth", arg, 1, UINT32_MAX, &x->max_depth);
-    case OPT_NO_DEMANGLE:
-        tool_names_demangle(0);
-        return TOOL_EXIT_OK;
     default:
         return tool_usage_hint(prog);
     }
@@ -1193,12 +1189,11 @@ int cmd_export(int argc, char **argv)
         {"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
         {"min-duration", required_argument, NULL, 'm'},
         {"max-open-calls", required_argument, NULL, OPT_MAX_OPEN},
-        {"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
         {NULL, 0, NULL, 0},
     };
     static const tool_verb verb = {.usage = usage,
                                    .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY |
-                                             TOOL_OPT_THREAD,
+                                             TOOL_OPT_THREAD | TOOL_OPT_NO_DEMANGLE,
                                    .options = options,
                                    .take = take_option};
     struct export x;
@@ -1267,9 +1262,11 @@ int cmd_export(int argc, char **argv)
         for (uint32_t id = 0; rc == TOOL_EXIT_OK && id < n; id++) {
             x.threads[id].from = x.from_seq ? x.from
                                             : tool_ns_to_ticks(x.from, x.t.m.ticks_per_sec);
+            /* --to TIME includes every tick shown as TIME ns: up to the one before the
+             * first tick of TIME + 1 ns (a tick is shorter than a nanosecond) */
             x.threads[id].to = x.to_seq || x.to == UINT64_MAX
                                    ? x.to
-                                   : tool_ns_to_ticks(x.to, x.t.m.ticks_per_sec);
+                                   : tool_ns_to_ticks(x.to + 1, x.t.m.ticks_per_sec) - 1;
         }
     }
     if (rc == TOOL_EXIT_OK)

@@ -275,7 +275,7 @@ def windows(trace, d):
     reference reader that the window asks for, and only those."""
     calls = calls_with_depth(trace)
     tids = tid_map(trace)
-    starts = sorted(c[2] for c in calls)
+    starts = sorted(c[2] for c in calls if c[0] == 2)  # thread 2's, which the window is on
     lo, hi = starts[len(starts) // 3], starts[len(starts) // 2]
     out = os.path.join(d, "win.json")
 
