@@ -83,6 +83,7 @@ static const char usage[] =
     "  --real-sleep               the sleeps sleep for real (by default a recorded sleep\n"
     "                             returns at once, with its recorded result)\n"
     "  -f, --force                replace OUT.json if it exists (a regular file only)\n"
+    "  --no-demangle              name C++ functions in the verdict as recorded (mangled)\n"
     "  -h, --help                 print this help\n"
     "\n"
     "Environment: TINYTRACE_PRELOAD names the runtime library (default: found next to the\n"
@@ -631,7 +632,23 @@ static void print_field(const char *label, const char *s, size_t n)
     if (s == NULL || n == 0)
         return;
     fputs(label, stderr);
-    tool_print_text(stderr, s, n);
+    tool_print_names(stderr, s, n); /* the runtime's message names functions as recorded */
+}
+
+/* "tinytrace:   expected: exit FUNCTION" for the report's event @key: its function as the tool
+ * names functions (demangled), which the runtime's own text cannot. */
+static void print_report_event(const tool_jdoc *d, const char *key, const char *label)
+{
+    const tool_jvalue *ev = tool_json_member(d, tool_json_root(d), key);
+    size_t kind_len = 0, fn_len = 0;
+    const char *kind = tool_json_str(d, ev, "kind", &kind_len);
+    const char *fn = tool_json_str(d, ev, "function", &fn_len);
+    if (kind == NULL)
+        return;
+    fprintf(stderr, "tinytrace:   %s ", label);
+    tool_print_text(stderr, kind, kind_len);
+    print_field(" ", fn, fn_len);
+    fputc('\n', stderr);
 }
 
 struct replay {
@@ -746,6 +763,8 @@ static int verdict(const tool_jdoc *d, const struct replay *o, const struct reco
         }
         print_field(": ", msg, msg_len);
         fputc('\n', stderr);
+        print_report_event(d, "expected", "expected:");
+        print_report_event(d, "actual", "actual:  ");
         return TOOL_EXIT_DIVERGED;
     }
     if (strcmp(status, TT_REPORT_STATUS_UNCONSUMED) == 0) {
@@ -926,6 +945,7 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
 static int parse_command_line(struct replay *o, int argc, char **argv)
 {
     static const tool_verb verb = {.usage = usage,
+                                   .common = TOOL_OPT_NO_DEMANGLE,
                                    .options = options,
                                    .take = take_option,
                                    .operands = TOOL_OPERANDS_ANY};

@@ -25,7 +25,7 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  -j, --json          one JSON object: file, events, frames, functions[], threads[],\n"
-    "                      kinds{}\n" TOOL_MAX_MEMORY_HELP
+    "                      kinds{}\n" TOOL_NO_DEMANGLE_HELP TOOL_MAX_MEMORY_HELP
     "  -h, --help          print this help\n"
     "\n"
     "Exits 0 on success; 3 when the tables are damaged or missing (a recovered or version-1\n"
@@ -165,7 +165,8 @@ static void print_json(const struct ctx *c)
 int cmd_stats(int argc, char **argv)
 {
     static const tool_verb verb = {.usage = usage,
-                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY};
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY |
+                                             TOOL_OPT_NO_DEMANGLE};
     tool_opts o;
     tool_trace t;
     int rc;

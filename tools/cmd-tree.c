@@ -55,7 +55,7 @@ static const char usage[] =
     "  -F, --folded            folded stacks for flame-graph tools: one line per distinct call\n"
     "                          path, 'thread-name;caller;...;function SELF_NS'; a path is cut\n"
     "                          after 512 calls, and what runs deeper is counted in one last\n"
-    "                          frame '...'\n" TOOL_MAX_MEMORY_HELP
+    "                          frame '...'\n" TOOL_NO_DEMANGLE_HELP TOOL_MAX_MEMORY_HELP
     "  -h, --help              print this help\n"
     "\n"
     "Exits 0 on success; 2 on a usage error (an unknown thread or function); 3 when the tables\n"
@@ -514,7 +514,7 @@ static int resolve_options(struct ctx *cx)
     const tool_trace *t = cx->t;
     if (cx->o.fname != NULL) {
         cx->o.by_function = 1;
-        cx->o.function = tt_reader_find_object(t->r, TT_OBJ_FUNCTION, cx->o.fname);
+        cx->o.function = tool_find_function(t->r, cx->o.fname);
         if (cx->o.function == 0) {
             tool_error("%s: no function named '%s' in the trace", t->path, cx->o.fname);
             return TOOL_EXIT_USAGE;
@@ -558,7 +558,8 @@ int cmd_tree(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     static const tool_verb verb = {.usage = usage,
-                                   .common = TOOL_OPT_THREAD | TOOL_OPT_MAX_MEMORY,
+                                   .common = TOOL_OPT_THREAD | TOOL_OPT_MAX_MEMORY |
+                                             TOOL_OPT_NO_DEMANGLE,
                                    .options = options,
                                    .take = take_option};
     struct ctx cx = {.o.depth = UINT64_MAX};

@@ -157,3 +157,36 @@ uint32_t tool_find_function(const tt_reader *r, const char *name)
     }
     return 0;
 }
+
+/* A character of a mangled name: the Itanium ABI's names are letters, digits, '_', and '.'
+ * or '$' in clones ("_Z3fooi.constprop.0"). */
+static int mangled_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.' || c == '$';
+}
+
+void tool_print_names(FILE *f, const char *s, size_t n)
+{
+    size_t i = 0, plain = 0;
+    while (i < n) {
+        if (demangle_on && s[i] == '_' && i + 2 < n && s[i + 1] == 'Z' &&
+            (i == 0 || !mangled_char(s[i - 1]))) {
+            size_t j = i;
+            while (j < n && mangled_char(s[j]))
+                j++;
+            char *d = tool_demangle(s + i, j - i);
+            if (d != NULL) {
+                tool_print_text(f, s + plain, i - plain);
+                tool_print_text(f, d, strlen(d));
+                free(d);
+                i = plain = j;
+                continue;
+            }
+            i = j;
+            continue;
+        }
+        i++;
+    }
+    tool_print_text(f, s + plain, n - plain);
+}

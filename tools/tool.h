@@ -334,6 +334,10 @@ char *tool_demangle(const char *name, size_t len);
 /* The id of the function named @name: as recorded, else as shown, else as shown without its
  * parameter list; 0 when none. */
 uint32_t tool_find_function(const tt_reader *r, const char *name);
+/* Prints @n bytes of text @s as tool_print_text does, with every mangled C++ name in it (a
+ * word starting "_Z") demangled, unless --no-demangle: a message of the runtime (the replay
+ * report) names functions as they were recorded. */
+void tool_print_names(FILE *f, const char *s, size_t n);
 /* Frees what names.c keeps for @r. */
 void tool_names_forget(const tt_reader *r);
 
