@@ -82,6 +82,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* ---- messages ---- */
 
@@ -200,7 +201,20 @@ typedef struct tool_trace {
     size_t mapped;  /* mem is an anonymous mapping of this many bytes; 0: from malloc */
     tt_reader *r;
     tt_index *ix; /* the index tables once opened (tool_trace_start, or the verb); closed here */
+    void *file_map;  /* tool_trace_map_files: the whole file, mapped read-only; else NULL */
+    size_t file_map_len;
 } tool_trace;
+
+/* From now on tool_trace_probe maps the trace file and reads it as memory
+ * (tt_source_memory): a verb that reads a large part of it in small pieces from all over
+ * (report's frame blocks, last to first) takes page faults instead of a system call per piece.
+ * A file that shrinks while it is mapped ends the tool with SIGBUS, so only verbs that need
+ * the speed use it. */
+void tool_trace_map_files(int on);
+/* Lets the kernel take back the pages of @t's mapped file read so far (they stay in the page
+ * cache; the next touch maps them again), so that a verb that reads it all keeps a bounded
+ * resident size. Nothing when the file is not mapped. */
+void tool_trace_drop_pages(tool_trace *t);
 
 /* Opens @path as a source and probes its manifest with @lim and @mode (t->m, t->cap). Reports
  * every failure itself and returns its exit code; TOOL_EXIT_OK on success. Call tool_trace_close

@@ -73,9 +73,9 @@ def main(d):
     data = open(pf, "rb").read() if rc == 0 else b""
     check(ADD.encode() in data and ADD_MANGLED.encode() not in data,
           "export --format perfetto interns the demangled name", (rc, err))
-    if os.path.exists(os.path.join(os.path.dirname(TT), "..", "tools")) and \
-            run([TT, "report", "--help"])[0] == 0:
-        shows("report", [TT, "report", a])
+    shows("report", [TT, "report", a])
+    shows("report --json", [TT, "report", "--json", a])
+    shows("tree --json", [TT, "tree", "--json", a])
 
     for name in (ADD, "shop::Cart::add", ADD_MANGLED):
         rc, out, err = run([TT, "tree", "--function", name, a])
