@@ -33,7 +33,8 @@ static const char usage[] =
     "  -j, --json          print one JSON object: {\"file\", \"manifest\", \"command\",\n"
     "                      \"threads\"}; command is null when nothing was recorded, else\n"
     "                      {\"argv\", \"cwd\", \"environment\": [\"NAME=VALUE\", ...] or null,\n"
-    "                      \"execfn\", \"untraced\", \"damaged\"} (null where not recorded)\n"
+    "                      \"execfn\", \"untraced\", \"filter\", \"notrace\", \"depth\" (record's\n"
+    "                      filters), \"damaged\"} (null where not recorded)\n"
     TOOL_MAX_MEMORY_HELP
     "  -h, --help          print this help\n"
     "\n"
@@ -183,6 +184,17 @@ static void print_command_text(const tool_trace *t)
         print_environment_text(&mt);
     else
         printf("environment:      not read\n");
+    if (rc == TT_OK && (mt.filter || mt.notrace || mt.depth)) {
+        printf("filters:         ");
+        const char *what[] = {" --filter ", " --notrace ", " --depth "};
+        const char *val[] = {mt.filter, mt.notrace, mt.depth};
+        for (int i = 0; i < 3; i++)
+            if (val[i] != NULL) {
+                fputs(what[i], stdout);
+                tool_print_text(stdout, val[i], strlen(val[i]));
+            }
+        fputc('\n', stdout);
+    }
     if (rc == TT_OK && mt.untraced != NULL) {
         printf("untraced child:   ");
         tool_print_text(stdout, mt.untraced, strlen(mt.untraced));
@@ -230,6 +242,9 @@ static void print_command_json(tool_json *j, const tool_trace *t)
     json_strings_or_null(j, "environment", rc == TT_OK ? mt.env : NULL, mt.envc);
     json_str_or_null(j, "execfn", rc == TT_OK ? mt.execfn : NULL);
     json_str_or_null(j, "untraced", rc == TT_OK ? mt.untraced : NULL);
+    json_str_or_null(j, "filter", rc == TT_OK ? mt.filter : NULL);
+    json_str_or_null(j, "notrace", rc == TT_OK ? mt.notrace : NULL);
+    json_str_or_null(j, "depth", rc == TT_OK ? mt.depth : NULL);
     if (rc == TT_OK)
         tj_null(j, "damaged");
     else

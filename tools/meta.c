@@ -17,6 +17,9 @@ void tool_meta_free(tool_meta *mt)
     free(mt->cwd);
     free(mt->untraced);
     free(mt->execfn);
+    free(mt->filter);
+    free(mt->notrace);
+    free(mt->depth);
     if (mt->env != NULL)
         for (uint64_t i = 0; i < mt->envc; i++)
             free(mt->env[i]);
@@ -106,6 +109,15 @@ int tool_meta_parse(const tt_reader *r, tool_meta *mt, char *why, size_t cap)
                     idx >= mt->envc || mt->env[idx] != NULL)
                     return damaged(why, cap, "a bad env entry (object %" PRIu32 ")", id);
                 if ((mt->env[idx] = dup_n(eq + 1, len - (size_t)(eq + 1 - name))) == NULL)
+                    return TT_E_NOMEM;
+            } else if (pass == 0 && len >= 7 && memcmp(name, "filter=", 7) == 0) {
+                if (mt->filter == NULL && (mt->filter = dup_n(name + 7, len - 7)) == NULL)
+                    return TT_E_NOMEM;
+            } else if (pass == 0 && len >= 8 && memcmp(name, "notrace=", 8) == 0) {
+                if (mt->notrace == NULL && (mt->notrace = dup_n(name + 8, len - 8)) == NULL)
+                    return TT_E_NOMEM;
+            } else if (pass == 0 && len >= 6 && memcmp(name, "depth=", 6) == 0) {
+                if (mt->depth == NULL && (mt->depth = dup_n(name + 6, len - 6)) == NULL)
                     return TT_E_NOMEM;
             } else if (pass == 0 && len >= 9 && memcmp(name, "untraced=", 9) == 0) {
                 if (mt->untraced == NULL && (mt->untraced = dup_n(name + 9, len - 9)) == NULL)

@@ -39,6 +39,9 @@ typedef struct tool_meta {
     char *execfn;   /* the path execve was given ("execfn="), or NULL */
     char **env;     /* the environment the program saw ("env[i]="), envc + 1 entries, or NULL */
     uint64_t envc;  /* "envc=": may be set while env is NULL (no command line: not read) */
+    char *filter;   /* record --filter, --notrace, --depth ("filter=", "notrace=", "depth="), */
+    char *notrace;  /* as the runtime recorded them (libtrace/instrument/filter.h), or NULL */
+    char *depth;
 } tool_meta;
 
 /* Parses the META objects of @r into @mt (all of it the caller's to free with tool_meta_free,

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "event-int.h"
+#include "filter.h"
 #include "runtime.h"
 
 tt_session *_Atomic tt_rt_live;
@@ -1074,6 +1075,7 @@ static void rt_init(void)
     child_page_map();
     install_crash_handlers();
     pthread_atfork(NULL, NULL, fork_child);
+    tt_filter_start(s);
     tt_hooks_attach(s);
     if (g_mode == TT_MODE_RECORD && pthread_key_create(&exit_key, thread_exit) == 0) {
         exit_key_ok = true;
