@@ -1073,6 +1073,7 @@ static int make_plan(const struct replay *o, const struct meta *mt, const struct
     int e;
 
     p->dir = NULL;
+    p->env = NULL; /* set below only from a recorded command line */
     if (o->prog_argv != NULL) {
         p->argv = o->prog_argv;
     } else if (mt->argv != NULL) {
