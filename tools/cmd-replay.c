@@ -643,13 +643,20 @@ static void print_report_event(const tool_jdoc *d, const char *key, const char *
     size_t kind_len = 0, fn_len = 0;
     const char *kind = tool_json_str(d, ev, "kind", &kind_len);
     const char *fn = tool_json_str(d, ev, "function", &fn_len);
+    char at[512];
     if (kind == NULL)
         return;
     fprintf(stderr, "tinytrace:   %s ", label);
     tool_print_text(stderr, kind, kind_len);
     print_field(" ", fn, fn_len);
+    if (fn != NULL && tool_names_program_location(fn, fn_len, at, sizeof at) == 0)
+        print_field(" at ", at, strlen(at));
     fputc('\n', stderr);
 }
+
+struct plan;
+struct recorded;
+static void program_names(const struct plan *pl, const struct recorded *rec);
 
 struct replay {
     const char *file;
@@ -1157,6 +1164,19 @@ static int set_environment(const struct replay *o, const struct plan *p, const c
     return tool_set_preload_env(preload);
 }
 
+/* The recorded build of the program that runs names the functions of the runtime's report
+ * (tool_names_set_program: its debug information, for a stripped program's). */
+static void program_names(const struct plan *pl, const struct recorded *rec)
+{
+    char path[PATH_MAX + 256];
+    int n = pl->path[0] == '/' || pl->dir == NULL
+                ? snprintf(path, sizeof path, "%s", pl->path)
+                : snprintf(path, sizeof path, "%s/%s", pl->dir, pl->path);
+    if (n > 0 && (size_t)n < sizeof path)
+        tool_names_set_program(path, rec->m.build_id,
+                               rec->m.build_id_len <= TT_BUILD_ID_MAX ? rec->m.build_id_len : 0);
+}
+
 int cmd_replay(int argc, char **argv)
 {
     struct replay o;
@@ -1188,6 +1208,7 @@ int cmd_replay(int argc, char **argv)
             fputc(')', stderr);
         }
         fputc('\n', stderr);
+        program_names(&plan, &rec);
         rc = run(&o, &rec, &plan);
         ran = 1;
     }

@@ -18,6 +18,7 @@ static const char usage[] =
     "Prints, from the index tables of trace FILE (no event is read):\n"
     "  functions  one line per function, sorted by self time (longest first) or --sort:\n"
     "             SELF_NS TOTAL_NS CALLS AVG_NS LONGEST_NS MAX_DEPTH FUNCTION\n"
+    "             (FILE:LINE where the program's debug information says, debug file too)\n"
     "             self time excludes the time of direct callees; total time adds up every\n"
     "             call, so a recursive function's nested calls count once per level\n"
     "  threads    ID EVENTS FRAMES MAX_DEPTH FIRST_NS LAST_NS NAME (CRASHED when it recorded\n"
@@ -142,6 +143,12 @@ static void print_text(const struct ctx *c)
                ns(c, e->self), ns(c, e->total), e->calls, ns(c, e->total) / e->calls,
                ns(c, e->longest), e->max_depth);
         tool_print_object(stdout, c->t->r, e->function);
+        const char *at = tool_function_location(c->t->r, e->function);
+        if (at != NULL) {
+            fputs(" (", stdout);
+            tool_print_text(stdout, at, strlen(at));
+            fputc(')', stdout);
+        }
         fputc('\n', stdout);
     }
     printf("\nthreads\n%6s %12s %12s %5s %14s %14s  %s\n", "ID", "EVENTS", "FRAMES", "DEPTH",
@@ -182,6 +189,11 @@ static void print_json(const struct ctx *c)
         tj_object_begin(&j, NULL);
         tj_u64(&j, "function_id", e->function);
         tj_object_name(&j, "function", c->t->r, e->function);
+        const char *at = tool_function_location(c->t->r, e->function);
+        if (at != NULL)
+            tj_str(&j, "location", at);
+        else
+            tj_null(&j, "location");
         tj_u64(&j, "calls", e->calls);
         tj_u64(&j, "self", e->self);
         tj_u64(&j, "total", e->total);

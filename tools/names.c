@@ -13,8 +13,11 @@
  * demangled texts of the functions named; freed by tool_names_forget (tool_trace_close).
  * Not thread-safe: the tool runs one thread.
  */
+#include "debuginfo.h"
+#include "meta.h"
 #include "tool.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +43,11 @@ struct cache {
     uint32_t n;
     uint8_t *state;
     char **text;
+    char **loc;        /* "file:line" of function objects, once looked up (loc_done) */
+    uint8_t *loc_done;
+    int dbg_tried;     /* the program's debug information, looked for once */
+    tool_dbg *dbg;
+    char module[256];  /* the program's file name: the module of its offsets */
 };
 
 /* diff reads two traces at once; replay's report one */
@@ -59,11 +67,15 @@ static struct cache *cache_of(const tt_reader *r, uint32_t count)
         return NULL;
     free_slot->state = calloc((size_t)count + 1, 1);
     free_slot->text = calloc((size_t)count + 1, sizeof *free_slot->text);
-    if (free_slot->state == NULL || free_slot->text == NULL) {
+    free_slot->loc = calloc((size_t)count + 1, sizeof *free_slot->loc);
+    free_slot->loc_done = calloc((size_t)count + 1, 1);
+    if (free_slot->state == NULL || free_slot->text == NULL || free_slot->loc == NULL ||
+        free_slot->loc_done == NULL) {
         free(free_slot->state);
         free(free_slot->text);
-        free_slot->state = NULL;
-        free_slot->text = NULL;
+        free(free_slot->loc);
+        free(free_slot->loc_done);
+        memset(free_slot, 0, sizeof *free_slot);
         return NULL;
     }
     free_slot->r = r;
@@ -76,10 +88,14 @@ void tool_names_forget(const tt_reader *r)
     for (int i = 0; i < CACHES; i++) {
         if (caches[i].r != r)
             continue;
-        for (uint32_t k = 0; k <= caches[i].n; k++)
+        for (uint32_t k = 0; k <= caches[i].n; k++) {
             free(caches[i].text[k]);
+            free(caches[i].loc[k]);
+        }
         free(caches[i].text);
         free(caches[i].state);
+        free(caches[i].loc);
+        free(caches[i].loc_done);
         memset(&caches[i], 0, sizeof caches[i]);
     }
 }
@@ -115,23 +131,129 @@ char *tool_demangle(const char *name, size_t len)
     return full;
 }
 
+/* The program a trace recorded, for its debug information: the path execve was given, or
+ * argv[0] in the recorded directory; its build-id is the manifest's. */
+static tool_dbg *program_of(struct cache *c)
+{
+    if (c->dbg_tried)
+        return c->dbg;
+    c->dbg_tried = 1;
+    tool_meta mt;
+    char why[64], path[4096];
+    memset(&mt, 0, sizeof mt);
+    if (tool_meta_parse(c->r, &mt, why, sizeof why) == TT_OK) {
+        const char *p = mt.execfn ? mt.execfn : mt.argv && mt.argc ? mt.argv[0] : NULL;
+        int n = -1;
+        if (p != NULL && p[0] == '/')
+            n = snprintf(path, sizeof path, "%s", p);
+        else if (p != NULL && strchr(p, '/') && mt.cwd)
+            n = snprintf(path, sizeof path, "%s/%s", mt.cwd, p);
+        if (n > 0 && (size_t)n < sizeof path) {
+            const tt_manifest *m = tt_reader_manifest(c->r);
+            const char *base = strrchr(path, '/');
+            snprintf(c->module, sizeof c->module, "%.255s", base ? base + 1 : path);
+            c->dbg = tool_dbg_open(path, m->build_id,
+                                   m->build_id_len <= TT_BUILD_ID_MAX ? m->build_id_len : 0);
+        }
+    }
+    tool_meta_free(&mt);
+    return c->dbg;
+}
+
+/* The symbol of an offset name ("prog+0x119c@...") of @dbg's program @module, or NULL. */
+static const char *offset_symbol(tool_dbg *dbg, const char *module, const char *name, size_t len,
+                                 uint64_t *offset)
+{
+    const char *mod;
+    size_t mod_len;
+    if (dbg == NULL || tool_dbg_parse_offset(name, len, &mod, &mod_len, offset) != 0 ||
+        strlen(module) != mod_len || memcmp(module, mod, mod_len) != 0)
+        return NULL;
+    return tool_dbg_symbol(dbg, *offset);
+}
+
 const char *tool_function_display(const tt_reader *r, uint32_t id, const char *name, size_t len,
                                   size_t *out_len)
 {
     const tt_manifest *m;
     struct cache *c;
-    if (!demangle_on || (m = tt_reader_manifest(r)) == NULL || id > m->object_count)
+    if ((m = tt_reader_manifest(r)) == NULL || id > m->object_count)
         return NULL;
     if ((c = cache_of(r, m->object_count)) == NULL)
         return NULL;
     if (c->state[id] == NAME_UNKNOWN) {
-        c->text[id] = tool_demangle(name, len);
-        c->state[id] = c->text[id] != NULL ? NAME_DISPLAY : NAME_AS_RECORDED;
+        /* a function without a symbol: its name from the debug information, where there is
+         * some; then demangled */
+        uint64_t off;
+        const char *sym = memchr(name, '+', len) != NULL
+                              ? offset_symbol(program_of(c), c->module, name, len, &off)
+                              : NULL;
+        char *d = sym != NULL && demangle_on ? tool_demangle(sym, strlen(sym)) : NULL;
+        if (d == NULL && sym != NULL)
+            d = strdup(sym);
+        if (d == NULL && demangle_on)
+            d = tool_demangle(name, len);
+        c->text[id] = d;
+        c->state[id] = d != NULL ? NAME_DISPLAY : NAME_AS_RECORDED;
     }
     if (c->state[id] != NAME_DISPLAY)
         return NULL;
     *out_len = strlen(c->text[id]);
     return c->text[id];
+}
+
+/* "file:line" of @name (recorded) in @dbg's program @module, into @buf; 0 or -1. */
+static int location_of(tool_dbg *dbg, const char *module, const char *name, size_t len,
+                       char *buf, size_t cap)
+{
+    uint64_t off;
+    const char *mod;
+    size_t mod_len;
+    char sym[512];
+    if (dbg == NULL)
+        return -1;
+    if (tool_dbg_parse_offset(name, len, &mod, &mod_len, &off) == 0)
+        return strlen(module) == mod_len && memcmp(module, mod, mod_len) == 0
+                   ? tool_dbg_line_of_offset(dbg, off, buf, cap)
+                   : -1;
+    if (memchr(name, '!', len) != NULL || len >= sizeof sym)
+        return -1; /* a library's: not the program's debug information */
+    memcpy(sym, name, len);
+    sym[len] = '\0';
+    return tool_dbg_line_of_symbol(dbg, sym, buf, cap);
+}
+
+const char *tool_function_location(const tt_reader *r, uint32_t id)
+{
+    const tt_manifest *m = tt_reader_manifest(r);
+    tt_object_entry o;
+    struct cache *c;
+    char buf[512];
+    if (m == NULL || id == 0 || id > m->object_count || (c = cache_of(r, m->object_count)) == NULL)
+        return NULL;
+    if (!c->loc_done[id]) {
+        c->loc_done[id] = 1;
+        if (tt_reader_object(r, id, &o) == TT_OK && o.kind == TT_OBJ_FUNCTION && o.name != NULL &&
+            location_of(program_of(c), c->module, o.name, o.name_len, buf, sizeof buf) == 0)
+            c->loc[id] = strdup(buf);
+    }
+    return c->loc[id];
+}
+
+/* replay: the program it runs, for the names in the runtime's report */
+static tool_dbg *replayed;
+static char replayed_module[256];
+
+void tool_names_set_program(const char *path, const uint8_t *build_id, size_t len)
+{
+    const char *base = strrchr(path, '/');
+    snprintf(replayed_module, sizeof replayed_module, "%.255s", base ? base + 1 : path);
+    replayed = tool_dbg_open(path, build_id, len);
+}
+
+int tool_names_program_location(const char *name, size_t len, char *buf, size_t cap)
+{
+    return location_of(replayed, replayed_module, name, len, buf, cap);
 }
 
 uint32_t tool_find_function(const tt_reader *r, const char *name)
@@ -166,10 +288,31 @@ static int mangled_char(char c)
            c == '_' || c == '.' || c == '$';
 }
 
+/* A character of a name the runtime gives a function without a symbol: "prog+0x119c@5f0c". */
+static int offset_char(char c)
+{
+    return mangled_char(c) || c == '+' || c == '@' || c == '-';
+}
+
 void tool_print_names(FILE *f, const char *s, size_t n)
 {
     size_t i = 0, plain = 0;
     while (i < n) {
+        if (replayed != NULL && offset_char(s[i]) && (i == 0 || !offset_char(s[i - 1]))) {
+            size_t j = i;
+            uint64_t off;
+            while (j < n && offset_char(s[j]))
+                j++;
+            const char *sym = offset_symbol(replayed, replayed_module, s + i, j - i, &off);
+            if (sym != NULL) {
+                char *d = demangle_on ? tool_demangle(sym, strlen(sym)) : NULL;
+                tool_print_text(f, s + plain, i - plain);
+                tool_print_text(f, d ? d : sym, strlen(d ? d : sym));
+                free(d);
+                i = plain = j;
+                continue;
+            }
+        }
         if (demangle_on && s[i] == '_' && i + 2 < n && s[i + 1] == 'Z' &&
             (i == 0 || !mangled_char(s[i - 1]))) {
             size_t j = i;

@@ -352,6 +352,14 @@ uint32_t tool_find_function(const tt_reader *r, const char *name);
  * word starting "_Z") demangled, unless --no-demangle: a message of the runtime (the replay
  * report) names functions as they were recorded. */
 void tool_print_names(FILE *f, const char *s, size_t n);
+/* "file:line" of function @id of @r, from the recorded program's debug information (found as
+ * debuginfo.c says), or NULL; valid as tool_object_name's names. */
+const char *tool_function_location(const tt_reader *r, uint32_t id);
+/* replay: the program at @path (build-id @build_id, @len bytes) is the one the runtime's report
+ * names functions of: tool_print_names names its offsets ("prog+0x119c@...") by their symbols,
+ * and tool_names_program_location gives "file:line" of a name as recorded (0, or -1). */
+void tool_names_set_program(const char *path, const uint8_t *build_id, size_t len);
+int tool_names_program_location(const char *name, size_t len, char *buf, size_t cap);
 /* Frees what names.c keeps for @r. */
 void tool_names_forget(const tt_reader *r);
 

@@ -305,7 +305,7 @@ static const char *const known_vars[] = {
     "MODE", "FILE", "CALLER", "BUFFER_KB", "MEMORY_MB", "BLOCK_KB", "MAX_EVENT_MB",
     "MAX_THREADS", "ORDERED", "ORDER_TIMEOUT_MS", "DIVERGENCE", "ALLOC", "CHECK_OUTPUT",
     "KEEP_GOING", "PID", "PRELOAD", "PROGRESS_MS", "REPORT_FD", "RT", "CHAOS", "CHAOS_DEPTH",
-    "CHAOS_DELAY_US", "REAL_SLEEP", "FILTER", "NOTRACE", "DEPTH",
+    "CHAOS_DELAY_US", "REAL_SLEEP", "FILTER", "NOTRACE", "DEPTH", "DEBUGINFO_PATH",
 };
 
 static int check_names(tt_error_info *err)

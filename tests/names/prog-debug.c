@@ -1,0 +1,35 @@
+/* A program for tests/names/test-debuginfo.py: built with -g and -finstrument-functions, then
+ * stripped by the test, its debug information in a separate file named by .gnu_debuglink. It
+ * reads how many times to call leaf from the file argv[1] (a regular file: replay reads it live),
+ * so that a replay after the file changed diverges at a function of the stripped program. */
+#include <stdio.h>
+#include <stdlib.h>
+
+void leaf(int i);
+void work(int n);
+
+static volatile int sink;
+
+void leaf(int i)
+{
+    sink += i;
+}
+
+void work(int n)
+{
+    for (int i = 0; i < n; i++)
+        leaf(i);
+}
+
+int main(int argc, char **argv)
+{
+    int n = 3;
+    FILE *f = argc > 1 ? fopen(argv[1], "r") : NULL;
+    if (f != NULL) {
+        if (fscanf(f, "%d", &n) != 1)
+            n = 3;
+        fclose(f);
+    }
+    work(n);
+    return 0;
+}
