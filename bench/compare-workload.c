@@ -1,9 +1,14 @@
-/* The workload of bench/compare: a call-heavy loop, in every variant the comparison needs.
+/* The workload of bench/compare: call-heavy code, in every variant the comparison needs.
  *
- * Usage: compare-workload loop|rec CALLS [THREADS]
+ * Usage: compare-workload loop|rec|fib|many CALLS [THREADS]
  *
  *   loop  a tight loop calling the non-inlined leaf() CALLS times;
- *   rec   a loop calling rec(DEPTH - 1), which recurses down to 0: CALLS calls of rec() in all.
+ *   rec   a loop calling rec(DEPTH - 1), which recurses down to 0: CALLS calls of rec() in all;
+ *   fib   naive binary-recursive fib(): fib(FIB_N) again and again, then smaller fib(k) for
+ *         the rest, so that the calls add up to exactly CALLS;
+ *   many  (built with -DWL_MANY and the file bench/gen-many.py generates) the entry points of a
+ *         generated program of a few thousand functions in turn, each while its calls fit,
+ *         then many_leaf() for the rest: exactly CALLS calls.
  *
  * CALLS must be a multiple of THREADS (and, for rec, of THREADS * DEPTH); each of the THREADS
  * threads makes CALLS / THREADS calls. With THREADS = 1, main calls worker() itself.
@@ -39,11 +44,12 @@
 #endif
 #define BARRIER_ON(v) __asm__ __volatile__("" : "+r"(v) : : "memory")
 #define DEPTH 16
+#define FIB_N 20 /* fib(20): 21 891 calls, 20 deep */
 
 #if defined(WL_CAPI)
 #include <tinytrace/tinytrace.h>
 static tt_session *sess;
-static uint32_t fn_leaf, fn_rec;
+static uint32_t fn_leaf, fn_rec, fn_fib;
 static unsigned long fails;
 static int first_rc;
 static NOINSTR __attribute__((noinline, cold)) void failed(int rc)
@@ -65,7 +71,7 @@ static NOINSTR __attribute__((noinline, cold)) void failed(int rc)
     } while (0)
 #elif defined(WL_LTTNG)
 #include "compare-tp.h"
-enum { fn_leaf = 1, fn_rec = 2 };
+enum { fn_leaf = 1, fn_rec = 2, fn_fib = 3 };
 #define ENTER(fn) lttng_ust_tracepoint(tt_compare, enter, (fn))
 #define EXIT(fn) lttng_ust_tracepoint(tt_compare, exit, (fn))
 #else
@@ -73,11 +79,23 @@ enum { fn_leaf = 1, fn_rec = 2 };
 #define EXIT(fn) ((void)0)
 #endif
 
-static int mode_rec;
+enum { MODE_LOOP, MODE_REC, MODE_FIB, MODE_MANY };
+static int mode;
 static unsigned long per_thread;
 
 NOIPA unsigned long leaf(unsigned long i);
 NOIPA unsigned long rec(unsigned long d, unsigned long i);
+NOIPA unsigned long fib(unsigned long n);
+
+#if defined(WL_MANY)
+struct many_entry {
+    unsigned long (*fn)(unsigned long);
+    unsigned long calls;
+};
+extern const struct many_entry many_entries[];
+extern const unsigned long many_nentries;
+unsigned long many_leaf(unsigned long x);
+#endif
 
 NOIPA unsigned long leaf(unsigned long i)
 {
@@ -99,12 +117,55 @@ NOIPA unsigned long rec(unsigned long d, unsigned long i)
     return v ^ d;
 }
 
+NOIPA unsigned long fib(unsigned long n)
+{
+    ENTER(fn_fib);
+    BARRIER_ON(n);
+    unsigned long v = n < 2 ? n : fib(n - 1) + fib(n - 2);
+    BARRIER_ON(v);
+    EXIT(fn_fib);
+    return v;
+}
+
+/* Calls of fib(n) in all: 1 for n < 2, else 1 + those of fib(n - 1) and fib(n - 2). */
+static NOINSTR unsigned long fib_calls(unsigned long n)
+{
+    unsigned long a = 1, b = 1; /* fib_calls(0), fib_calls(1) */
+    for (unsigned long k = 2; k <= n; k++) {
+        unsigned long c = 1 + a + b;
+        a = b;
+        b = c;
+    }
+    return n == 0 ? a : b;
+}
+
 static void *worker(void *arg)
 {
     unsigned long acc = 0, base = (unsigned long)(uintptr_t)arg;
-    if (mode_rec) {
+    if (mode == MODE_REC) {
         for (unsigned long i = 0; i < per_thread / DEPTH; i++)
             acc += rec(DEPTH - 1, base + i);
+    } else if (mode == MODE_FIB) {
+        unsigned long left = per_thread;
+        for (unsigned long n = FIB_N + 1; n-- > 0;)
+            for (unsigned long c = fib_calls(n); left >= c; left -= c)
+                acc += fib(n);
+    } else if (mode == MODE_MANY) {
+#if defined(WL_MANY)
+        unsigned long left = per_thread;
+        for (int fit = 1; fit;) {
+            fit = 0;
+            for (unsigned long k = 0; k < many_nentries; k++) {
+                if (many_entries[k].calls <= left) {
+                    left -= many_entries[k].calls;
+                    acc += many_entries[k].fn(base + left);
+                    fit = 1;
+                }
+            }
+        }
+        for (; left; left--)
+            acc += many_leaf(base + left);
+#endif
     } else {
         for (unsigned long i = 0; i < per_thread; i++)
             acc += leaf(base + i);
@@ -114,7 +175,8 @@ static void *worker(void *arg)
 
 static NOINSTR int usage(const char *msg)
 {
-    fprintf(stderr, "compare-workload: %s\nUsage: compare-workload loop|rec CALLS [THREADS]\n", msg);
+    fprintf(stderr, "compare-workload: %s\nUsage: compare-workload loop|rec|fib|many CALLS [THREADS]\n",
+            msg);
     return 2;
 }
 
@@ -122,13 +184,21 @@ int main(int argc, char **argv)
 {
     if (argc < 3 || argc > 4)
         return usage("wrong number of arguments");
-    if (strcmp(argv[1], "loop") != 0 && strcmp(argv[1], "rec") != 0)
-        return usage("the mode is loop or rec");
-    mode_rec = argv[1][0] == 'r';
+    static const char *const modes[] = { "loop", "rec", "fib", "many" };
+    mode = -1;
+    for (int k = 0; k < 4; k++)
+        if (strcmp(argv[1], modes[k]) == 0)
+            mode = k;
+    if (mode < 0)
+        return usage("the mode is loop, rec, fib or many");
+#if !defined(WL_MANY)
+    if (mode == MODE_MANY)
+        return usage("many: this build has no generated program (-DWL_MANY)");
+#endif
     char *end;
     unsigned long calls = strtoul(argv[2], &end, 10);
     unsigned long threads = argc > 3 ? strtoul(argv[3], NULL, 10) : 1;
-    if (*end || threads < 1 || threads > 64 || calls % (threads * (mode_rec ? DEPTH : 1)))
+    if (*end || threads < 1 || threads > 64 || calls % (threads * (mode == MODE_REC ? DEPTH : 1)))
         return usage("CALLS must be a multiple of THREADS (times 16 for rec); 1 <= THREADS <= 64");
     per_thread = calls / threads;
 
@@ -142,6 +212,8 @@ int main(int argc, char **argv)
         rc = tt_intern(sess, TT_OBJ_FUNCTION, "leaf", &fn_leaf);
     if (rc == TT_OK)
         rc = tt_intern(sess, TT_OBJ_FUNCTION, "rec", &fn_rec);
+    if (rc == TT_OK)
+        rc = tt_intern(sess, TT_OBJ_FUNCTION, "fib", &fn_fib);
     if (rc != TT_OK) {
         fprintf(stderr, "compare-workload: %s\n", err.message);
         return 1;

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The main job: record examples/flaky under `tinytrace record` until a run fails, keep that
 # recording, then replay it: the clock, the random bytes and the input come back from the file,
-# and it fails the same way every time.
+# and it fails the same way every time. Then the same for a schedule: `tinytrace hunt --chaos`
+# records examples/race until its atomicity violation shows, and the replay takes the locks in
+# the recorded order, failing every time.
 set -uo pipefail
 build=${1:-build}
 tt="$build/tools/tinytrace"
 flaky="$build/examples/flaky"
 out=${TT_OUT:-flaky-failing.tt}
+race_out=${TT_RACE_OUT:-race-failing.tt}
+found=0
 for i in $(seq 1 40); do
     if echo 7 | "$tt" record --force -o "$out" -- "$flaky"; then
         continue
@@ -17,7 +21,22 @@ for i in $(seq 1 40); do
         echo 0 | "$tt" replay "$out"
         echo "   tinytrace replay exit status $? (0: the replay matched the recording)"
     done
-    exit 0
+    found=1
+    break
 done
-echo "no failing run in 40 tries"
-exit 1
+if [ "$found" = 0 ]; then
+    echo "no failing run of flaky in 40 tries"
+    exit 1
+fi
+echo "== hunting examples/race with schedule chaos"
+rm -f "$race_out"
+if ! "$tt" hunt --chaos -n 200 -o "$race_out" -- "$build/examples/race"; then
+    echo "no failing run of race in 200 tries"
+    exit 1
+fi
+for j in 1 2 3; do
+    echo "== replay $j of $race_out (the locks are taken in the recorded order):"
+    "$tt" replay "$race_out"
+    echo "   tinytrace replay exit status $? (0: the replay matched the recording)"
+done
+exit 0

@@ -6,7 +6,10 @@
 #   build-fuzz/   clang, ASan+UBSan, libFuzzer: each fuzz target for a bounded time (fuzz/)
 #   build-vg/     -O2 -g (so the optimizer's warnings, errors under -Werror, are seen too): the
 #                 tests in tests/integration/ with every program under valgrind memcheck
-# Ends with one line "N passed, N failed" over all five, and exits non-zero if anything failed.
+# then the Debian packages (tests/debian.sh): built in a copy of the tree, lintian, installed
+# (as root), record and replay of date from /usr.
+# Ends with one line "N passed, N failed" over all of them, and exits non-zero if anything
+# failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=${TT_TEST_JOBS:-2}
@@ -123,6 +126,19 @@ else
     failed=$((failed + 1)); status=1
 fi
 # ---- valgrind: end ----
+
+# ---- debian: begin ----
+# The packages of debian/ built with dpkg-buildpackage -us -uc -b in a copy of the tree outside
+# it (nocheck: the builds above ran the tests), lintian (an error fails), then, as root (CI
+# is), dpkg -i of the three, `tinytrace record -- date` and `tinytrace replay` from /usr, and
+# dpkg --purge. Counts as one test. tests/debian.sh prints `dpkg -c` of each package.
+echo "=== debian: tests/debian.sh"
+if tests/debian.sh; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1)); status=1
+fi
+# ---- debian: end ----
 
 echo "$passed passed, $failed failed"
 exit $status

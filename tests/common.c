@@ -135,6 +135,13 @@ int tt_test_is_structural(unsigned kind)
            kind == TT_EV_THREAD_START || kind == TT_EV_THREAD_END;
 }
 
+int tt_test_is_tracer(const tt_reader *r, const tt_event *ev)
+{
+    uint32_t stall = tt_reader_find_object(r, TT_OBJ_FUNCTION, TT_STALL_FUNCTION);
+    return stall && (ev->kind == TT_EV_ENTER || ev->kind == TT_EV_EXIT) &&
+           ev->sp.function == stall;
+}
+
 static int reader_open(tt_test_reader *tr, tt_cursor_mode mode, tt_error_info *err)
 {
     tt_reader_limits_default(&tr->lim);

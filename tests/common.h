@@ -32,6 +32,10 @@ size_t tt_test_check_fill(const void *p, size_t len, uint64_t seed);
 /* 1 for the structural kinds (session/thread start/end) that replay skips. */
 int tt_test_is_structural(unsigned kind);
 
+/* 1 for an event of the tracer's own (an enter or exit of TT_STALL_FUNCTION, a wait for the
+ * memory budget) in a trace read by @r: it stands for no call of the program. */
+int tt_test_is_tracer(const tt_reader *r, const tt_event *ev);
+
 /* A reader over a source, sized the documented way. */
 typedef struct tt_test_reader {
     tt_source src;

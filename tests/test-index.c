@@ -384,7 +384,7 @@ Test(index, summary_equals_a_recomputation_from_the_events)
                  TT_OK, "%s", err.message);
     static struct brute want[64];
     memset(want, 0, sizeof want);
-    uint64_t frames = 0;
+    uint64_t frames = 0, tracer = 0;
     for (uint32_t t = 0; t < tr.m.thread_count; t++) {
         tt_test_events evs = {0};
         tt_test_read_cursor(&tr, t, &evs);
@@ -416,12 +416,14 @@ Test(index, summary_equals_a_recomputation_from_the_events)
                 if (d)
                     st[d - 1].kids += dur;
                 frames++;
+                /* a wait for the budget (small buffers here) is a frame of the tracer's */
+                tracer += tt_test_is_tracer(tr.r, e) != 0;
             }
         }
         tt_test_events_free(&evs);
     }
     tt_test_reader_close(&tr);
-    cr_assert_eq(frames, calls);
+    cr_assert_eq(frames - tracer, calls);
 
     cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_SEQUENTIAL, &err),
                  TT_OK, "%s", err.message);

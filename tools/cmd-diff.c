@@ -121,6 +121,7 @@ struct diff {
     uint32_t *stack;        /* function ids (A's) of the open calls, outermost first */
     progress pr;
     uint64_t done;          /* event pairs compared, all threads */
+    uint32_t stall_a, stall_b; /* each trace's id of TT_STALL_FUNCTION, 0: none */
 };
 
 static void keep(struct kept *k, const tt_event *ev)
@@ -343,6 +344,25 @@ static size_t window(const tt_event *ev, uint64_t at, uint8_t *dst)
     return (size_t)n;
 }
 
+/* The next event of cursor @c that is not the tracer's own (a wait for the memory budget, a call
+ * of TT_STALL_FUNCTION, id @stall): it says how that run went, not what the program did. *@end
+ * is set once the thread's last event has been read. */
+static int next_event(tt_reader *r, uint32_t c, uint32_t stall, tt_event *x, tt_error_info *e,
+                      int *end)
+{
+    for (;;) {
+        int rc = tt_reader_next(r, c, x, e);
+        if (rc != TT_OK)
+            return rc;
+        *end = *end || tool_cursor_at_end(r, x);
+        if (!stall || (x->kind != TT_EV_ENTER && x->kind != TT_EV_EXIT) ||
+            x->sp.function != stall)
+            return TT_OK;
+        if (*end)
+            return TT_E_END;
+    }
+}
+
 /* Reads the pair's two threads in lockstep up to the first difference. Returns TOOL_EXIT_OK
  * with *@res filled, or the exit code of a read error (reported). */
 static int compare_pair(struct diff *d, const struct pair *p, struct result *res)
@@ -362,10 +382,8 @@ static int compare_pair(struct diff *d, const struct pair *p, struct result *res
     int end_a = tt_reader_thread(ra, ca)->event_count == 0;
     int end_b = tt_reader_thread(rb, cb)->event_count == 0;
     for (;;) {
-        int rx = end_a ? TT_E_END : tt_reader_next(ra, ca, &x, &ea);
-        int ry = end_b ? TT_E_END : tt_reader_next(rb, cb, &y, &eb);
-        end_a = end_a || (rx == TT_OK && tool_cursor_at_end(ra, &x));
-        end_b = end_b || (ry == TT_OK && tool_cursor_at_end(rb, &y));
+        int rx = end_a ? TT_E_END : next_event(ra, ca, d->stall_a, &x, &ea, &end_a);
+        int ry = end_b ? TT_E_END : next_event(rb, cb, d->stall_b, &y, &eb, &end_b);
         unsigned f;
         char what[96];
 
@@ -738,6 +756,8 @@ static int run_diff(struct diff *d)
 
     /* one cursor per thread (PER_THREAD); the probe bounded their number by max_threads */
     np = pair_threads(d->ta.r, na, d->tb.r, nb, &pairs);
+    d->stall_a = tt_reader_find_object(d->ta.r, TT_OBJ_FUNCTION, TT_STALL_FUNCTION);
+    d->stall_b = tt_reader_find_object(d->tb.r, TT_OBJ_FUNCTION, TT_STALL_FUNCTION);
     d->ring = calloc(d->context ? d->context : 1, sizeof *d->ring);
     d->stack = malloc(STACK_KEEP * sizeof *d->stack);
     if (pairs == NULL || d->ring == NULL || d->stack == NULL) {

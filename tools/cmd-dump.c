@@ -36,7 +36,9 @@ static const char usage[] =
     "Prints the events of trace FILE in recorded order (time, thread, sequence), one per line:\n"
     "  SEQ THREAD TIME_NS KIND FUNCTION SITE ARG ADDR LEN PAYLOAD\n"
     "SEQ is the event's number within its thread; TIME_NS is nanoseconds since the session\n"
-    "opened; KIND is 'io:in' or 'io:out' for io events; FUNCTION and SITE are names ('-' for\n"
+    "opened; KIND is 'io:in' or 'io:out' for io events, 'sync:turn' for a synchronization that\n"
+    "took its object's turn (ARG the object, ADDR its place in the object's order), 'sync' for\n"
+    "one that did not; FUNCTION and SITE are names ('-' for\n"
     "none, '#ID' for an id without a name); ADDR is hex; PAYLOAD is the hex of the first 16\n"
     "bytes, followed by '..' when there are more, or '-' when there are none.\n"
     "\n"
@@ -346,6 +348,8 @@ static void print_line(struct fmt *f, struct text *x, const struct line *ev)
     if (ev->kind == TT_EV_IO) {
         const char *d = ev->dir == TT_IO_IN ? "io:in " : ev->dir == TT_IO_OUT ? "io:out " : "io:? ";
         put(&o, d, strlen(d));
+    } else if (ev->kind == TT_EV_SYNC && ev->dir) {
+        put(&o, "sync:turn ", 10); /* took its object's turn: ADDR is the object's sequence */
     } else {
         if (!f->kind_len[ev->kind]) {
             const char *kind = tt_event_kind_name(ev->kind);
@@ -680,6 +684,21 @@ static void print_event_json(const tool_trace *t, const tt_event *ev)
     tj_str(&j, "addr", addr);
     tj_u64(&j, "len", ev->payload_len);
     tj_hex(&j, "payload", ev->payload, ev->payload != NULL ? n : 0);
+    if (ev->kind == TT_EV_SYNC) {
+        /* the object as "THREAD:K" (the K-th object that thread met first), whether the
+         * operation took the object's turn (then seq is its place on the object), its result */
+        char obj[48];
+        snprintf(obj, sizeof obj, "%" PRIu64 ":%" PRIu64, ev->arg >> 32, ev->arg & 0xFFFFFFFFu);
+        tj_str(&j, "object", ev->arg ? obj : "");
+        tj_bool(&j, "turn", ev->dir != 0);
+        tj_u64(&j, "object_seq", ev->addr);
+        tj_i64(&j, "result", ev->payload_len >= 4 && ev->payload
+                                 ? (int32_t)((const uint8_t *)ev->payload)[0] |
+                                       (int32_t)((const uint8_t *)ev->payload)[1] << 8 |
+                                       (int32_t)((const uint8_t *)ev->payload)[2] << 16 |
+                                       (int32_t)((uint32_t)((const uint8_t *)ev->payload)[3] << 24)
+                                 : 0);
+    }
     tj_object_end(&j);
     tj_newline(&j);
 }

@@ -437,6 +437,7 @@ int cmd_record(int argc, char **argv)
     rc = tool_run_program(argv[first], prog_path, argv + first, envp, NULL, o.aslr, &pid,
                           &status);
     close(settings_fd);
+    free(envp);
     if (rc != TOOL_EXIT_OK)
         return rc;
     rc = summarize(&o, o.output, abs, &before, pid, status);

@@ -94,7 +94,8 @@ static const char usage[] =
     "matched events and a backtrace. Exits 0 when the replay matched the recording (whatever\n"
     "PROG's own status), 8 when everything it compared matched but processes ran live that\n"
     "it could not compare (children the runtime does not follow: the verdict names the\n"
-    "first), 1 when it diverged (the output included), 5 when PROG ended before the\n"
+    "first), or synchronization it could not order (the recorder's registry was full), 1\n"
+    "when it diverged (the output included), 5 when PROG ended before the\n"
     "recording did, 4 when PROG is another build, 3 when FILE is corrupt or truncated, 7 when\n"
     "it is marked incomplete, 2 for a bad command line or a command refused as untrusted,\n"
     "6 for a system error or when PROG ended without leaving a report (killed by a signal\n"
@@ -162,6 +163,7 @@ struct meta {
     char *execfn;   /* the path execve was given ("execfn=") */
     char **env;     /* the environment the program saw ("env[i]="), envc + 1 entries */
     uint64_t envc;
+    uint64_t sync_unordered; /* sync operations recorded on no object ("sync_untracked=") */
 };
 
 static void meta_free(struct meta *mt)
@@ -269,6 +271,10 @@ static int meta_read(const tool_trace *t, struct meta *mt)
                     return meta_corrupt(t->path, "a bad env entry (object %" PRIu32 ")", id);
                 if ((mt->env[idx] = dup_n(eq + 1, len - (size_t)(eq + 1 - name))) == NULL)
                     goto nomem;
+            } else if (pass == 0 && len >= 15 && memcmp(name, "sync_untracked=", 15) == 0) {
+                if (parse_dec(name + 15, len - 15, &mt->sync_unordered) != 0)
+                    return meta_corrupt(t->path, "a bad sync_untracked (object %" PRIu32 ")",
+                                        id);
             } else if (pass == 0 && len >= 9 && memcmp(name, "untraced=", 9) == 0) {
                 if (mt->untraced == NULL && (mt->untraced = dup_n(name + 9, len - 9)) == NULL)
                     goto nomem;
@@ -673,6 +679,7 @@ struct recorded {
     char why[320];          /* why not */
     int64_t calls;          /* events a matched replay meets (not structural); -1: unknown */
     const char *untraced;   /* the first process that ran unrecorded, or NULL */
+    uint64_t sync_unordered; /* sync operations the recording could not give an object */
 };
 
 /* A report of a match holds the runtime's counts: they must agree with the recording. A
@@ -742,6 +749,15 @@ static int verdict(const tool_jdoc *d, const struct replay *o, const struct reco
         if (first == NULL || first_len == 0) {
             first = rec->untraced;
             first_len = first ? strlen(first) : 0;
+        }
+        if (rec->sync_unordered) {
+            fputs("tinytrace: replay matched what it compared (", stderr);
+            tool_print_text(stderr, file, strlen(file));
+            fprintf(stderr, ": %" PRIu64 " events), but %" PRIu64 " synchronization "
+                    "operation%s had no object (more objects at once than the recorder's "
+                    "registry holds): their order was not enforced\n", m->event_count,
+                    rec->sync_unordered, rec->sync_unordered == 1 ? "" : "s");
+            return TOOL_EXIT_PARTIAL;
         }
         if (unrec) {
             fputs("tinytrace: replay matched what it compared (", stderr);
@@ -1030,6 +1046,7 @@ static int load_trace(const struct replay *o, struct recorded *rec, struct meta 
     rec->m = t.m;
     rec->calls = -1;
     rec->untraced = mt->untraced;
+    rec->sync_unordered = mt->sync_unordered;
     if (rc == TOOL_EXIT_OK)
         rec->trusted = tool_auth_check(&t.src, &t.m, rec->why, sizeof rec->why);
     /* what a matched replay meets: every event but the structural ones (the index's counts) */

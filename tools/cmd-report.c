@@ -30,7 +30,7 @@
 #define ELLIPSIS_FN UINT32_MAX /* the "..." node below the depth cut */
 
 static const char usage[] =
-    "Usage: tinytrace report [--sort KEY] [--limit N] [--threshold PCT%|TIME] [--thread N]\n"
+    "Usage: tinytrace report [--sort KEY] [--limit N] [--threshold LIMIT] [--thread N]\n"
     "                        [--json] [--no-demangle] [--max-memory MB] FILE\n"
     "\n"
     "Prints the call graph of trace FILE merged by call path, from its index tables: every\n"
@@ -46,9 +46,9 @@ static const char usage[] =
     "                      avg, max or name\n"
     "  -n, --limit N       at most N callees of each node (the first N by --sort); the rest are\n"
     "                      summed in one line '(N more)'\n"
-    "  -T, --threshold PCT%|TIME\n"
-    "                      leave out nodes whose total is below PCT percent of the whole\n"
-    "                      run's (1%, 0.5%) or below TIME (250us, 2ms)\n"
+    "  -T, --threshold LIMIT\n"
+    "                      LIMIT is PCT% or TIME: leave out nodes whose total is below PCT\n"
+    "                      percent of the whole run's (1%, 0.5%) or below TIME (250us, 2ms)\n"
     "  -t, --thread N      only thread N\n"
     "  -j, --json          one JSON object: {\"file\", \"ticks_per_sec\", \"paths\", \"frames\",\n"
     "                      \"graph\": [NODE...]}, the nodes in the text's order, each\n"

@@ -1,344 +1,187 @@
-/* tinytrace — a small JSON reader, for the report the runtime writes during a replay.
+/* tinytrace — reading the report the runtime writes during a replay, as JSON, with jansson.
  *
  * The report is written by another process that may have been stopped half-way, so its text is
- * checked like any input: the RFC 8259 grammar, a nesting limit, strings decoded (escapes,
- * surrogate pairs; a lone surrogate becomes U+FFFD), control characters refused. Bytes that are
- * not valid UTF-8 are kept as they are: whoever prints a string escapes it. The values are
- * kept as a tree of nodes in one growing array (index 0 means "none"); decoded strings go into
- * one buffer sized up front — decoding never makes a string longer than its JSON text, and the
- * NUL after each fits in the quote characters — so nothing points into memory that moves.
+ * checked like any input. jansson (Debian's libjansson) does the parsing: the RFC 8259 grammar,
+ * control characters in strings refused, escapes and surrogate pairs decoded, UTF-8 checked
+ * (the runtime escapes every byte that is not valid UTF-8, so a report with one did not come
+ * from it), nothing allowed after the value, a nesting limit of its own. What the tool reads is
+ * then copied out of jansson's tree into the tool_jdoc of tool.h: the values as nodes in one
+ * array (index 0 means "none"), strings and number texts, NUL-terminated, in one buffer sized
+ * in a first pass, so that nothing points into memory that moves and the tree is freed before
+ * the tool looks at the values. Nesting deeper than MAX_DEPTH is refused, as before.
+ *
+ * Numbers keep a text, as tool_json_u64 reads them: an integer as its decimal digits, a real
+ * with a point or an exponent, so that 1.0 is never taken for the integer 1. An integer beyond
+ * the range of json_int_t (a signed 64-bit integer) fails the parse; the runtime writes counts,
+ * which never come near it.
  */
 #include "tool.h"
 
+#include <jansson.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_DEPTH 64
+#define NUM_TEXT 40 /* the text of a number: %.17g or an int64 */
 
-struct parser {
+/* The text of number @j into @buf. */
+static size_t number_text(const json_t *j, char *buf, size_t cap)
+{
+    int n;
+    if (json_is_integer(j)) {
+        n = snprintf(buf, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(j));
+    } else {
+        n = snprintf(buf, cap, "%.17g", json_real_value(j));
+        if (n > 0 && (size_t)n < cap - 2 && strpbrk(buf, ".eEn") == NULL) {
+            buf[n++] = '.'; /* a real stays a real: "1" would read as an integer */
+            buf[n++] = '0';
+            buf[n] = '\0';
+        }
+    }
+    return n > 0 ? (size_t)n : 0;
+}
+
+/* First pass: the nodes and text bytes @j needs. Returns -1 when it is nested too deeply. */
+static int measure(const json_t *j, unsigned depth, size_t *nodes, size_t *text)
+{
+    if (depth > MAX_DEPTH)
+        return -1;
+    (*nodes)++;
+    switch (json_typeof(j)) {
+    case JSON_STRING:
+        *text += json_string_length(j) + 1;
+        break;
+    case JSON_INTEGER:
+    case JSON_REAL:
+        *text += NUM_TEXT + 1;
+        break;
+    case JSON_ARRAY:
+        for (size_t i = 0; i < json_array_size(j); i++)
+            if (measure(json_array_get(j, i), depth + 1, nodes, text))
+                return -1;
+        break;
+    case JSON_OBJECT:
+        for (void *it = json_object_iter((json_t *)j); it != NULL;
+             it = json_object_iter_next((json_t *)j, it)) {
+            *text += json_object_iter_key_len(it) + 1;
+            if (measure(json_object_iter_value(it), depth + 1, nodes, text))
+                return -1;
+        }
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+struct copy {
     tool_jdoc *d;
-    const char *s;
-    size_t len, pos;
     size_t text_len;
-    char *why;
-    size_t why_cap;
-    int failed;
 };
 
-static int fail(struct parser *p, const char *what)
+static const char *put_text(struct copy *c, const char *s, size_t n)
 {
-    if (!p->failed)
-        snprintf(p->why, p->why_cap, "%s at byte %zu", what, p->pos);
-    p->failed = 1;
-    return -1;
-}
-
-static void skip_ws(struct parser *p)
-{
-    while (p->pos < p->len && (p->s[p->pos] == ' ' || p->s[p->pos] == '\t' ||
-                               p->s[p->pos] == '\n' || p->s[p->pos] == '\r'))
-        p->pos++;
-}
-
-/* A new node; returns its index or 0 when out of memory. */
-static uint32_t new_node(struct parser *p, tool_jtype type)
-{
-    tool_jdoc *d = p->d;
-    if (d->n == d->cap) {
-        uint32_t cap = d->cap ? d->cap * 2 : 64;
-        tool_jvalue *v;
-        if (cap <= d->cap || cap > UINT32_MAX / 2 ||
-            (v = realloc(d->v, (size_t)cap * sizeof *v)) == NULL) {
-            fail(p, "out of memory");
-            return 0;
-        }
-        d->v = v;
-        d->cap = cap;
-    }
-    memset(&d->v[d->n], 0, sizeof d->v[d->n]);
-    d->v[d->n].type = type;
-    return d->n++;
-}
-
-static int hex4(struct parser *p, uint32_t *out)
-{
-    uint32_t v = 0;
-    if (p->len - p->pos < 4)
-        return fail(p, "truncated \\u escape");
-    for (int i = 0; i < 4; i++) {
-        char c = p->s[p->pos++];
-        v <<= 4;
-        if (c >= '0' && c <= '9')
-            v |= (uint32_t)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v |= (uint32_t)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            v |= (uint32_t)(c - 'A' + 10);
-        else
-            return fail(p, "bad \\u escape");
-    }
-    *out = v;
-    return 0;
-}
-
-static void put_utf8(char *o, size_t *n, uint32_t cp)
-{
-    if (cp < 0x80) {
-        o[(*n)++] = (char)cp;
-    } else if (cp < 0x800) {
-        o[(*n)++] = (char)(0xc0 | cp >> 6);
-        o[(*n)++] = (char)(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-        o[(*n)++] = (char)(0xe0 | cp >> 12);
-        o[(*n)++] = (char)(0x80 | (cp >> 6 & 0x3f));
-        o[(*n)++] = (char)(0x80 | (cp & 0x3f));
-    } else {
-        o[(*n)++] = (char)(0xf0 | cp >> 18);
-        o[(*n)++] = (char)(0x80 | (cp >> 12 & 0x3f));
-        o[(*n)++] = (char)(0x80 | (cp >> 6 & 0x3f));
-        o[(*n)++] = (char)(0x80 | (cp & 0x3f));
-    }
-}
-
-/* Parses the string at p->pos (its opening quote) into the text buffer. */
-static int parse_string(struct parser *p, const char **out, size_t *out_len)
-{
-    char *o = p->d->text + p->text_len;
-    size_t n = 0;
-
-    p->pos++; /* the quote */
-    for (;;) {
-        unsigned char c;
-        if (p->pos >= p->len)
-            return fail(p, "unterminated string");
-        c = (unsigned char)p->s[p->pos++];
-        if (c == '"')
-            break;
-        if (c < 0x20)
-            return fail(p, "control character in a string");
-        if (c != '\\') {
-            o[n++] = (char)c;
-            continue;
-        }
-        if (p->pos >= p->len)
-            return fail(p, "unterminated string");
-        c = (unsigned char)p->s[p->pos++];
-        switch (c) {
-        case '"': case '\\': case '/': o[n++] = (char)c; break;
-        case 'b': o[n++] = '\b'; break;
-        case 'f': o[n++] = '\f'; break;
-        case 'n': o[n++] = '\n'; break;
-        case 'r': o[n++] = '\r'; break;
-        case 't': o[n++] = '\t'; break;
-        case 'u': {
-            uint32_t cp, lo;
-            if (hex4(p, &cp))
-                return -1;
-            if (cp >= 0xd800 && cp < 0xdc00 && p->len - p->pos >= 6 && p->s[p->pos] == '\\' &&
-                p->s[p->pos + 1] == 'u') {
-                size_t save = p->pos;
-                p->pos += 2;
-                if (hex4(p, &lo))
-                    return -1;
-                if (lo >= 0xdc00 && lo < 0xe000)
-                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-                else
-                    p->pos = save; /* not a pair: the high half is lone */
-            }
-            if (cp >= 0xd800 && cp < 0xe000)
-                cp = 0xfffd;
-            put_utf8(o, &n, cp);
-            break;
-        }
-        default:
-            return fail(p, "bad escape in a string");
-        }
-    }
+    char *o = c->d->text + c->text_len;
+    memcpy(o, s, n);
     o[n] = '\0';
-    *out = o;
-    *out_len = n;
-    p->text_len += n + 1;
-    return 0;
+    c->text_len += n + 1;
+    return o;
 }
 
-static int parse_number(struct parser *p, uint32_t node)
+/* Second pass: copies @j into node @node (allocated by the caller), its children after it. */
+static void copy_value(struct copy *c, const json_t *j, uint32_t node)
 {
-    size_t start = p->pos;
-    const char *s = p->s;
-    if (p->pos < p->len && s[p->pos] == '-')
-        p->pos++;
-    if (p->pos < p->len && s[p->pos] == '0') {
-        p->pos++;
-    } else if (p->pos < p->len && s[p->pos] >= '1' && s[p->pos] <= '9') {
-        while (p->pos < p->len && s[p->pos] >= '0' && s[p->pos] <= '9')
-            p->pos++;
-    } else {
-        return fail(p, "bad number");
-    }
-    if (p->pos < p->len && s[p->pos] == '.') {
-        p->pos++;
-        if (p->pos >= p->len || s[p->pos] < '0' || s[p->pos] > '9')
-            return fail(p, "bad number");
-        while (p->pos < p->len && s[p->pos] >= '0' && s[p->pos] <= '9')
-            p->pos++;
-    }
-    if (p->pos < p->len && (s[p->pos] == 'e' || s[p->pos] == 'E')) {
-        p->pos++;
-        if (p->pos < p->len && (s[p->pos] == '+' || s[p->pos] == '-'))
-            p->pos++;
-        if (p->pos >= p->len || s[p->pos] < '0' || s[p->pos] > '9')
-            return fail(p, "bad number");
-        while (p->pos < p->len && s[p->pos] >= '0' && s[p->pos] <= '9')
-            p->pos++;
-    }
-    /* numbers keep their text (copied, so that it is NUL-terminated) */
-    {
-        char *o = p->d->text + p->text_len;
-        size_t n = p->pos - start;
-        memcpy(o, s + start, n);
-        o[n] = '\0';
-        p->text_len += n + 1;
-        p->d->v[node].str = o;
-        p->d->v[node].len = n;
-    }
-    return 0;
-}
-
-static int literal(struct parser *p, const char *word)
-{
-    size_t n = strlen(word);
-    if (p->len - p->pos < n || memcmp(p->s + p->pos, word, n) != 0)
-        return fail(p, "unexpected character");
-    p->pos += n;
-    return 0;
-}
-
-static uint32_t parse_value(struct parser *p, unsigned depth);
-
-/* Parses the members or elements of an object or array whose node is @node. */
-static int parse_container(struct parser *p, uint32_t node, int object, unsigned depth)
-{
-    char close = object ? '}' : ']';
+    tool_jdoc *d = c->d;
+    tool_jvalue *v = &d->v[node];
     uint32_t last = 0;
 
-    p->pos++; /* the bracket */
-    skip_ws(p);
-    if (p->pos < p->len && p->s[p->pos] == close) {
-        p->pos++;
-        return 0;
+    switch (json_typeof(j)) {
+    case JSON_NULL:
+        v->type = TOOL_J_NULL;
+        return;
+    case JSON_TRUE:
+    case JSON_FALSE:
+        v->type = TOOL_J_BOOL;
+        v->boolean = json_is_true(j);
+        return;
+    case JSON_INTEGER:
+    case JSON_REAL: {
+        char num[NUM_TEXT + 1];
+        v->type = TOOL_J_NUMBER;
+        v->len = number_text(j, num, sizeof num);
+        v->str = put_text(c, num, v->len);
+        return;
     }
-    for (;;) {
-        const char *key = NULL;
-        size_t key_len = 0;
-        uint32_t child;
-
-        skip_ws(p);
-        if (object) {
-            if (p->pos >= p->len || p->s[p->pos] != '"')
-                return fail(p, "expected a key");
-            if (parse_string(p, &key, &key_len))
-                return -1;
-            skip_ws(p);
-            if (p->pos >= p->len || p->s[p->pos] != ':')
-                return fail(p, "expected ':'");
-            p->pos++;
+    case JSON_STRING:
+        v->type = TOOL_J_STRING;
+        v->len = json_string_length(j);
+        v->str = put_text(c, json_string_value(j), v->len);
+        return;
+    case JSON_ARRAY:
+        v->type = TOOL_J_ARRAY;
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            uint32_t child = d->n++;
+            memset(&d->v[child], 0, sizeof d->v[child]);
+            copy_value(c, json_array_get(j, i), child);
+            if (last == 0)
+                d->v[node].child = child;
+            else
+                d->v[last].next = child;
+            last = child;
         }
-        child = parse_value(p, depth + 1);
-        if (child == 0)
-            return -1;
-        p->d->v[child].key = key;
-        p->d->v[child].key_len = key_len;
-        if (last == 0)
-            p->d->v[node].child = child;
-        else
-            p->d->v[last].next = child;
-        last = child;
-        skip_ws(p);
-        if (p->pos < p->len && p->s[p->pos] == ',') {
-            p->pos++;
-            continue;
+        return;
+    case JSON_OBJECT:
+        v->type = TOOL_J_OBJECT;
+        for (void *it = json_object_iter((json_t *)j); it != NULL;
+             it = json_object_iter_next((json_t *)j, it)) {
+            uint32_t child = d->n++;
+            memset(&d->v[child], 0, sizeof d->v[child]);
+            d->v[child].key_len = json_object_iter_key_len(it);
+            d->v[child].key = put_text(c, json_object_iter_key(it), d->v[child].key_len);
+            copy_value(c, json_object_iter_value(it), child);
+            if (last == 0)
+                d->v[node].child = child;
+            else
+                d->v[last].next = child;
+            last = child;
         }
-        if (p->pos < p->len && p->s[p->pos] == close) {
-            p->pos++;
-            return 0;
-        }
-        return fail(p, object ? "expected ',' or '}'" : "expected ',' or ']'");
-    }
-}
-
-/* Returns the node index of the value at p->pos, or 0 on error. */
-static uint32_t parse_value(struct parser *p, unsigned depth)
-{
-    uint32_t node;
-    char c;
-
-    if (depth > MAX_DEPTH) {
-        fail(p, "nested too deeply");
-        return 0;
-    }
-    skip_ws(p);
-    if (p->pos >= p->len) {
-        fail(p, "unexpected end");
-        return 0;
-    }
-    c = p->s[p->pos];
-    switch (c) {
-    case '{':
-    case '[':
-        node = new_node(p, c == '{' ? TOOL_J_OBJECT : TOOL_J_ARRAY);
-        if (node == 0 || parse_container(p, node, c == '{', depth))
-            return 0;
-        return node;
-    case '"':
-        node = new_node(p, TOOL_J_STRING);
-        if (node == 0 || parse_string(p, &p->d->v[node].str, &p->d->v[node].len))
-            return 0;
-        return node;
-    case 't':
-    case 'f':
-        node = new_node(p, TOOL_J_BOOL);
-        if (node == 0 || literal(p, c == 't' ? "true" : "false"))
-            return 0;
-        p->d->v[node].boolean = c == 't';
-        return node;
-    case 'n':
-        node = new_node(p, TOOL_J_NULL);
-        if (node == 0 || literal(p, "null"))
-            return 0;
-        return node;
-    default:
-        node = new_node(p, TOOL_J_NUMBER);
-        if (node == 0 || parse_number(p, node))
-            return 0;
-        return node;
+        return;
     }
 }
 
 int tool_json_parse(tool_jdoc *d, const char *src, size_t len, char *why, size_t why_cap)
 {
-    struct parser p;
+    json_error_t jerr;
+    json_t *root;
+    size_t nodes = 1, text = 0; /* node 0 means "none" */
 
     memset(d, 0, sizeof *d);
-    memset(&p, 0, sizeof p);
-    p.d = d;
-    p.s = src;
-    p.len = len;
-    p.why = why;
-    p.why_cap = why_cap;
     if (why_cap > 0)
         why[0] = '\0';
-    /* every string or number needs at most its text plus one NUL, which its quotes or the
-     * character that ends it pay for: len + 1 bytes are enough */
-    if (len > SIZE_MAX - 1 || (d->text = malloc(len + 1)) == NULL)
-        return fail(&p, "out of memory");
-    new_node(&p, TOOL_J_NULL); /* index 0, which means "none" */
-    if (p.failed)
+    /* JSON_ALLOW_NUL: a string may hold \u0000 (it keeps its length); JSON_DECODE_ANY: any
+     * value at the top, the caller checks for an object */
+    root = json_loadb(src, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr);
+    if (root == NULL) {
+        snprintf(why, why_cap, "%s at byte %d", jerr.text, jerr.position);
         return -1;
-    if (parse_value(&p, 0) != 1)
+    }
+    if (measure(root, 0, &nodes, &text) != 0) {
+        snprintf(why, why_cap, "nested too deeply");
+        json_decref(root);
         return -1;
-    skip_ws(&p);
-    if (p.pos != len)
-        return fail(&p, "text after the value");
+    }
+    if (nodes > UINT32_MAX / 2 || (d->v = calloc(nodes, sizeof *d->v)) == NULL ||
+        (d->text = malloc(text + 1)) == NULL) {
+        snprintf(why, why_cap, "out of memory");
+        json_decref(root);
+        return -1;
+    }
+    d->cap = (uint32_t)nodes;
+    d->n = 2;
+    struct copy c = {d, 0};
+    copy_value(&c, root, 1);
+    json_decref(root);
     return 0;
 }
 
@@ -352,12 +195,11 @@ const tool_jvalue *tool_json_member(const tool_jdoc *d, const tool_jvalue *obj, 
     size_t n = strlen(key);
     if (obj == NULL || obj->type != TOOL_J_OBJECT)
         return NULL;
-    /* the last of duplicate keys wins, as in most readers */
-    const tool_jvalue *found = NULL;
+    /* jansson keeps the last of duplicate keys: there is at most one */
     for (uint32_t i = obj->child; i != 0; i = d->v[i].next)
         if (d->v[i].key_len == n && memcmp(d->v[i].key, key, n) == 0)
-            found = &d->v[i];
-    return found;
+            return &d->v[i];
+    return NULL;
 }
 
 const tool_jvalue *tool_json_next(const tool_jdoc *d, const tool_jvalue *v)

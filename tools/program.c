@@ -350,10 +350,14 @@ int tool_child_env(char *const *recorded, char ***envp_out, int *fd_out)
     const char *preload = getenv("LD_PRELOAD");
     while (base[n] != NULL)
         n++;
-    char **env = calloc(n + 3, sizeof *env);
-    char *rt = malloc(64), *pre = NULL;
-    if (env == NULL || rt == NULL)
+    /* one block: the array, then the two strings it adds (the caller frees it with free) */
+    size_t pre_len = preload != NULL ? strlen(preload) + 12 : 0;
+    char **env = calloc(1, (n + 4) * sizeof *env + 64 + pre_len);
+    if (env == NULL)
         goto nomem_fd;
+    char *rt = (char *)(env + n + 4);
+    if (preload != NULL)
+        snprintf(rt + 64, pre_len, "LD_PRELOAD=%s", preload);
     size_t k = 0;
     int have_preload = 0;
     for (size_t i = 0; i < n; i++) {
@@ -361,23 +365,20 @@ int tool_child_env(char *const *recorded, char ***envp_out, int *fd_out)
             continue;
         if (strncmp(base[i], "LD_PRELOAD=", 11) == 0) {
             /* in place: the recorded position, with today's runtime library */
-            if (pre == NULL && preload != NULL &&
-                (pre = malloc(strlen(preload) + 12)) == NULL)
-                goto nomem_fd;
-            if (pre != NULL)
-                sprintf(pre, "LD_PRELOAD=%s", preload);
-            env[k++] = pre != NULL ? pre : base[i];
+            env[k++] = preload != NULL ? rt + 64 : base[i];
             have_preload = 1;
             continue;
         }
         env[k++] = base[i];
     }
-    if (!have_preload && preload != NULL) {
-        if ((pre = malloc(strlen(preload) + 12)) == NULL)
-            goto nomem_fd;
-        sprintf(pre, "LD_PRELOAD=%s", preload);
-        env[k++] = pre;
-    }
+    if (!have_preload && preload != NULL)
+        env[k++] = rt + 64;
+    /* Recording: OpenSSL is told to take no random bytes from the CPU (RDRAND, RDSEED), which
+     * nothing can replay, but from the OS, which is replayed (docs/REPLAY.md, "Randomness from
+     * the CPU"). Unless the user set it: then theirs. The replay gets it back with the rest of
+     * the recorded environment. */
+    if (recorded == NULL && getenv("OPENSSL_ia32cap") == NULL)
+        env[k++] = (char *)"OPENSSL_ia32cap=~0x4000000000000000:~0x40000";
     snprintf(rt, 64, "%s=%010d", TT_ENV_RT, fd);
     env[k++] = rt;
     env[k] = NULL;

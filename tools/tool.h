@@ -499,7 +499,7 @@ int tool_run_program(const char *shown, const char *path, char *const argv[],
  * TINYTRACE_* variable of the tool's environment goes into a memfd the program inherits (*@fd),
  * none into the program's environment, which is @recorded (a replay: the recorded one) or the
  * tool's own, LD_PRELOAD in place with today's runtime, and TT_ENV_RT last (protocol.h). The
- * caller closes *@fd after the program ran. */
+ * caller closes *@fd after the program ran, and frees *@envp (one block) with free. */
 int tool_child_env(char *const *recorded, char ***envp, int *fd);
 
 /* ---- trust (auth.c) ---- */

@@ -27,6 +27,9 @@ int tt_sync_begin(tt_session *s, tt_sync *op, tt_sync_kind kind, uint32_t site,
     struct tt_sync_obj *e = object ? tt_sync_obj_get_(s, object) : NULL;
     op->entry_ = e;
     op->mode = s->head.mode;
+    /* record: no call through the backend (the indirect call is most of what is left) */
+    if (TT_LIKELY(op->mode == TT_MODE_RECORD))
+        return tt_rec_sync_begin(s, t, op, e);
     return s->be->sync_begin(s, t, op, e);
 }
 
@@ -38,6 +41,8 @@ int tt_sync_end(tt_session *s, tt_sync *op, int result, int took)
     struct tt_thread *t = tt_thread_of(s, &rc);
     if (!t)
         return rc;
+    if (TT_LIKELY(op->mode == TT_MODE_RECORD))
+        return tt_rec_sync_end(s, t, op, result, took);
     return s->be->sync_end(s, t, op, result, took);
 }
 

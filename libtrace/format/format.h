@@ -131,10 +131,19 @@ static inline int tt_out_allowed(unsigned kind)
 #define TT_ROW_SAME_CHUNK 0x08u
 #define TT_ROW_OUTCOME_SHIFT 4
 #define TT_ROW_GAP 0x40u /* the time varint is start - previous end, not end - previous end */
-/* A byte with bit 7 set opens a run of n = bits 0-6 (1-127) rows that repeat the previous row's
- * function, depth and enter chunk as returned leaves, each only its gap and duration varints. */
+/* A byte with bit 7 set opens a run of n rows that repeat the previous row's function, depth and
+ * enter chunk as returned leaves, each only its gap and duration varints: n = bits 0-6 (1-127)
+ * up to version 3, bits 0-5 (1-63) from version 4, where bits 7 and 6 set begin a parent row. */
 #define TT_ROW_RUN 0x80u
-#define TT_ROW_RUN_MAX 0x7Fu /* (a full flag byte never has bit 7 set) */
+#define TT_ROW_RUN_MAX 0x3Fu    /* as written (version 4) */
+#define TT_ROW_RUN_MAX_V3 0x7Fu /* as read in versions 1-3 (a full flag byte has bit 7 clear) */
+/* Version 4: a parent row, 0xC0 | SAME_FN (0x20) | kids (1-31): a returned call whose kids
+ * direct children are the rows just before it in its block, at its depth + 1, with the previous
+ * row's enter chunk; then the function unless SAME_FN, the end delta, and the lead (its first
+ * child's start - its start). Its depth, descendants and start follow from those rows. */
+#define TT_ROW_PARENT 0xC0u
+#define TT_ROW_PARENT_SAME_FN 0x20u
+#define TT_ROW_PARENT_KIDS 0x1Fu
 #define TT_NO_THREAD 0xFFFFFFFFu
 
 /* Manifest field offsets. */

@@ -203,6 +203,11 @@ void tt_encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
             }
             sr.function = last_id;
         }
+        uint32_t site = 0;
+        if (sr.kind & TT_RAW_SYNC) {
+            site = sr.function; /* the compact sync form: no function, its site in that word */
+            sr.function = 0;
+        }
         uint32_t kind = sr.kind & 0xFF, dir = (sr.kind >> 8) & 1;
         uint64_t rel = sr.time > origin ? sr.time - origin : 0;
         if (has_time && rel < last_time)
@@ -246,6 +251,16 @@ void tt_encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
                 count += seq - s0;
                 prev_time = last_time;
             }
+            continue;
+        }
+        if (sr.kind & TT_RAW_SYNC) {
+            struct tt_raw_sync ys;
+            memcpy(&ys, raw, sizeof ys);
+            raw += sizeof ys;
+            o = tt_put_varint(o, site);
+            o = tt_put_varint(o, ys.arg);
+            o = tt_put_varint(o, ys.addr);
+            *o++ = 0; /* no payload */
             continue;
         }
         struct tt_raw_long lr;

@@ -9,6 +9,12 @@
  * threads than the budget has buffers, idle ones among them), and waiting would never end: the
  * waiting thread takes the buffer of a thread that is not inside a recording call and hands it
  * to the swapper (steal_one), which gives it back.
+ *
+ * A wait lands where it happened: the thread records it as a call of its own, an enter and an
+ * exit of TT_STALL_FUNCTION at the wait's start and end, first in the buffer it got (stall_frame).
+ * The event it was appending follows with its time raised to the wait's end (the encoder keeps a
+ * thread's times non-decreasing), so the frame the wait interrupted shows the wait as a child's
+ * time, not its own, and `stats`, `tree` and `export` show it as the tracer's.
  */
 #include <errno.h>
 #include <linux/membarrier.h>
@@ -32,7 +38,7 @@ static struct tt_buf *buf_new(struct tt_writer *w)
         b->data = (uint8_t *)(((uintptr_t)(b + 1) + 63) & ~(uintptr_t)63);
         w->storage_used += need;
     } else {
-        if (w->pool_used + w->buffer_bytes > w->pool_len || !(b = malloc(sizeof *b)))
+        if (w->pool_used + w->buffer_bytes > w->pool_map_len || !(b = malloc(sizeof *b)))
             return NULL;
         b->data = w->pool + w->pool_used;
         w->pool_used += w->buffer_bytes;
@@ -110,7 +116,27 @@ void tt_writer_steal_ack_(tt_session *s, struct tt_rec_thread *t)
     pthread_mutex_unlock(&w->qlock);
 }
 
-int tt_writer_refill(tt_session *s, struct tt_rec_thread *t, bool last)
+/* The wait [t0, t1] (ticks) as a frame of TT_STALL_FUNCTION at the front of @t's new buffer,
+ * which has room for it. Interning takes the names' lock, never qlock, and happens once. */
+static void stall_frame(tt_session *s, struct tt_rec_thread *t, uint64_t t0, uint64_t t1)
+{
+    struct tt_writer *w = s->w;
+    /* relaxed: the id is a plain number, and tt_intern returns the same one to every thread */
+    uint32_t fn = atomic_load_explicit(&w->stall_fn, memory_order_relaxed);
+    if (fn == 0) {
+        if (tt_intern(s, TT_OBJ_FUNCTION, TT_STALL_FUNCTION, &fn) != TT_OK)
+            return;
+        atomic_store_explicit(&w->stall_fn, fn, memory_order_relaxed);
+    }
+    struct tt_raw_short r[2] = { { TT_EV_ENTER, fn, t0 }, { TT_EV_EXIT, fn, t1 } };
+    if ((size_t)(t->end - t->pos) < sizeof r)
+        return;
+    memcpy(t->pos, r, sizeof r);
+    t->pos += sizeof r;
+}
+
+/* @frame_ok: the new buffer may begin with the stall frame (not while a payload runs on). */
+static int refill(tt_session *s, struct tt_rec_thread *t, bool last, bool frame_ok)
 {
     struct tt_writer *w = s->w;
     pthread_mutex_lock(&w->qlock);
@@ -125,15 +151,26 @@ int tt_writer_refill(tt_session *s, struct tt_rec_thread *t, bool last)
      * transfer from the other core per line. The pool is mapped and faulted in at open, so a
      * new buffer costs nothing here. */
     struct tt_buf *b = NULL;
+    uint64_t stall_t0 = 0, stall_t1 = 0;
+    bool stalled = false;
     if (w->nbufs < w->nbufs_max && (b = buf_new(w)) != NULL)
         w->nbufs++;
     else
         b = w->free_list;
+    bool grew = false;
+    if (!b && w->nbufs_max < w->nbufs_cap && !w->stopped && (b = buf_new(w)) != NULL) {
+        /* grow before waiting (the bound: writer.c, tt_writer_open) */
+        w->nbufs_max++;
+        w->nbufs++;
+        w->grown++;
+        grew = true;
+    }
     if (!b && w->nbufs == 0) {
         /* no buffer exists and none could be made: waiting would never end */
         pthread_mutex_unlock(&w->qlock);
         return TT_E_NOMEM;
     } else if (!b && !w->stopped) {
+        stall_t0 = tt_ticks();
         uint64_t t0 = tt_mono_ns();
         atomic_fetch_add_explicit(&w->stalls, 1, memory_order_relaxed);
         while (!w->free_list && !w->stopped) {
@@ -152,6 +189,8 @@ int tt_writer_refill(tt_session *s, struct tt_rec_thread *t, bool last)
             }
         }
         atomic_fetch_add_explicit(&w->stall_ns, tt_mono_ns() - t0, memory_order_relaxed);
+        stall_t1 = tt_ticks();
+        stalled = frame_ok;
         b = w->free_list;
     }
     if (!b) {
@@ -170,7 +209,17 @@ int tt_writer_refill(tt_session *s, struct tt_rec_thread *t, bool last)
     t->pos = b->data;
     t->end = b->data + w->buffer_bytes;
     pthread_mutex_unlock(&w->qlock);
+    if (grew && !tt_pool_populate(w, (uint64_t)(b->data - w->pool), w->buffer_bytes)) {
+        /* an older kernel: the pages fault in as the thread writes them */
+    }
+    if (stalled)
+        stall_frame(s, t, stall_t0, stall_t1);
     return TT_OK;
+}
+
+int tt_writer_refill(tt_session *s, struct tt_rec_thread *t, bool last)
+{
+    return refill(s, t, last, true);
 }
 
 int tt_writer_append_long(tt_session *s, struct tt_rec_thread *t, const struct tt_raw_long *rec,
@@ -189,7 +238,7 @@ int tt_writer_append_long(tt_session *s, struct tt_rec_thread *t, const struct t
     t->pos += sizeof *rec;
     const uint8_t *p = payload;
     while (len) {
-        if (t->pos == t->end && (rc = tt_writer_refill(s, t, false)) != TT_OK)
+        if (t->pos == t->end && (rc = refill(s, t, false, false)) != TT_OK)
             return rc;
         uint64_t n = (uint64_t)(t->end - t->pos);
         if (n > len)
@@ -229,7 +278,8 @@ struct tt_thread *tt_writer_thread_alloc(tt_session *s)
 
 int tt_writer_thread_init(tt_session *s, struct tt_rec_thread *t)
 {
-    int rc = tt_writer_refill(s, t, false);
+    /* no stall frame before the thread's start events: its stream begins with them */
+    int rc = refill(s, t, false, false);
     if (rc == TT_E_STOPPED) {
         /* a thread that first records after a write error spent the budget: register it
          * without a buffer, so its calls (not its start events) are the ones refused and

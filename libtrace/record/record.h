@@ -30,6 +30,18 @@ struct tt_raw_short {
 #define TT_RAW_ADDR 0x200u
 #define TT_RAW_ADDR_END (UINT64_C(1) << 48)
 
+/* A synchronization operation without a payload (record/sync.c): kind TT_EV_SYNC | dir << 8 |
+ * TT_RAW_SYNC, then its site where the other forms have the function (a sync event's function
+ * is 0), its time, object id and sequence number: 32 bytes, against 48 for a long record. */
+#define TT_RAW_SYNC 0x400u
+struct tt_raw_sync {
+    uint32_t kind;
+    uint32_t site;
+    uint64_t time;
+    uint64_t arg;
+    uint64_t addr;
+};
+
 struct tt_raw_long {
     uint32_t kind;
     uint32_t function;
@@ -107,13 +119,16 @@ struct tt_writer {
     struct tt_buf *qhead, *qtail;
     struct tt_buf *free_list, *free_tail;  /* FIFO: see tt_writer_refill (pool.c) */
     uint64_t nbufs, nbufs_max;
+    uint64_t nbufs_cap;        /* nbufs_max may grow to this (pool.c, grow_budget) */
+    uint64_t grown;            /* buffers added beyond the budget */
     uint64_t inflight;         /* buffers queued for or being encoded by the swapper */
     uint32_t steal_next;       /* where the next steal looks first (steal_one) */
     uint64_t buffer_bytes;
     uint8_t *storage;          /* caller storage, or NULL */
     uint64_t storage_used, storage_len;
     uint8_t *pool;             /* without caller storage: the buffers' data, mapped at open */
-    uint64_t pool_used, pool_len;
+    uint64_t pool_used, pool_len;  /* pool_len: the budget, faulted in by the idle swapper */
+    uint64_t pool_map_len;     /* the mapping: room for nbufs_cap buffers (address space only) */
     uint64_t pool_ready;       /* swapper: the pool is faulted in up to here (pool_map) */
     bool pool_in_region;       /* the pool is in the runtime's region (base/region.c) */
     void *swapper_stack;       /* ... and so is the swapper's stack, or NULL */
@@ -154,6 +169,8 @@ struct tt_writer {
     uint64_t steals;           /* buffers taken from idle threads (steal_one) */
     _Atomic uint64_t stalls;
     _Atomic uint64_t stall_ns;
+    /* the id of TT_STALL_FUNCTION, interned at the first stall (0: not yet, or no room) */
+    _Atomic uint32_t stall_fn;
     /* copies of the swapper's counts, published under qlock for tt_session_stats_get */
     uint64_t pub_events, pub_payload, pub_chunks, pub_bytes;
     int pub_errno;

@@ -6,10 +6,12 @@
  * An exclusive object's count is touched only by its holder, so it costs a load and a store;
  * a shared one's (a rwlock, a semaphore, a condition variable, a barrier) a fetch-and-add.
  *
- * The event is a long raw record: kind TT_EV_SYNC with dir 1 when the operation took its
- * object's turn, site = the operation, arg = the object's id, addr = its sequence number, and a
- * payload only when there is something to say: the result as 4 bytes little-endian when it is
- * not 0 or when extra bytes (a sleep's remaining time) follow.
+ * The event is kind TT_EV_SYNC with dir 1 when the operation took its object's turn, site = the
+ * operation, arg = the object's id, addr = its sequence number, and a payload only when there
+ * is something to say: the result as 4 bytes little-endian when it is not 0 or when extra bytes
+ * (a sleep's remaining time) follow. Without a payload it is the compact raw record (32 bytes,
+ * record.h). An operation that did not wait (a release; a lock the caller found free,
+ * TT_SYNC_AT_ONCE) reads no clock: it takes the time of the thread's previous event.
  *
  * Schedule chaos (TT_PARAM_CHAOS): a PCT-style scheme (Burckhardt et al., ASPLOS 2010) over the
  * sync points. Every thread gets a random priority at its first sync point; depth - 1 change
@@ -78,6 +80,15 @@ int tt_chaos_open(tt_session *s)
 
 void tt_chaos_note(tt_session *s)
 {
+    uint64_t untracked = atomic_load_explicit(&s->sync.untracked, memory_order_relaxed);
+    if (untracked) {
+        /* operations the registry had no room for: recorded on no object, not ordered in a
+         * replay, and the replay's verdict says so */
+        char text[64];
+        uint32_t id;
+        snprintf(text, sizeof text, "sync_untracked=%" PRIu64, untracked);
+        tt_intern(s, TT_OBJ_META, text, &id);
+    }
     struct tt_chaos *c = s->w ? s->w->chaos : NULL;
     if (!c)
         return;
@@ -158,8 +169,11 @@ static inline void chaos_maybe(tt_session *s, struct tt_rec_thread *t)
         chaos_point(c, t);
 }
 
-/* Appends @op's event with @result. */
-static int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *op, int result)
+/* Appends @op's event with @result; @timed: with the clock's time, else with the thread's
+ * previous event's (the encoder keeps a thread's times non-decreasing: a time of 0 becomes the
+ * last one). */
+static inline int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *op, int result,
+                         bool timed)
 {
     uint8_t payload[4 + TT_SYNC_DATA_MAX];
     uint32_t len = 0;
@@ -169,9 +183,7 @@ static int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *op, int
         memcpy(payload + 4, op->data, dl);
         len = 4 + dl;
     }
-    struct tt_raw_long r = { .kind = TT_EV_SYNC | ((uint32_t)(op->ordered != 0) << 8),
-                             .time = tt_ticks(), .site = op->site, .arg = op->id,
-                             .addr = op->seq, .len = len };
+    const uint32_t kind = TT_EV_SYNC | ((uint32_t)(op->ordered != 0) << 8);
     int rc;
     if ((rc = tt_rec_begin_(s, t)) != TT_OK)
         return rc;
@@ -179,6 +191,22 @@ static int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *op, int
         tt_rec_end_(t);
         return TT_E_CLOSED;
     }
+    if (TT_LIKELY(len == 0)) {
+        /* the common case: the compact form, 32 bytes */
+        if (TT_UNLIKELY((size_t)(t->end - t->pos) < sizeof(struct tt_raw_sync)) &&
+            (rc = tt_writer_refill(s, t, false)) != TT_OK) {
+            tt_rec_end_(t);
+            return rc;
+        }
+        struct tt_raw_sync r = { kind | TT_RAW_SYNC, op->site, timed ? tt_ticks() : 0, op->id,
+                                 op->seq };
+        memcpy(t->pos, &r, sizeof r);
+        t->pos += sizeof r;
+        tt_rec_end_(t);
+        return TT_OK;
+    }
+    struct tt_raw_long r = { .kind = kind, .time = timed ? tt_ticks() : 0, .site = op->site, .arg = op->id,
+                             .addr = op->seq, .len = len };
     rc = tt_writer_append_long(s, t, &r, payload);
     tt_rec_end_(t);
     return rc;
@@ -197,13 +225,13 @@ int tt_rec_sync_begin(tt_session *s, struct tt_thread *bt, tt_sync *op, struct t
             atomic_store_explicit(&e->seq, op->seq + 1, memory_order_relaxed);
             op->ordered = 1;
         }
-        return append(s, t, op, 0);
+        return append(s, t, op, 0, false);
     case TT_SYNC_RELEASE:
         if (e) {
             op->seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_relaxed);
             op->ordered = 1;
         }
-        return append(s, t, op, 0);
+        return append(s, t, op, 0, false);
     default:
         chaos_maybe(s, t);
         return TT_OK;
@@ -217,14 +245,14 @@ int tt_rec_sync_end(tt_session *s, struct tt_thread *bt, tt_sync *op, int result
     if (e) {
         switch (op->kind) {
         case TT_SYNC_LOCK:
-            if (took) {
+            if (took & TT_SYNC_TOOK) {
                 op->seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
                 atomic_store_explicit(&e->seq, op->seq + 1, memory_order_relaxed);
                 op->ordered = 1;
             }
             break;
         case TT_SYNC_ACQUIRE:
-            if (!took)
+            if (!(took & TT_SYNC_TOOK))
                 break;
             /* fall through */
         case TT_SYNC_PASS:
@@ -242,5 +270,5 @@ int tt_rec_sync_end(tt_session *s, struct tt_thread *bt, tt_sync *op, int result
         chaos_maybe(s, t); /* recorded at begin */
         return TT_OK;
     }
-    return append(s, t, op, result);
+    return append(s, t, op, result, !(took & TT_SYNC_AT_ONCE));
 }

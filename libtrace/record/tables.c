@@ -276,6 +276,23 @@ void tt_tables_close_frame_(struct tt_tables *tb, struct tt_writer *w, uint32_t 
         o = tt_put_varint(o, start - prev_end);
         o = tt_put_varint(o, dur);
         t->rows_len = (size_t)(o - base);
+    } else if (outcome == TT_FRAME_RETURNED && nkids - 1 < TT_ROW_PARENT_KIDS &&
+               fr.first >= index - t->nrows && t->nrows && fr.chunk_off == prev_chunk &&
+               depth + 1 == prev_depth && fr.kid_start >= start) {
+        /* a call whose children are all in this block just before it (a recursion's, a
+         * caller's): its depth, descendants and start follow from their rows; the lead is the
+         * time from its start to its first child's */
+        uint8_t *base = t->rows, *o = base + rows_len + 1;
+        unsigned fl = TT_ROW_PARENT | (unsigned)nkids;
+        if (fr.fn == prev_fn)
+            fl |= TT_ROW_PARENT_SAME_FN;
+        else
+            o = tt_put_varint(o, fr.fn);
+        o = tt_put_varint(o, end - prev_end);
+        o = tt_put_varint(o, fr.kid_start - start);
+        base[rows_len] = (uint8_t)fl;
+        t->run_at = 0;
+        t->rows_len = (size_t)(o - base);
     } else {
         uint8_t *base = t->rows, *o = base + rows_len + 1;
         unsigned fl = outcome << TT_ROW_OUTCOME_SHIFT;
@@ -316,8 +333,11 @@ void tt_tables_close_frame_(struct tt_tables *tb, struct tt_writer *w, uint32_t 
     uint32_t nrows = ++t->nrows;
     summary_add(tb, fr.fn, depth, dur, self, thread, index);
     if (depth) {
-        t->stack[depth - 1].kid_time += dur;
-        t->stack[depth - 1].nkids++;
+        struct open_frame *up = &t->stack[depth - 1];
+        if (up->nkids == 0)
+            up->kid_start = start;
+        up->kid_time += dur;
+        up->nkids++;
     }
     if (nrows == TT_FRAME_BLOCK_ROWS)
         flush_block(tb, w, thread, t);

@@ -16,6 +16,7 @@ struct open_frame {
     uint64_t first;       /* post-order number of the first frame that can be in its subtree */
     uint64_t nkids;       /* its children closed so far */
     uint64_t kid_time;    /* sum of its children's durations */
+    uint64_t kid_start;   /* its first child's start (once nkids > 0): a parent row's lead */
 };
 
 struct tb_thread {

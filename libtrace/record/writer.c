@@ -29,6 +29,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/membarrier.h>
 #include <sched.h>
 #include <signal.h>
@@ -418,11 +419,15 @@ static int manifest_write(struct tt_writer *w)
 static int pool_map(struct tt_writer *w)
 {
     w->pool_len = w->nbufs_max * w->buffer_bytes;
+    /* the growth beyond the budget is reserved now too (address space, no memory until a
+     * buffer is used), so growing maps nothing in the middle of a run */
+    w->pool_map_len = w->nbufs_cap * w->buffer_bytes;
     /* in the runtime's region when there is one: the program's mappings stay where they are */
-    void *p = tt_region_map(w->pool_len);
+    void *p = tt_region_map(w->pool_map_len);
     w->pool_in_region = p != NULL;
     if (!p)
-        p = mmap(NULL, w->pool_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        p = mmap(NULL, w->pool_map_len, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         return -1;
     w->pool = p;
@@ -449,6 +454,13 @@ int tt_writer_open(tt_session *s, tt_error_info *err)
     const struct tt_config_impl *c = &s->cfg;
     w->buffer_bytes = c->buffer_bytes;
     w->nbufs_max = c->memory_bytes / c->buffer_bytes;
+    /* Before a thread waits for the budget, the budget grows (pool.c, grow_budget): by as much
+     * again three times over, at most 56 MiB more (the default 8 MiB grows to 32). A swapper
+     * that was descheduled for a few milliseconds, or that fell behind for a while, then costs
+     * the recording threads nothing; only a swapper slower than them for longer stalls them.
+     * Caller storage never grows. */
+    uint64_t more = 3 * w->nbufs_max, more_max = (UINT64_C(56) << 20) / c->buffer_bytes;
+    w->nbufs_cap = c->storage ? w->nbufs_max : w->nbufs_max + (more < more_max ? more : more_max);
     w->block_size = (uint32_t)c->block_bytes;
     w->chunk_cap = tt_chunk_body_max(c->buffer_bytes);
     if (c->storage) {
@@ -620,12 +632,25 @@ static void write_tables(tt_session *s, struct tt_writer *w)
         free(buf);
 }
 
+/* One function, over 120 lines, on purpose: stopping the recording threads, draining the queue,
+ * the tables, the manifest, the sync and the rename are one sequence whose order is the point,
+ * and each step says why it comes where it does. */
 int tt_writer_close(tt_session *s, tt_error_info *err)
 {
     struct tt_writer *w = s->w;
     int rc = TT_OK, lrc;
 
     tt_chaos_note(s);
+    if (w->grown) {
+        /* the growth of the budget, reported where `tinytrace info` shows the run's notes */
+        char meta[96];
+        uint32_t id;
+        pthread_mutex_lock(&w->qlock);
+        snprintf(meta, sizeof meta, "budget-grown=%" PRIu64 " of %" PRIu64 " bytes",
+                 w->grown * w->buffer_bytes, w->pool_len);
+        pthread_mutex_unlock(&w->qlock);
+        tt_intern(s, TT_OBJ_META, meta, &id);
+    }
     /* the closing thread's last event */
     struct tt_rec_thread *self = tt_rec_of(tt_thread_lookup_slow(s, &lrc));
     if (self && !self->base.ended) {
@@ -784,8 +809,8 @@ void tt_writer_free(tt_session *s)
         free(w->chunk);
         free(w->block);
         if (w->pool)
-            w->pool_in_region ? tt_region_unmap(w->pool, w->pool_len)
-                              : (void)munmap(w->pool, w->pool_len);
+            w->pool_in_region ? tt_region_unmap(w->pool, w->pool_map_len)
+                              : (void)munmap(w->pool, w->pool_map_len);
     }
     tt_tables_free(w->tables);
     pthread_mutex_destroy(&w->qlock);

@@ -22,6 +22,8 @@ struct tt_rp_thread {
     struct tt_thread base;
     uint32_t rec;                        /* recorded thread id, or UINT32_MAX before binding */
     _Atomic uint64_t matched;            /* written by its thread only; read by progress */
+    _Atomic uint64_t tracer_events;      /* the tracer's own events stepped over (its stall
+                                          * frames); written by its thread only, read by drain */
     uint32_t rec_ended;                  /* its recording's end (THREAD_END) was stepped over */
     uint32_t hist_len, hist_pos;
     tt_report_event hist[TT_REPORT_HISTORY];
@@ -50,6 +52,9 @@ struct tt_replayer {
      * runtime's output, when the replay does not compare it): set before any thread runs */
     uint64_t skip_out[4];
     uint32_t nskip_out;
+    /* the recording's id of TT_STALL_FUNCTION (format.h), 0 if it never stalled: those frames
+     * are the tracer's, stepped over like structural events */
+    uint32_t stall_fn;
     /* threads stopped where their recording ended without their end (stop_at_exit) */
     _Atomic uint32_t cut_off;
     bool stop_at_exit;                   /* set by the runtime: the replay is a whole process's */

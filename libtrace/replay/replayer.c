@@ -28,10 +28,19 @@ static bool structural_kind(uint8_t kind)
            kind == TT_EV_THREAD_START || kind == TT_EV_THREAD_END;
 }
 
-/* Events no call meets: structural ones, and io OUT on a channel the replay does not compare. */
+/* The tracer's own frame: a wait for the memory budget, recorded as a call of TT_STALL_FUNCTION
+ * (record/pool.c). No call of the program meets it. */
+static bool tracer_event(const struct tt_replayer *rp, const tt_event *ev)
+{
+    return rp->stall_fn && (ev->kind == TT_EV_ENTER || ev->kind == TT_EV_EXIT) &&
+           ev->sp.function == rp->stall_fn;
+}
+
+/* Events no call meets: structural ones, the tracer's own, and io OUT on a channel the replay
+ * does not compare. */
 static bool stepped_over(const struct tt_replayer *rp, const tt_event *ev)
 {
-    if (structural_kind(ev->kind))
+    if (structural_kind(ev->kind) || tracer_event(rp, ev))
         return true;
     if (ev->kind != TT_EV_IO || ev->dir != TT_IO_OUT)
         return false;
@@ -76,15 +85,28 @@ int tt_replay_first_left_(tt_session *s, tt_report_event *out)
 
 /* Ordered replay: steps @rec's cursor over structural events and publishes the time of its
  * next real event. Called by the thread bound to @rec (or at open, before any thread runs). */
-static int publish_next(struct tt_replayer *rp, uint32_t rec, tt_error_info *err)
+/* Counts a tracer event that @t (NULL: not bound yet) steps over, for tt_replay_drain_. */
+static void count_tracer(const struct tt_replayer *rp, struct tt_rp_thread *t, const tt_event *ev)
+{
+    /* relaxed: written by the thread only; drain reads a count that only grows */
+    if (t && tracer_event(rp, ev))
+        atomic_store_explicit(&t->tracer_events, t->tracer_events + 1, memory_order_relaxed);
+}
+
+static int publish_next(struct tt_replayer *rp, struct tt_rp_thread *t, uint32_t rec,
+                        tt_error_info *err)
 {
     tt_event ev;
     int rc;
-    while ((rc = tt_reader_peek(rp->r, rec, &ev, err)) == TT_OK && stepped_over(rp, &ev))
+    while ((rc = tt_reader_peek(rp->r, rec, &ev, err)) == TT_OK && stepped_over(rp, &ev)) {
+        count_tracer(rp, t, &ev);
         tt_reader_advance(rp->r, rec);
-    uint64_t t = rc == TT_OK ? ev.time : UINT64_MAX;
+    }
+    /* a sync event keeps its own order (sync.c) and may carry an earlier event's time (one that
+     * did not wait reads no clock): it holds no other thread back */
+    uint64_t next = rc == TT_OK && ev.kind != TT_EV_SYNC ? ev.time : UINT64_MAX;
     /* release: a thread that sees this time sees that @rec is done with everything before it */
-    atomic_store_explicit(&rp->next_time[rec], t, memory_order_release);
+    atomic_store_explicit(&rp->next_time[rec], next, memory_order_release);
     return rc == TT_E_END ? TT_OK : rc;
 }
 
@@ -167,6 +189,7 @@ static int rp_open(tt_session *s, tt_error_info *err)
         }
     }
     s->names.base_count = m.object_count;
+    rp->stall_fn = tt_reader_find_object(rp->r, TT_OBJ_FUNCTION, TT_STALL_FUNCTION);
     rp->nthreads = m.thread_count;
     rp->ordered = s->cfg.ordered != 0;
     if (rp->ordered) {
@@ -176,7 +199,7 @@ static int rp_open(tt_session *s, tt_error_info *err)
             goto fail;
         }
         for (uint32_t i = 0; i < m.thread_count; i++) {
-            if ((rc = publish_next(rp, i, err)) != TT_OK)
+            if ((rc = publish_next(rp, NULL, i, err)) != TT_OK)
                 goto fail;
         }
     }
@@ -310,7 +333,7 @@ static void realign(tt_session *s, struct tt_rp_thread *t, const tt_event *act)
         tt_reader_advance(rp->r, rec);
     }
     if (k >= 0 && rp->ordered)
-        publish_next(rp, rec, &e2);
+        publish_next(rp, t, rec, &e2);
 }
 
 int tt_rp_diverge_(tt_session *s, struct tt_rp_thread *t, tt_diverge_reason why,
@@ -506,9 +529,10 @@ int tt_rp_peek_(tt_session *s, struct tt_rp_thread *t, const tt_event *act, tt_e
             break;
         if (ev->kind == TT_EV_THREAD_END || ev->kind == TT_EV_SESSION_END)
             t->rec_ended = 1;
+        count_tracer(rp, t, ev);
         tt_reader_advance(rp->r, t->rec);
     }
-    if (rp->ordered && !wait_turn(s, t->rec, ev->time))
+    if (rp->ordered && ev->kind != TT_EV_SYNC && !wait_turn(s, t->rec, ev->time))
         return tt_rp_diverge_(s, t, TT_DIV_ORDER, ev, act, 0, NULL);
     return TT_OK;
 }
@@ -521,7 +545,7 @@ int tt_rp_consume_(tt_session *s, struct tt_rp_thread *t, const tt_event *ev)
     atomic_store_explicit(&t->matched, t->matched + 1, memory_order_relaxed);
     if (rp->ordered) {
         tt_error_info e2;
-        int rc2 = publish_next(rp, t->rec, &e2);
+        int rc2 = publish_next(rp, t, t->rec, &e2);
         if (rc2 != TT_OK)
             return rc2;
     }
@@ -592,7 +616,9 @@ void tt_replay_drain_(tt_session *s)
             if (&t->base == self || t->base.ended || t->rec == UINT32_MAX ||
                 t->rec >= rp->nthreads)
                 continue;
-            waiting = atomic_load_explicit(&t->matched, memory_order_relaxed) < calls[t->rec];
+            waiting = atomic_load_explicit(&t->matched, memory_order_relaxed) +
+                          atomic_load_explicit(&t->tracer_events, memory_order_relaxed) <
+                      calls[t->rec];
         }
         pthread_mutex_unlock(&s->lock);
         if (waiting) {

@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,8 @@
 
 #include "replay-int.h"
 
-#define SPINS 200u
+#define SPINS 64u
+#define YIELDS 64u
 #define SLICE_NS 50000000L           /* a futex sleep, between two looks at the deadline */
 #define SCAN_MAX (UINT64_C(50000000)) /* events the owner search reads at most */
 
@@ -109,6 +111,12 @@ static int wait_turn(tt_session *s, struct tt_rp_thread *t, const tt_sync *op,
             cpu_relax();
             continue;
         }
+        if (n < SPINS + YIELDS) {
+            /* the thread whose turn it is may be waiting for this core (more threads than
+             * cores): give it the core before going to sleep */
+            sched_yield();
+            continue;
+        }
         uint64_t now = tt_mono_ns();
         if (!start)
             start = now;
@@ -125,12 +133,18 @@ static int wait_turn(tt_session *s, struct tt_rp_thread *t, const tt_sync *op,
     }
 }
 
+/* The waker's half of the sleep protocol: the exchange orders the new count before the load
+ * of waiters (a full barrier), as the waiter's increment of waiters orders it before its load
+ * of the count; so either the waiter sees the count, or the waker sees the waiter and bumps
+ * gen, which its futex wait then finds changed. */
 static void pass_turn(struct tt_sync_obj *e, uint64_t next)
 {
-    atomic_store_explicit(&e->seq, next, memory_order_seq_cst);
-    atomic_fetch_add_explicit(&e->gen, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&e->waiters, memory_order_seq_cst))
+    atomic_exchange_explicit(&e->seq, next, memory_order_seq_cst);
+    /* seq_cst: in the single order with the waiter's increment (a plain load on x86) */
+    if (atomic_load_explicit(&e->waiters, memory_order_seq_cst)) {
+        atomic_fetch_add_explicit(&e->gen, 1, memory_order_release);
         syscall(SYS_futex, &e->gen, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+    }
 }
 
 static bool waits_before(uint32_t kind)

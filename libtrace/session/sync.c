@@ -58,8 +58,11 @@ static struct tt_sync_obj *probe(tt_session *s, const void *addr, bool make)
     if (!key)
         return NULL;
     struct tt_sync_obj *t = table_of(s, make);
-    if (!t)
+    if (!t) {
+        if (!make)
+            return NULL; /* a lookup before the first operation: nothing there yet */
         goto full;
+    }
     uint64_t i = slot_of(key);
     for (unsigned n = 0; n < TT_SYNC_PROBE; n++, i = (i + 1) & (TT_SYNC_SLOTS - 1)) {
         struct tt_sync_obj *e = &t[i];

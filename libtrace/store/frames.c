@@ -90,13 +90,58 @@ static int decode_block(tt_index *ix, struct slot *s, uint32_t thread, uint64_t 
     uint64_t base = off + TT_CHUNK_HEADER;
     uint64_t prev_end = h.base_time, prev_chunk = 0, prev_fn = 0, prev_depth = 0;
     uint64_t run = 0; /* rows left in a run of repeated leaves */
+    const bool v4 = m->version >= 4; /* parent rows; runs of at most 63 */
+    const unsigned run_max = v4 ? TT_ROW_RUN_MAX : TT_ROW_RUN_MAX_V3;
     for (uint64_t i = 0; i < rows; i++) {
         struct drow *d = &s->rows[i];
         uint64_t idx = first + i, fn = prev_fn, depth = prev_depth, dend, dc = 0;
         const uint8_t *q = p;
         BAD(p >= end, "%s: frame block at offset %" PRIu64 " ends inside its rows", nm, off);
+        if (!run && v4 && (*p & TT_ROW_PARENT) == TT_ROW_PARENT) {
+            /* a parent row: its kids are the rows before it in this block, the last one just
+             * before it; depth, descendants and start follow from theirs */
+            uint8_t fl = *p++;
+            uint64_t kids = fl & TT_ROW_PARENT_KIDS, lead, desc = 0, c = i;
+            if (!(fl & TT_ROW_PARENT_SAME_FN))
+                GETV(fn, "a frame's function");
+            GETV(dend, "a frame's end");
+            GETV(lead, "a frame's start");
+            bool bad = kids == 0 || i == 0 || prev_depth == 0 || fn > UINT32_MAX ||
+                       dend > UINT64_MAX - prev_end;
+            for (uint64_t k = 0; k < kids && !bad; k++) {
+                /* the next child back: the row before the previous child's subtree */
+                uint64_t back = k ? s->rows[c].desc + 1 : 1;
+                bad = back > c;
+                if (!bad) {
+                    c -= back;
+                    desc += s->rows[c].desc + 1;
+                    bad = s->rows[c].depth != prev_depth;
+                }
+            }
+            bad = bad || lead > s->rows[c].start || desc > idx;
+            if (!bad) {
+                d->start = s->rows[c].start - lead;
+                bad = d->start > prev_end + dend;
+            }
+            if (bad) {
+                p = q;
+                BAD(1, "%s: frame %" PRIu64 " of thread %u at offset %" PRIu64 " is invalid", nm,
+                    idx, thread, base + (uint64_t)(q - body));
+            }
+            prev_end += dend;
+            d->dur = prev_end - d->start;
+            d->fn = (uint32_t)fn;
+            d->depth = (uint32_t)(prev_depth - 1);
+            d->outcome = TT_FRAME_RETURNED;
+            d->desc = desc;
+            d->nch = kids;
+            d->chunk_off = prev_chunk;
+            prev_fn = fn;
+            prev_depth = d->depth;
+            continue;
+        }
         if (!run && (*p & TT_ROW_RUN)) {
-            run = *p & TT_ROW_RUN_MAX;
+            run = *p & run_max;
             BAD(run == 0 || i == 0 || run > rows - i, "%s: frame %" PRIu64 " of thread %u at "
                 "offset %" PRIu64 " opens a run of %" PRIu64 " repeated rows that cannot be", nm,
                 idx, thread, base + (uint64_t)(q - body), run);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""No output file is clobbered (issue 14, point 5): `tinytrace export -o` and `tinytrace recover
-[-o]` refuse, with exit 2, a message naming the file and the file left as it was (its bytes, its
+"""No output file is clobbered (issue 14, point 5): `tinytrace export -o`, `tinytrace recover
+[-o]`, `tinytrace record -o` and `tinytrace replay --report` refuse, with exit 2, a message naming the file and the file left as it was (its bytes, its
 inode, its kind):
   - a device node (made with mknod in the test's own directory, never the real /dev/null; the
     case is skipped, saying so, only where mknod fails with EPERM),
@@ -114,7 +114,31 @@ def main(d):
                     [TT, "export", "-o", dest] + force + [trace], dest, d, word)
             refused("recover -o %s%s: refused" % (what, f),
                     [TT, "recover", "-o", dest] + force + [partial], dest, d, word)
+            refused("record -o %s%s: refused" % (what, f),
+                    [TT, "record", "-o", dest] + force + ["--", "true"], dest, d, word)
+            refused("replay --report %s%s: refused" % (what, f),
+                    [TT, "replay", "--report", dest] + force + [trace], dest, d, word)
     sock.close()
+
+    # record: never the program it records, an existing file only with --force; replay: the
+    # report never the trace, an existing report only with --force
+    prog = os.path.join(d, "prog")
+    with open(prog, "wb") as f:
+        f.write(b"#!/bin/sh\nexit 0\n")
+    os.chmod(prog, 0o755)
+    for force in ([], ["--force"]):
+        f = " with --force" if force else ""
+        refused("record -o PROG -- PROG%s: refused" % f,
+                [TT, "record", "-o", prog] + force + ["--", prog], prog, d, "the input")
+        refused("replay --report FILE FILE%s: refused" % f,
+                [TT, "replay", "--report", trace] + force + [trace], trace, d, "the input")
+    kept = os.path.join(d, "kept.tt")
+    with open(kept, "wb") as f:
+        f.write(b"an earlier trace\n")
+    refused("record -o an existing file: refused without --force",
+            [TT, "record", "-o", kept, "--", "true"], kept, d, "--force")
+    refused("replay --report an existing file: refused without --force",
+            [TT, "replay", "--report", kept, trace], kept, d, "--force")
 
     # the input itself, by its own name and through a hard link
     hard = os.path.join(d, "hard-link.tt")

@@ -23,15 +23,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         global served
         body = (opt.body if opt.body is not None else "time %d\n" % time.time_ns()).encode()
+        # counted before the answer: a client holding the body finds the count written
+        served += 1
+        if opt.count:
+            with open(opt.count, "w") as f:
+                f.write("%d\n" % served)
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-        served += 1
-        if opt.count:
-            with open(opt.count, "w") as f:
-                f.write("%d\n" % served)
 
     def log_message(self, *args):
         pass

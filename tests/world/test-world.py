@@ -75,6 +75,27 @@ def the_address_space_and_the_environment_replay():
               rr.stdout + rr.stderr)
 
 
+def openssl_takes_its_random_bytes_from_the_os():
+    """OpenSSL is told to take no random bytes from the CPU (OPENSSL_ia32cap, set by record in
+    the program's environment, and replayed with it): `openssl rand` replays."""
+    openssl = shutil.which("openssl")
+    if not openssl:
+        print("SKIP openssl: not installed")
+        return
+    with Case() as c:
+        r = c.tt("record", "-o", "rand.tt", "--", openssl, "rand", "-hex", "16")
+        check(r.returncode == 0 and len(r.stdout.strip()) == 32, "record openssl rand",
+              r.stderr)
+        env = c.tt("record", "-o", "env.tt", "--", "sh", "-c", "echo $OPENSSL_ia32cap")
+        check(env.stdout.strip() == "~0x4000000000000000:~0x40000",
+              "record masks RDRAND and RDSEED for OpenSSL", env.stdout)
+        replays_ten_times(c, "rand.tt", r.stdout, "openssl rand -hex 16")
+        live = subprocess.run([openssl, "rand", "-hex", "16"], capture_output=True,
+                              text=True).stdout
+        check(live != r.stdout, "a live openssl rand differs", live)
+
+
 the_address_space_and_the_environment_replay()
+openssl_takes_its_random_bytes_from_the_os()
 print("%d failure(s)" % len(failures) if failures else "all checks passed")
 sys.exit(1 if failures else 0)

@@ -77,6 +77,12 @@ typedef enum tt_event_kind {
 } tt_event_kind;
 #define TT_EV_KIND_MAX 14
 
+/* The function of the tracer's own frames (docs/FORMAT.md §5.7): a recording thread that
+ * waited for the memory budget records the wait as an enter and an exit of this function, so a
+ * reader shows it as a call of its own (the tracer's time), not as time in the function it
+ * interrupted. Replay and `tinytrace diff` step over it. No C function has this name. */
+#define TT_STALL_FUNCTION "tinytrace:buffer-wait"
+
 /* Direction of an io event. IN: bytes the program received (replay hands them back). OUT: bytes
  * the program produced (replay compares them). */
 typedef enum tt_io_dir { TT_IO_IN = 0, TT_IO_OUT = 1 } tt_io_dir;

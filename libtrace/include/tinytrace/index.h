@@ -27,8 +27,9 @@
  * different indexes over one file may be used from different threads. Nothing here is
  * async-signal-safe.
  *
- * Example:
- *     tt_index *ix;
+ * Example (r: a reader opened as in store.h's example; each "…" stands for the caller's
+ * handling of the error that err describes; the test header-examples compiles and runs it):
+ *     tt_index *ix; tt_error_info err;
  *     if (tt_index_open(r, NULL, &ix, &err) != TT_OK) …
  *     const tt_index_thread *ti = tt_index_thread_info(ix, 0);
  *     tt_frame f;

@@ -34,13 +34,18 @@
  *
  * Replay mode: see replay.h.
  *
- * Example:
- *     tt_config cfg; tt_error_info err;
- *     tt_config_from_env(&cfg, &err);          // TINYTRACE_MODE=record TINYTRACE_FILE=run.tt
- *     tt_session *s; if (tt_session_open(&cfg, &s, &err) != TT_OK) { puts(err.message); … }
+ * Example (each "…" stands for the caller's handling of the error that err describes; the
+ * test header-examples compiles and runs it):
+ *     tt_config cfg; tt_error_info err; tt_session *s;
+ *     tt_config_init(&cfg);
+ *     if (tt_config_from_env(&cfg, &err) != TT_OK) …  // TINYTRACE_MODE=record, TINYTRACE_FILE
+ *     if (tt_session_open(&cfg, &s, &err) != TT_OK) …
  *     uint32_t fn; tt_intern(s, TT_OBJ_FUNCTION, "work", &fn);
- *     tt_enter(s, fn); … tt_exit(s, fn);
- *     tt_session_close(s, &err);
+ *     tt_enter(s, fn);
+ *     // the function's work: its tt_io, tt_user, ... calls
+ *     tt_exit(s, fn);
+ *     if (tt_session_close(s, &err) != TT_OK) …
+ * examples/record-replay.c is a whole program that records its io and replays it.
  */
 #ifndef TINYTRACE_SESSION_H
 #define TINYTRACE_SESSION_H

@@ -11,15 +11,22 @@
  * by the probe (TT_E_CAPACITY) before any chunk is read; a chunk that claims more than the
  * capacity is TT_E_EXHAUSTED or TT_E_CORRUPT, never an overflow.
  *
- * Example:
- *     tt_source src; tt_source_file(&src, "run.tt");
+ * Example (each "…" stands for the caller's handling of the error that err describes; the
+ * test header-examples compiles and runs it):
+ *     tt_source src; tt_error_info err;
+ *     if (tt_source_file(&src, "run.tt", &err) != TT_OK) …
  *     tt_reader_limits lim; tt_reader_limits_default(&lim);
- *     tt_manifest m; tt_reader_capacity cap; tt_error_info err;
+ *     tt_manifest m; tt_reader_capacity cap;
  *     if (tt_reader_probe(&src, &lim, TT_CURSORS_SEQUENTIAL, &m, &cap, &err) != TT_OK) …
- *     void *mem = malloc(cap.total);
- *     tt_reader *r; tt_reader_open(&src, &lim, TT_CURSORS_SEQUENTIAL, mem, cap.total, &r, &err);
- *     tt_event ev; while (tt_reader_next(r, 0, &ev, &err) == TT_OK) …
+ *     void *mem = malloc(cap.total);          // malloc's alignment is enough (16 bytes)
+ *     tt_reader *r;
+ *     if (tt_reader_open(&src, &lim, TT_CURSORS_SEQUENTIAL, mem, cap.total, &r, &err) != TT_OK) …
+ *     tt_event ev; int rc;
+ *     while ((rc = tt_reader_next(r, 0, &ev, &err)) == TT_OK)
+ *         printf("%s\n", tt_event_kind_name(ev.kind));
+ *     if (rc != TT_E_END) …
  *     tt_reader_close(r); free(mem); tt_source_close(&src);
+ * examples/read-trace.c is a whole program that walks a trace, tables and index included.
  */
 #ifndef TINYTRACE_STORE_H
 #define TINYTRACE_STORE_H
@@ -37,8 +44,9 @@ extern "C" {
 /* The version this library writes. Readers accept TT_FORMAT_VERSION_MIN..TT_FORMAT_VERSION:
  * version 2 is version 1 plus the index tables (docs/FORMAT.md §14), which a version-1 file
  * simply does not have; version 3 is version 2 plus the sync event kind (14), whose count the
- * index directory lists after the other 13. */
-#define TT_FORMAT_VERSION 3u
+ * index directory lists after the other 13; version 4 is version 3 plus the parent row of the
+ * frame blocks (docs/FORMAT.md §14.3), with runs of repeated leaves of at most 63 rows. */
+#define TT_FORMAT_VERSION 4u
 #define TT_FORMAT_VERSION_MIN 1u
 #define TT_MANIFEST_SIZE 512u
 #define TT_BUILD_ID_MAX 32u

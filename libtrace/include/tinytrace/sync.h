@@ -110,9 +110,14 @@ TT_API int tt_sync_begin(tt_session *s, tt_sync *op, tt_sync_kind kind, uint32_t
                          const void *object);
 
 /* Ends the operation begun on @op: @result is what the real operation returned (0 or an
- * errno value), @took whether it took the object (a lock that succeeded; ignored for
- * UNLOCK, RELEASE and PASS, which always take their turn, and NOTE and OBSERVE, which never
- * do). Record: appends the event. Replay: passes the turn on. */
+ * errno value), @took a set of flags: TT_SYNC_TOOK when it took the object (a lock that
+ * succeeded; ignored for UNLOCK, RELEASE and PASS, which always take their turn, and NOTE and
+ * OBSERVE, which never do), TT_SYNC_AT_ONCE when it did not wait (a lock that was free): its
+ * event then carries the time of the thread's previous event instead of reading the clock,
+ * which is most of what recording an uncontended lock costs. Releases never wait and are always
+ * recorded that way. Record: appends the event. Replay: passes the turn on. */
+#define TT_SYNC_TOOK 1
+#define TT_SYNC_AT_ONCE 2
 TT_API int tt_sync_end(tt_session *s, tt_sync *op, int result, int took);
 
 /* Whether @op, after begin, is being replayed (op->result and op->ordered are the

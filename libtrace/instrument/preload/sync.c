@@ -73,8 +73,6 @@ static inline void sync_leave(int saved_errno)
 /* ---------------------------------------------------------------- exclusive: mutex, spinlock */
 
 typedef int (*mutex_fn)(pthread_mutex_t *);
-typedef int (*mutex_timed_fn)(pthread_mutex_t *, const struct timespec *);
-typedef int (*mutex_clock_fn)(pthread_mutex_t *, clockid_t, const struct timespec *);
 typedef int (*mutex_init_fn)(pthread_mutex_t *, const pthread_mutexattr_t *);
 
 static inline bool mutex_held(int r)
@@ -82,95 +80,106 @@ static inline bool mutex_held(int r)
     return r == 0 || r == EOWNERDEAD;
 }
 
-/* Replay of an acquisition that succeeded in the recording: the real blocking lock, at its
- * turn. */
-static int mutex_take(pthread_mutex_t *m)
+static inline bool zero_held(int r)
 {
-    return REAL(pthread_mutex_lock, mutex_fn)(m);
+    return r == 0;
 }
 
-TT_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+/* What tt_sync_end is told of an acquisition (@at_once: it did not wait). */
+static inline int took_flags(bool held, bool at_once)
 {
-    mutex_fn f = REAL(pthread_mutex_lock, mutex_fn);
+    return (held ? TT_SYNC_TOOK : 0) | (held && at_once ? TT_SYNC_AT_ONCE : 0);
+}
+
+/* The real calls of one acquisition, by their shape: the object alone, with a deadline, or with
+ * a clock and a deadline (every lock function of pthreads takes its object first). */
+typedef int (*one_fn)(void *);
+typedef int (*timed_fn)(void *, const struct timespec *);
+typedef int (*clocked_fn)(void *, clockid_t, const struct timespec *);
+
+enum form { PLAIN, TRY, TIMED, CLOCKED };
+
+struct acquisition {
+    enum site site;
+    tt_sync_kind kind;      /* TT_SYNC_LOCK (exclusive) or TT_SYNC_ACQUIRE (shared) */
+    enum form form;
+    enum real_fn call;      /* the call the program made */
+    enum real_fn take;      /* the blocking form: replay takes the object with it, at its turn */
+    enum real_fn try_first; /* record, PLAIN: tried first, so that a free object is taken
+                             * without waiting (and its event reads no clock); RF_COUNT_: none */
+    bool (*held)(int r);    /* whether result @r holds the object */
+};
+
+/* One acquisition of a pthread object (its result is an error number, 0 when taken). In
+ * record the real call is made (a PLAIN one tried first); in replay the recorded result comes
+ * back, and an acquisition that took the object takes it for real at its turn. */
+static int acquire(const struct acquisition *a, void *obj, clockid_t clk,
+                   const struct timespec *at)
+{
+    fnptr call = tt_pl_real(a->call);
     int e0 = errno;
     tt_sync op;
-    tt_session *s = sync_enter(&op, TT_SYNC_LOCK, S_pthread_mutex_lock, m);
-    if (!s)
-        return f(m);
+    tt_session *s = sync_enter(&op, a->kind, a->site, obj);
+    if (!s) {
+        switch (a->form) {
+        case TIMED: return ((timed_fn)call)(obj, at);
+        case CLOCKED: return ((clocked_fn)call)(obj, clk, at);
+        default: return ((one_fn)call)(obj);
+        }
+    }
     int r;
+    bool at_once = a->form == TRY;
     if (tt_sync_replaying(&op)) {
         r = op.result;
         if (op.ordered)
-            f(m);
+            ((one_fn)tt_pl_real(a->take))(obj);
+    } else if (a->form == PLAIN && a->try_first != RF_COUNT_ &&
+               (r = ((one_fn)tt_pl_real(a->try_first))(obj)) != EBUSY) {
+        /* taken, or refused for a reason the blocking call would give too (an error-checking
+         * mutex the caller holds: EDEADLK from the lock) */
+        at_once = true;
+    } else if (a->form == TIMED) {
+        r = ((timed_fn)call)(obj, at);
+    } else if (a->form == CLOCKED) {
+        r = ((clocked_fn)call)(obj, clk, at);
     } else {
-        r = f(m);
+        r = ((one_fn)call)(obj);
     }
-    sync_end(s, &op, S_pthread_mutex_lock, r, mutex_held(r));
+    sync_end(s, &op, a->site, r, took_flags(a->held(r), at_once));
     sync_leave(e0);
     return r;
+}
+
+#define ACQUISITION(site_, kind_, form_, call_, take_, try_, held_)                            \
+    static const struct acquisition a = { S_##site_, kind_, form_, RF_##call_, RF_##take_,    \
+                                          try_, held_ }
+
+TT_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    ACQUISITION(pthread_mutex_lock, TT_SYNC_LOCK, PLAIN, pthread_mutex_lock, pthread_mutex_lock,
+                RF_pthread_mutex_trylock, mutex_held);
+    return acquire(&a, m, 0, NULL);
 }
 
 TT_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
 {
-    mutex_fn f = REAL(pthread_mutex_trylock, mutex_fn);
-    int e0 = errno;
-    tt_sync op;
-    tt_session *s = sync_enter(&op, TT_SYNC_LOCK, S_pthread_mutex_trylock, m);
-    if (!s)
-        return f(m);
-    int r;
-    if (tt_sync_replaying(&op)) {
-        r = op.result;
-        if (op.ordered)
-            mutex_take(m);
-    } else {
-        r = f(m);
-    }
-    sync_end(s, &op, S_pthread_mutex_trylock, r, mutex_held(r));
-    sync_leave(e0);
-    return r;
+    ACQUISITION(pthread_mutex_trylock, TT_SYNC_LOCK, TRY, pthread_mutex_trylock,
+                pthread_mutex_lock, RF_COUNT_, mutex_held);
+    return acquire(&a, m, 0, NULL);
 }
 
 TT_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *at)
 {
-    mutex_timed_fn f = REAL(pthread_mutex_timedlock, mutex_timed_fn);
-    int e0 = errno;
-    tt_sync op;
-    tt_session *s = sync_enter(&op, TT_SYNC_LOCK, S_pthread_mutex_timedlock, m);
-    if (!s)
-        return f(m, at);
-    int r;
-    if (tt_sync_replaying(&op)) {
-        r = op.result;
-        if (op.ordered)
-            mutex_take(m);
-    } else {
-        r = f(m, at);
-    }
-    sync_end(s, &op, S_pthread_mutex_timedlock, r, mutex_held(r));
-    sync_leave(e0);
-    return r;
+    ACQUISITION(pthread_mutex_timedlock, TT_SYNC_LOCK, TIMED, pthread_mutex_timedlock,
+                pthread_mutex_lock, RF_COUNT_, mutex_held);
+    return acquire(&a, m, 0, at);
 }
 
 TT_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk, const struct timespec *at)
 {
-    mutex_clock_fn f = REAL(pthread_mutex_clocklock, mutex_clock_fn);
-    int e0 = errno;
-    tt_sync op;
-    tt_session *s = sync_enter(&op, TT_SYNC_LOCK, S_pthread_mutex_clocklock, m);
-    if (!s)
-        return f(m, clk, at);
-    int r;
-    if (tt_sync_replaying(&op)) {
-        r = op.result;
-        if (op.ordered)
-            mutex_take(m);
-    } else {
-        r = f(m, clk, at);
-    }
-    sync_end(s, &op, S_pthread_mutex_clocklock, r, mutex_held(r));
-    sync_leave(e0);
-    return r;
+    ACQUISITION(pthread_mutex_clocklock, TT_SYNC_LOCK, CLOCKED, pthread_mutex_clocklock,
+                pthread_mutex_lock, RF_COUNT_, mutex_held);
+    return acquire(&a, m, clk, at);
 }
 
 TT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
@@ -218,44 +227,16 @@ typedef int (*spin_init_fn)(pthread_spinlock_t *, int);
 
 TT_EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
 {
-    spin_fn f = REAL(pthread_spin_lock, spin_fn);
-    int e0 = errno;
-    tt_sync op;
-    tt_session *s = sync_enter(&op, TT_SYNC_LOCK, S_pthread_spin_lock, (const void *)l);
-    if (!s)
-        return f(l);
-    int r;
-    if (tt_sync_replaying(&op)) {
-        r = op.result;
-        if (op.ordered)
-            f(l);
-    } else {
-        r = f(l);
-    }
-    sync_end(s, &op, S_pthread_spin_lock, r, r == 0);
-    sync_leave(e0);
-    return r;
+    ACQUISITION(pthread_spin_lock, TT_SYNC_LOCK, PLAIN, pthread_spin_lock, pthread_spin_lock,
+                RF_pthread_spin_trylock, zero_held);
+    return acquire(&a, (void *)l, 0, NULL);
 }
 
 TT_EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
 {
-    spin_fn f = REAL(pthread_spin_trylock, spin_fn);
-    int e0 = errno;
-    tt_sync op;
-    tt_session *s = sync_enter(&op, TT_SYNC_LOCK, S_pthread_spin_trylock, (const void *)l);
-    if (!s)
-        return f(l);
-    int r;
-    if (tt_sync_replaying(&op)) {
-        r = op.result;
-        if (op.ordered)
-            REAL(pthread_spin_lock, spin_fn)(l);
-    } else {
-        r = f(l);
-    }
-    sync_end(s, &op, S_pthread_spin_trylock, r, r == 0);
-    sync_leave(e0);
-    return r;
+    ACQUISITION(pthread_spin_trylock, TT_SYNC_LOCK, TRY, pthread_spin_trylock, pthread_spin_lock,
+                RF_COUNT_, zero_held);
+    return acquire(&a, (void *)l, 0, NULL);
 }
 
 TT_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l)
@@ -291,80 +272,64 @@ TT_EXPORT int pthread_spin_destroy(pthread_spinlock_t *l)
 /* ---------------------------------------------------------------- shared: rwlock */
 
 typedef int (*rw_fn)(pthread_rwlock_t *);
-typedef int (*rw_timed_fn)(pthread_rwlock_t *, const struct timespec *);
-typedef int (*rw_clock_fn)(pthread_rwlock_t *, clockid_t, const struct timespec *);
 typedef int (*rw_init_fn)(pthread_rwlock_t *, const pthread_rwlockattr_t *);
-
-/* One rwlock acquisition: @live makes it (record, or a replay that runs live); in replay an
- * acquisition that succeeded takes the lock with @take, the blocking call, at its turn. */
-#define RW_ACQUIRE(name, site, take, call)                                                    \
-    do {                                                                                      \
-        int e0 = errno;                                                                       \
-        tt_sync op;                                                                           \
-        tt_session *s = sync_enter(&op, TT_SYNC_ACQUIRE, site, l);                            \
-        if (!s)                                                                               \
-            return call;                                                                      \
-        int r;                                                                                \
-        if (tt_sync_replaying(&op)) {                                                         \
-            r = op.result;                                                                    \
-            if (op.ordered)                                                                   \
-                REAL(take, rw_fn)(l);                                                         \
-        } else {                                                                              \
-            r = call;                                                                         \
-        }                                                                                     \
-        sync_end(s, &op, site, r, r == 0);                                                    \
-        sync_leave(e0);                                                                       \
-        return r;                                                                             \
-    } while (0)
 
 TT_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
-    RW_ACQUIRE(rdlock, S_pthread_rwlock_rdlock, pthread_rwlock_rdlock,
-               REAL(pthread_rwlock_rdlock, rw_fn)(l));
+    ACQUISITION(pthread_rwlock_rdlock, TT_SYNC_ACQUIRE, PLAIN, pthread_rwlock_rdlock,
+                pthread_rwlock_rdlock, RF_pthread_rwlock_tryrdlock, zero_held);
+    return acquire(&a, l, 0, NULL);
 }
 
 TT_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
-    RW_ACQUIRE(wrlock, S_pthread_rwlock_wrlock, pthread_rwlock_wrlock,
-               REAL(pthread_rwlock_wrlock, rw_fn)(l));
+    ACQUISITION(pthread_rwlock_wrlock, TT_SYNC_ACQUIRE, PLAIN, pthread_rwlock_wrlock,
+                pthread_rwlock_wrlock, RF_pthread_rwlock_trywrlock, zero_held);
+    return acquire(&a, l, 0, NULL);
 }
 
 TT_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
 {
-    RW_ACQUIRE(tryrdlock, S_pthread_rwlock_tryrdlock, pthread_rwlock_rdlock,
-               REAL(pthread_rwlock_tryrdlock, rw_fn)(l));
+    ACQUISITION(pthread_rwlock_tryrdlock, TT_SYNC_ACQUIRE, TRY, pthread_rwlock_tryrdlock,
+                pthread_rwlock_rdlock, RF_COUNT_, zero_held);
+    return acquire(&a, l, 0, NULL);
 }
 
 TT_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
 {
-    RW_ACQUIRE(trywrlock, S_pthread_rwlock_trywrlock, pthread_rwlock_wrlock,
-               REAL(pthread_rwlock_trywrlock, rw_fn)(l));
+    ACQUISITION(pthread_rwlock_trywrlock, TT_SYNC_ACQUIRE, TRY, pthread_rwlock_trywrlock,
+                pthread_rwlock_wrlock, RF_COUNT_, zero_held);
+    return acquire(&a, l, 0, NULL);
 }
 
 TT_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *at)
 {
-    RW_ACQUIRE(timedrdlock, S_pthread_rwlock_timedrdlock, pthread_rwlock_rdlock,
-               REAL(pthread_rwlock_timedrdlock, rw_timed_fn)(l, at));
+    ACQUISITION(pthread_rwlock_timedrdlock, TT_SYNC_ACQUIRE, TIMED, pthread_rwlock_timedrdlock,
+                pthread_rwlock_rdlock, RF_COUNT_, zero_held);
+    return acquire(&a, l, 0, at);
 }
 
 TT_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *at)
 {
-    RW_ACQUIRE(timedwrlock, S_pthread_rwlock_timedwrlock, pthread_rwlock_wrlock,
-               REAL(pthread_rwlock_timedwrlock, rw_timed_fn)(l, at));
+    ACQUISITION(pthread_rwlock_timedwrlock, TT_SYNC_ACQUIRE, TIMED, pthread_rwlock_timedwrlock,
+                pthread_rwlock_wrlock, RF_COUNT_, zero_held);
+    return acquire(&a, l, 0, at);
 }
 
 TT_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clk,
                                          const struct timespec *at)
 {
-    RW_ACQUIRE(clockrdlock, S_pthread_rwlock_clockrdlock, pthread_rwlock_rdlock,
-               REAL(pthread_rwlock_clockrdlock, rw_clock_fn)(l, clk, at));
+    ACQUISITION(pthread_rwlock_clockrdlock, TT_SYNC_ACQUIRE, CLOCKED, pthread_rwlock_clockrdlock,
+                pthread_rwlock_rdlock, RF_COUNT_, zero_held);
+    return acquire(&a, l, clk, at);
 }
 
 TT_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clk,
                                          const struct timespec *at)
 {
-    RW_ACQUIRE(clockwrlock, S_pthread_rwlock_clockwrlock, pthread_rwlock_wrlock,
-               REAL(pthread_rwlock_clockwrlock, rw_clock_fn)(l, clk, at));
+    ACQUISITION(pthread_rwlock_clockwrlock, TT_SYNC_ACQUIRE, CLOCKED, pthread_rwlock_clockwrlock,
+                pthread_rwlock_wrlock, RF_COUNT_, zero_held);
+    return acquire(&a, l, clk, at);
 }
 
 TT_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
@@ -542,7 +507,7 @@ static void sem_take(sem_t *sem)
 }
 
 /* A sem_* acquisition: 0, or -1 with errno; @call makes it live. */
-#define SEM_ACQUIRE(site, call)                                                               \
+#define SEM_ACQUIRE(at_once, site, call)                                                      \
     do {                                                                                      \
         int e0 = errno;                                                                       \
         tt_sync op;                                                                           \
@@ -559,29 +524,29 @@ static void sem_take(sem_t *sem)
             r = call;                                                                         \
             e = r ? errno : 0;                                                                \
         }                                                                                     \
-        sync_end(s, &op, site, e, r == 0);                                                    \
+        sync_end(s, &op, site, e, took_flags(r == 0, at_once));                               \
         sync_leave(r ? e : e0);                                                               \
         return r;                                                                             \
     } while (0)
 
 TT_EXPORT int sem_wait(sem_t *sem)
 {
-    SEM_ACQUIRE(S_sem_wait, REAL(sem_wait, sem_fn)(sem));
+    SEM_ACQUIRE(false, S_sem_wait, REAL(sem_wait, sem_fn)(sem));
 }
 
 TT_EXPORT int sem_trywait(sem_t *sem)
 {
-    SEM_ACQUIRE(S_sem_trywait, REAL(sem_trywait, sem_fn)(sem));
+    SEM_ACQUIRE(true, S_sem_trywait, REAL(sem_trywait, sem_fn)(sem));
 }
 
 TT_EXPORT int sem_timedwait(sem_t *sem, const struct timespec *at)
 {
-    SEM_ACQUIRE(S_sem_timedwait, REAL(sem_timedwait, sem_timed_fn)(sem, at));
+    SEM_ACQUIRE(false, S_sem_timedwait, REAL(sem_timedwait, sem_timed_fn)(sem, at));
 }
 
 TT_EXPORT int sem_clockwait(sem_t *sem, clockid_t clk, const struct timespec *at)
 {
-    SEM_ACQUIRE(S_sem_clockwait, REAL(sem_clockwait, sem_clock_fn)(sem, clk, at));
+    SEM_ACQUIRE(false, S_sem_clockwait, REAL(sem_clockwait, sem_clock_fn)(sem, clk, at));
 }
 
 TT_EXPORT int sem_post(sem_t *sem)

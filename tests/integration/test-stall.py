@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Integration test: a recording thread's wait for the memory budget is the tracer's time.
+
+    test-stall.py TINYTRACE MKSTALL
+
+mkstall records with a two-buffer budget and a sink that is slow (40 ms) once the thread has
+stalled, inside a call of `work`. Checks:
+  - the stall is counted (mkstall's session stats, the manifest) and the trace verifies;
+  - `tinytrace stats --json`: the function "tinytrace:buffer-wait" has calls under
+    work (or leaf) whose total is at least the injected 40 ms, and work's self time excludes
+    them (self <= total - the stalls' total);
+  - `tinytrace export`: an X event of that name lasting at least 40 ms, inside work's X event;
+  - `mkstall replay`: the same calls replay against the recording and its close finds nothing
+    left (replay steps over the tracer's frame).
+Everything happens in a fresh temporary directory, removed at the end.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+STALL = "tinytrace:buffer-wait"
+SLOW_NS = 40 * 1000 * 1000
+failures = []
+passed = [0]
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if ok:
+        passed[0] += 1
+    else:
+        failures.append(what)
+
+
+def run(cmd):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        failures.append("%s exited %d: %s" % (" ".join(cmd), r.returncode, r.stderr.strip()))
+        print("FAIL %s exited %d: %s" % (" ".join(cmd), r.returncode, r.stderr.strip()))
+    return r
+
+
+def main():
+    tt, mkstall = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory(prefix="tt-stall-") as d:
+        trace = os.path.join(d, "stall.tt")
+        r = run([mkstall, "record", trace])
+        stalls = int(r.stdout.split()[1]) if r.returncode == 0 else 0
+        check(stalls >= 1, "the recording thread stalled (%d)" % stalls)
+        run([tt, "verify", trace])
+        info = json.loads(run([tt, "info", "--json", trace]).stdout or "{}")
+        check(info.get("manifest", {}).get("stall_count", 0) >= 1, "the manifest counts the stall")
+
+        st = json.loads(run([tt, "stats", "--json", trace]).stdout or "{}")
+        fns = {f["function"]: f for f in st.get("functions", [])}
+        s, w = fns.get(STALL), fns.get("work")
+        check(s is not None, "stats lists %r" % STALL)
+        check(w is not None, "stats lists work")
+        if s and w:
+            check(s["total_ns"] >= SLOW_NS * 0.95,
+                  "the stall's total (%d ns) holds the injected wait" % s["total_ns"])
+            check(s["max_depth"] >= 1, "the stall is a call under work or leaf (depth %d)"
+                  % s["max_depth"])
+            check(w["self"] + s["total"] <= w["total"],
+                  "work's self time (%d) excludes the stall (%d of %d)" % (w["self"], s["total"],
+                                                                         w["total"]))
+
+        out = os.path.join(d, "stall.json")
+        run([tt, "export", "-o", out, trace])
+        try:
+            ev = json.load(open(out))["traceEvents"]
+        except (OSError, ValueError, KeyError):
+            ev = []
+        xs = [e for e in ev if e.get("ph") == "X" and e.get("name") == STALL]
+        ws = [e for e in ev if e.get("ph") == "X" and e.get("name") == "work"]
+        check(len(xs) >= 1 and max(e["dur"] for e in xs) >= SLOW_NS / 1e3 * 0.95,
+              "export shows the stall as a call of its own of >= 40 ms")
+        if xs and ws:
+            x, wk = max(xs, key=lambda e: e["dur"]), ws[0]
+            check(wk["ts"] <= x["ts"] and x["ts"] + x["dur"] <= wk["ts"] + wk["dur"],
+                  "export puts the stall inside work")
+
+        r = run([mkstall, "replay", trace])
+        check(r.returncode == 0, "the calls replay (the stall stepped over)")
+
+    print("%d passed, %d failed" % (passed[0], len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
