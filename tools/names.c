@@ -240,20 +240,41 @@ const char *tool_function_location(const tt_reader *r, uint32_t id)
     return c->loc[id];
 }
 
-/* replay: the program it runs, for the names in the runtime's report */
+/* replay: the program it runs, for the names in the runtime's report. Opened on first use,
+ * never before: libdwfl keeps the program's file open (without O_CLOEXEC), and a descriptor
+ * open in the tool when it starts the program would be inherited and shift the program's own
+ * descriptor numbers from the recorded ones. */
+static int replayed_set, replayed_tried;
 static tool_dbg *replayed;
-static char replayed_module[256];
+static char replayed_module[256], replayed_path[4096];
+static uint8_t replayed_id[TT_BUILD_ID_MAX];
+static size_t replayed_id_len;
 
 void tool_names_set_program(const char *path, const uint8_t *build_id, size_t len)
 {
     const char *base = strrchr(path, '/');
+    if (strlen(path) >= sizeof replayed_path || len > sizeof replayed_id)
+        return;
     snprintf(replayed_module, sizeof replayed_module, "%.255s", base ? base + 1 : path);
-    replayed = tool_dbg_open(path, build_id, len);
+    strcpy(replayed_path, path);
+    memcpy(replayed_id, build_id, len);
+    replayed_id_len = len;
+    replayed_set = 1;
+    replayed_tried = 0;
+}
+
+static tool_dbg *replayed_dbg(void)
+{
+    if (replayed_set && !replayed_tried) {
+        replayed_tried = 1;
+        replayed = tool_dbg_open(replayed_path, replayed_id, replayed_id_len);
+    }
+    return replayed;
 }
 
 int tool_names_program_location(const char *name, size_t len, char *buf, size_t cap)
 {
-    return location_of(replayed, replayed_module, name, len, buf, cap);
+    return location_of(replayed_dbg(), replayed_module, name, len, buf, cap);
 }
 
 uint32_t tool_find_function(const tt_reader *r, const char *name)
@@ -298,7 +319,8 @@ void tool_print_names(FILE *f, const char *s, size_t n)
 {
     size_t i = 0, plain = 0;
     while (i < n) {
-        if (replayed != NULL && offset_char(s[i]) && (i == 0 || !offset_char(s[i - 1]))) {
+        if (replayed_set && offset_char(s[i]) && (i == 0 || !offset_char(s[i - 1])) &&
+            replayed_dbg() != NULL) {
             size_t j = i;
             uint64_t off;
             while (j < n && offset_char(s[j]))

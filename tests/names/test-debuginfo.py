@@ -9,6 +9,8 @@ Copies prog-debug (built with -g), moves its debug information into a file of it
     ("prog+0x1139@5f0c..."), in the trace;
   - stats names them by function and file:line, from the debug file (beside the program, or in
     its .debug/ directory); the lines are those of the functions in prog-debug.c;
+  - the unchanged run replays: the tool looks the names up after it started the program, whose
+    descriptors would otherwise be shifted by the files libdwfl keeps open;
   - a replay that diverges (the count file changed: prog-debug reads it live) names the expected
     and the actual function, with file:line, in its verdict;
   - the debug file is found beside the program, in its .debug/ directory, and by build-id
@@ -80,6 +82,10 @@ def main(d):
           "stats names the functions by name and file:line", (want, out))
     rc, out, err = run([TT, "tree", trace])
     check(rc == 0 and "  leaf " in out and "+0x" not in out, "tree names them too", out[:500])
+
+    rc, out, err = run([TT, "replay", trace])
+    check(rc == 0, "an unchanged run replays (the tool opens the debug file after starting the "
+          "program: a descriptor it inherited would shift the program's own)", err)
 
     with open(count, "w") as f:
         f.write("5\n")
