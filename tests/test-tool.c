@@ -3,6 +3,7 @@
  * tool_fmt_u64 against printf. A dump prints both for every event, so an error here would be in
  * every line of its output. */
 #include "harness.h"
+#include "../tools/debuginfo.h"
 #include "../tools/tool.h"
 
 #include <inttypes.h>
@@ -141,4 +142,29 @@ Test(tool, esc_escapes_as_print_text_does_and_cuts_between_characters)
     cr_assert_str_eq(tool_esc(buf, 7, "\xc3\xa9\xc3\xa9\xc3\xa9x"), "\xc3\xa9...");
     cr_assert_str_eq(tool_esc(buf, 3, "abcdef"), "..");
     cr_assert_str_eq(tool_esc(buf, 1, "abcdef"), "");
+}
+
+/* The names the runtime gives a function without a symbol, which the tool looks up in the
+ * program's debug file: "MODULE+0xHEX", with or without "@BUILDID"; anything else is a name. */
+Test(tool, parse_offset_reads_a_module_offset_and_refuses_other_names)
+{
+    const char *mod;
+    size_t mod_len;
+    uint64_t off;
+    const char *a = "prog-debug+0x119c@5f0c11aa";
+    cr_assert_eq(tool_dbg_parse_offset(a, strlen(a), &mod, &mod_len, &off), 0);
+    cr_assert_eq(mod_len, strlen("prog-debug"));
+    cr_assert_eq(memcmp(mod, "prog-debug", mod_len), 0);
+    cr_assert_eq(off, 0x119c);
+    const char *b = "a+b+0xdeadbeef";
+    cr_assert_eq(tool_dbg_parse_offset(b, strlen(b), &mod, &mod_len, &off), 0);
+    cr_assert_eq(mod_len, 3);
+    cr_assert_eq(off, 0xdeadbeef);
+    static const char *const not_offsets[] = {
+        "leaf", "+0x10", "prog+0x", "prog+0x12g", "prog+12", "operator+", "prog+0x11111111111111111",
+    };
+    for (size_t i = 0; i < sizeof not_offsets / sizeof not_offsets[0]; i++)
+        cr_expect_eq(tool_dbg_parse_offset(not_offsets[i], strlen(not_offsets[i]), &mod,
+                                           &mod_len, &off),
+                     -1, "%s", not_offsets[i]);
 }

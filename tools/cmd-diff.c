@@ -59,7 +59,7 @@ static const char usage[] =
     "                      \"earliest\"}; each thread {\"thread_a\", \"thread_b\", \"name\",\n"
     "                      \"matched_by\", \"same\", \"events\", \"difference\"}\n"
     "  -c, --context N     matching events shown before a difference (default 5, at most 1000)\n"
-    TOOL_MAX_MEMORY_HELP
+    TOOL_NO_DEMANGLE_HELP TOOL_MAX_MEMORY_HELP
     "  -h, --help          print this help\n"
     "\n"
     "A progress line is shown on stderr while it reads, when stderr is a terminal.\n"
@@ -880,7 +880,8 @@ int cmd_diff(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     static const tool_verb verb = {.usage = usage,
-                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY,
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY |
+                                             TOOL_OPT_NO_DEMANGLE,
                                    .options = options,
                                    .take = take_option,
                                    .operands = TOOL_OPERANDS_ANY};

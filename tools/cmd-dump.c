@@ -65,7 +65,8 @@ static const char usage[] =
     "                      file's seek index: one seek per thread, then only the chunks\n"
     "                      needed are read (a file without index tables is read from the\n"
     "                      start)\n"
-    "  -n, --count N       print at most N events (after --kind), then stop\n" TOOL_MAX_MEMORY_HELP TOOL_PROCESS_HELP
+    "  -n, --count N       print at most N events (after --kind), then stop\n"
+    TOOL_NO_DEMANGLE_HELP TOOL_MAX_MEMORY_HELP TOOL_PROCESS_HELP
     "  -h, --help          print this help\n"
     "\n"
     "Each chunk's checksum and each thread's sequence are checked as the events are read, and\n"
@@ -1236,7 +1237,8 @@ int cmd_dump(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     static const tool_verb verb = {.usage = usage,
-                                   .common = TOOL_OPT_JSON | TOOL_OPT_THREAD | TOOL_OPT_MAX_MEMORY | TOOL_OPT_PROCESS,
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_THREAD | TOOL_OPT_MAX_MEMORY |
+                                             TOOL_OPT_PROCESS | TOOL_OPT_NO_DEMANGLE,
                                    .options = options,
                                    .take = take_option,
                                    .more_help = print_kinds};

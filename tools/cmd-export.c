@@ -1,29 +1,48 @@
-/* tinytrace export — a trace as Chrome trace-event JSON, for Perfetto's UI and chrome://tracing.
+/* tinytrace export — a trace for timeline viewers: Chrome trace-event JSON, or Perfetto's own
+ * protobuf format.
  *
- * The Trace Event Format is one JSON object: {"traceEvents": [...], "displayTimeUnit": "ns",
- * "otherData": {...}}. Each event has a name, a phase "ph", a timestamp "ts" in microseconds
- * (fractional: we give nanoseconds as three decimals), a process "pid" and a thread "tid". We use:
+ * Chrome JSON (--format chrome, the default) is one object: {"traceEvents": [...],
+ * "displayTimeUnit": "ns", "otherData": {...}}. Each event has a name, a phase "ph", a timestamp
+ * "ts" in microseconds (fractional: we give nanoseconds as three decimals), a process "pid" and
+ * a thread "tid". We use:
  *   "M" metadata: process_name, thread_name (each thread's recorded name, or "thread N") and
  *       thread_sort_index, so the viewer lists the threads in the order they first recorded;
- *   "X" complete events, one per call (an enter and its exit), with "dur";
+ *   "X" complete events, one per call (an enter and its exit), with "dur" and, only with --args,
+ *       "args" (the enter's seq). Viewers such as speedscope fold args into the frame's name,
+ *       so a call with args of its own is a function of its own, and nothing aggregates;
  *   "i" instant events, thread-scoped ("s": "t"), for safepoint, alloc, free, io, checkpoint,
- *       user and crash events, with their fields in "args".
- * tid is the dense tinytrace thread id (OS thread ids can be reused within a run), pid the
- * recorded process id.
+ *       user, crash and sync events, with their fields in "args".
+ * tid is the OS thread id; a thread whose OS id an earlier thread of the run already had (ids
+ * are reused) gets 0x40000000 + its dense tinytrace id, so that the viewers keep them apart.
  *
- * Streaming: the trace is read once, in file order, with one sequential cursor; an X event can
- * only be written when its call returns, so calls come out in post-order (children before their
- * parent). The viewers sort by time; what the output guarantees per thread is that the end of
- * each event (ts for "i", ts + dur for "X") never decreases from one event to the next. Memory is
- * the reader's one chunk buffer plus, per thread, the stack of open calls (function, start, seq),
- * bounded in total by --max-open-calls.
+ * Perfetto (--format perfetto) is TracePacket protobuf, written by perfetto.c (perfetto.h says
+ * how it is laid out): one track per thread, a slice (begin and end) per call, an instant per
+ * other event, the function names interned.
+ *
+ * Streaming: without a window the trace is read once, in file order, with one sequential
+ * cursor. Memory is the reader's chunk buffer plus, per thread, the stack of open calls
+ * (function, start, seq), bounded in total by --max-open-calls.
+ *
+ * Windows. --from and --to (a time, or a thread's sequence number), --thread, --max-depth and
+ * --min-duration choose what is written. With index tables a window reads only what it needs:
+ * each thread has a cursor of its own, put by the seek index at the last entry before the
+ * window, and the calls open when the window starts come from the frame table, without reading
+ * the events before it: in post-order a frame's end never comes before the previous frame's
+ * end, so a binary search finds the first frame that ends at or after the start, and that frame
+ * and its ancestors that started before the start are exactly the open calls. A thread's events
+ * after --to are not read. Without index tables the window is read from the start of the file.
+ * --min-duration writes a call only when it took that long: its begin (and those of its
+ * ancestors, which took longer) is written when a call is known to qualify, at its end, which
+ * keeps each thread's slices in time order (perfetto.h).
  *
  * Calls that never return: at the end of the trace each thread's open calls are closed at the
- * time of that thread's last event, innermost first, with args.outcome "unwound by a crash" when
- * the thread recorded a crash event and "still open at the end of the trace" otherwise. An exit
- * that is not the innermost open call's (longjmp, an exception through uninstrumented code)
- * closes the calls above the one it exits, with outcome "left without an exit"; an exit with no
- * matching open call (within the innermost SEARCH_DEPTH) is counted and skipped.
+ * time of that thread's last event, innermost first, with outcome "unwound by a crash" when the
+ * thread recorded a crash event and "still open at the end of the trace" otherwise (at the end
+ * of a window: "open at the end of the window", closed at its end). An exit that is not the
+ * innermost open call's (longjmp, an exception through uninstrumented code) closes the calls
+ * above the one it exits, with outcome "left without an exit"; an exit with no matching open
+ * call (within the innermost SEARCH_DEPTH) is counted and skipped. The outcome is an arg of
+ * such a call in JSON, always: it is rare, and says why the call ends where it does.
  *
  * Times: each thread's times are made non-decreasing (the largest time seen so far in that
  * thread is used), so a clock that stepped back by a few ticks cannot give a negative duration
@@ -33,7 +52,9 @@
  * the file (as post-order puts it) inside its child. Recorded events are tens of nanoseconds
  * apart, so this only ever moves a call whose clock reading did not advance.
  */
+#include "merge.h"
 #include "opts.h"
+#include "perfetto.h"
 #include "progress.h"
 #include "tool.h"
 
@@ -47,22 +68,28 @@
 #define TEXT_MAX 4096           /* crash backtraces: at most this much of the text */
 #define SEARCH_DEPTH 256        /* how far below the innermost call an exit is looked for */
 #define MAX_OPEN_DEFAULT (1u << 22)
+#define TID_REUSED 0x40000000u  /* + the dense id: a thread whose OS tid was used before */
 
 static const char usage[] =
-    "Usage: tinytrace export [--format chrome] [-o OUT.json [--force]] [--json]\n"
-    "                        [--max-open-calls N] [--max-memory MB] [--process P]\n"
-    "                        FILE\n"
+    "Usage: tinytrace export [--format chrome|perfetto] [-o OUT [--force]] [--json] [--args]\n"
+    "                        [--from SEQ|TIME] [--to SEQ|TIME] [--thread N] [--process P]\n"
+    "                        [--max-depth D] [--min-duration TIME] [--max-open-calls N]\n"
+    "                        [--no-demangle] [--max-memory MB] FILE\n"
     "\n"
-    "Writes trace FILE as Chrome trace-event JSON, which Perfetto's UI (ui.perfetto.dev) and\n"
-    "chrome://tracing open: every call (enter ... exit) as a complete event (\"X\") with its\n"
-    "duration, safepoint, alloc, free, io, checkpoint, user and crash events as instant events\n"
-    "(\"i\") with their fields in args, and the threads named. Times are microseconds since\n"
-    "the session opened. Calls still open at the end of a thread end at its last event, with\n"
-    "args.outcome \"still open at the end of the trace\" or, when the thread crashed, \"unwound\n"
-    "by a crash\".\n"
+    "Writes trace FILE for a timeline viewer: every call (enter ... exit) with its duration,\n"
+    "safepoint, alloc, free, io, checkpoint, user, crash and sync events as instant events with\n"
+    "their fields, the threads named by their recorded names and OS thread ids. Times are\n"
+    "since the session opened. Calls still open at the end of a thread end at its last event.\n"
+    "\n"
+    "Formats:\n"
+    "  chrome    Chrome trace-event JSON (the default), which Perfetto's UI, chrome://tracing\n"
+    "            and speedscope open: calls as complete events (\"X\"), instants as \"i\"\n"
+    "  perfetto  Perfetto's protobuf trace (TrackEvent): a track per thread, a slice per call,\n"
+    "            function names interned; Perfetto's UI and trace_processor read it, and it is\n"
+    "            a few bytes per event where JSON takes tens\n"
     "\n"
     "Options:\n"
-    "  -f, --format NAME   the output format; only 'chrome' (the default)\n"
+    "  -f, --format NAME   chrome or perfetto\n"
     "  -o, --output OUT    write to OUT (default, or '-': standard output) under a temporary\n"
     "                      name beside it, renamed to OUT when complete. Refused (exit 2): an\n"
     "                      OUT that exists (see --force), that is the trace itself, or that is\n"
@@ -70,47 +97,82 @@ static const char usage[] =
     "      --force         let -o replace an existing regular file (or a symbolic link: the\n"
     "                      link is replaced, never the file it points to)\n"
     "  -j, --json          print the summary as one JSON object on stdout (needs -o)\n"
+    "      --args          chrome: give each call its args (the enter's seq); without it a\n"
+    "                      call has none, so that viewers aggregate calls by name\n"
+    "      --from SEQ|TIME only what happens from TIME on (250us, 1.5ms, 2s: since the session\n"
+    "                      opened) or, a plain number, from each thread's event SEQ on; calls\n"
+    "                      open then are written from their start\n"
+    "      --to SEQ|TIME   only what happens up to TIME or each thread's event SEQ (included);\n"
+    "                      calls open then end there\n"
+    "  -t, --thread N      only thread N\n"
+    "      --max-depth D   only calls at nesting levels 0 .. D-1\n"
+    "  -m, --min-duration TIME\n"
+    "                      only calls that took at least TIME\n"
     "      --max-open-calls N\n"
     "                      calls open at the same time, all threads together, that the export\n"
-    "                      keeps (default 4194304, 24 bytes each); a trace that needs more is\n"
-    "                      refused\n" TOOL_MAX_MEMORY_HELP TOOL_PROCESS_HELP
+    "                      keeps (default 4194304, 32 bytes each); a trace that needs more is\n"
+    "                      refused\n"
+    TOOL_NO_DEMANGLE_HELP TOOL_MAX_MEMORY_HELP TOOL_PROCESS_HELP
     "  -h, --help          print this help\n"
     "\n"
-    "At the end it prints \"N frames\" (calls exported) and the other counts on stderr. A\n"
-    "progress line is shown on stderr while it reads, when stderr is a terminal.\n"
+    "A window (--from, --to, --thread) of a trace with index tables reads only the events it\n"
+    "needs. At the end it prints \"N frames\" (calls exported) and the other counts on stderr.\n"
+    "A progress line is shown on stderr while it reads, when stderr is a terminal.\n"
     "\n"
     "Exits 0 on success; 3 when the trace is corrupt or truncated, or needs more open calls\n"
     "than allowed (the output file is then removed); 7 when it is incomplete; 6 when a file\n"
     "cannot be opened or written; 2 on a bad command line or a refused OUT.\n";
 
+enum { CALL_BEGUN = 1, CALL_HIDDEN = 2 };
+
 struct open_call {
     uint32_t function;
+    uint32_t flags; /* CALL_BEGUN: its begin is written (or, JSON, it will be written);
+                     * CALL_HIDDEN: deeper than --max-depth, never written */
     uint64_t start; /* ns since the session opened */
-    uint64_t seq;
+    uint64_t seq;   /* of its enter; UINT64_MAX: from the frame table (a window's open call) */
 };
 
 struct thread_state {
     struct open_call *stack;
     uint32_t depth, cap;
-    uint64_t now; /* ns: the largest time seen in this thread */
+    uint64_t now;        /* ns: the largest time seen in this thread */
     uint64_t last_start; /* ns: when the thread's latest call started (if has_start) */
     int has_start;
     int crashed;
+    int in_window;       /* an event at or after --from was seen: calls are written */
+    int done;            /* an event after --to was seen: nothing more is written */
+    int seeded;          /* the open calls at --from came from the frame table */
+    int track;           /* perfetto: its track is written */
+    uint64_t from, to;   /* the window in ticks, or in seqs (x->from_seq, x->to_seq) */
 };
 
 struct counts {
-    uint64_t events, frames, returned, open_at_end, crashed, left, instants, unmatched_exits;
+    uint64_t events, frames, returned, open_at_end, crashed, left, instants, unmatched_exits,
+        window_end;
 };
 
 struct export {
     tool_trace t;
     FILE *out;
     tool_json j;
-    uint64_t written;     /* trace events written */
+    uint64_t written;     /* trace events written (JSON) */
     uint32_t pid;
+    uint32_t *tids;       /* per thread: the tid the output gives it */
     struct thread_state *threads;
     uint64_t open_total, max_open;
     struct counts n;
+    tool_ns_conv conv;
+    int perfetto;
+    pf_writer pf;
+    /* options */
+    int args;
+    int has_from, has_to, from_seq, to_seq;
+    uint64_t from, to;    /* ns, or a seq when from_seq / to_seq */
+    uint64_t max_depth;   /* UINT64_MAX: all */
+    uint64_t min_ns;      /* 0: all */
+    int one_thread;
+    uint32_t thread;
 };
 
 /* ---- writing one event ---- */
@@ -153,8 +215,9 @@ static char *put_str(char *p, const char *s)
  * NO_TIME. The rest of the object is written with the JSON writer, which escapes strings; ev_end
  * closes it. */
 #define NO_TIME UINT64_MAX
-static void ev_begin(struct export *x, const char *ph, uint32_t tid, uint64_t ts, uint64_t dur)
+static void ev_begin(struct export *x, const char *ph, uint32_t th, uint64_t ts, uint64_t dur)
 {
+    uint32_t tid = x->tids[th];
     char buf[160], *p = buf;
     if (x->written++ > 0)
         *p++ = ',';
@@ -195,8 +258,6 @@ static void name_of(const tt_reader *r, uint32_t id, char *buf, size_t cap, cons
     }
 }
 
-/* ---- metadata ---- */
-
 /* A process name for the viewer: the recorded program's argv[0] (the preload runtime interns it
  * as a meta object), else the caller string of the manifest, else "tinytrace". */
 static void process_name(const tool_trace *t, const char **s, size_t *len)
@@ -224,6 +285,53 @@ static void process_name(const tool_trace *t, const char **s, size_t *len)
     }
 }
 
+
+/* ---- metadata ---- */
+
+static int by_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The tid of each thread in the output: its OS tid, unless an earlier thread had it. */
+static int assign_tids(struct export *x)
+{
+    uint32_t n = x->t.m.thread_count;
+    uint64_t *key = malloc((n ? n : 1) * sizeof *key);
+    x->tids = malloc((n ? n : 1) * sizeof *x->tids);
+    if (key == NULL || x->tids == NULL) {
+        free(key);
+        tool_error("out of memory for %" PRIu32 " threads", n);
+        return TOOL_EXIT_SYSTEM;
+    }
+    for (uint32_t id = 0; id < n; id++) {
+        const tt_thread_entry *e = tt_reader_thread(x->t.r, id);
+        uint32_t os = e != NULL && e->os_tid != 0 ? e->os_tid : TID_REUSED + id;
+        key[id] = (uint64_t)os << 32 | id;
+        x->tids[id] = os;
+    }
+    /* sorted by (os tid, id): each thread after the first of its os tid is a reuse */
+    qsort(key, n, sizeof *key, by_u64);
+    for (uint32_t i = 1; i < n; i++)
+        if (key[i] >> 32 == key[i - 1] >> 32 && (uint32_t)(key[i] >> 32) < TID_REUSED)
+            x->tids[(uint32_t)key[i]] = TID_REUSED + (uint32_t)key[i];
+    free(key);
+    return TOOL_EXIT_OK;
+}
+
+static void thread_name(const struct export *x, uint32_t id, char *buf, size_t cap,
+                        const char **s, size_t *len)
+{
+    const tt_thread_entry *e = tt_reader_thread(x->t.r, id);
+    *s = e != NULL && e->name != 0 ? tool_object_name(x->t.r, e->name, len) : NULL;
+    if (*s == NULL || *len == 0) {
+        snprintf(buf, cap, "thread %" PRIu32, id);
+        *s = buf;
+        *len = strlen(buf);
+    }
+}
+
 static void write_metadata(struct export *x)
 {
     const char *s;
@@ -231,6 +339,10 @@ static void write_metadata(struct export *x)
     char buf[32];
 
     process_name(&x->t, &s, &len);
+    if (x->perfetto) {
+        pf_process(&x->pf, s, len);
+        return; /* thread tracks come with their first event */
+    }
     ev_begin(x, "M", 0, NO_TIME, NO_TIME);
     tj_str(&x->j, "name", "process_name");
     tj_object_begin(&x->j, "args");
@@ -238,13 +350,9 @@ static void write_metadata(struct export *x)
     tj_object_end(&x->j);
     ev_end(x);
     for (uint32_t id = 0; id < x->t.m.thread_count; id++) {
-        const tt_thread_entry *e = tt_reader_thread(x->t.r, id);
-        s = e != NULL && e->name != 0 ? tool_object_name(x->t.r, e->name, &len) : NULL;
-        if (s == NULL || len == 0) {
-            snprintf(buf, sizeof buf, "thread %" PRIu32, id);
-            s = buf;
-            len = strlen(buf);
-        }
+        if (x->one_thread && id != x->thread)
+            continue;
+        thread_name(x, id, buf, sizeof buf, &s, &len);
         ev_begin(x, "M", id, NO_TIME, NO_TIME);
         tj_str(&x->j, "name", "thread_name");
         tj_object_begin(&x->j, "args");
@@ -260,34 +368,80 @@ static void write_metadata(struct export *x)
     }
 }
 
-/* ---- calls ---- */
-
-static void write_call(struct export *x, uint32_t tid, const struct open_call *c, uint64_t end,
-                       const char *outcome)
+/* perfetto: thread @id's track, before its first packet */
+static void need_track(struct export *x, uint32_t id)
 {
-    char buf[32];
+    struct thread_state *th = &x->threads[id];
+    if (!x->perfetto || th->track)
+        return;
     const char *s;
     size_t len;
-
-    name_of(x->t.r, c->function, buf, sizeof buf, &s, &len);
-    ev_begin(x, "X", tid, c->start, end - c->start);
-    tj_strn(&x->j, "name", s, len);
-    tj_str(&x->j, "cat", "call");
-    tj_object_begin(&x->j, "args");
-    tj_u64(&x->j, "seq", c->seq);
-    if (outcome != NULL)
-        tj_str(&x->j, "outcome", outcome);
-    tj_object_end(&x->j);
-    ev_end(x);
-    x->n.frames++;
+    char buf[32];
+    thread_name(x, id, buf, sizeof buf, &s, &len);
+    pf_thread_track(&x->pf, id, x->tids[id], s, len);
+    th->track = 1;
 }
 
-static int push_call(struct export *x, struct thread_state *th, const tt_event *ev)
+/* ---- calls ---- */
+
+/* Writes the begin of @c (thread @tid) unless it is written or hidden. */
+static void begin_call(struct export *x, uint32_t tid, struct open_call *c)
+{
+    if (c->flags & (CALL_BEGUN | CALL_HIDDEN))
+        return;
+    c->flags |= CALL_BEGUN;
+    if (x->perfetto) {
+        char buf[32];
+        const char *s;
+        size_t len;
+        need_track(x, tid);
+        name_of(x->t.r, c->function, buf, sizeof buf, &s, &len);
+        pf_begin(&x->pf, tid, c->function != 0 ? c->function : UINT32_MAX, s, len, c->start);
+    }
+}
+
+/* Ends call @k of @th's stack at @end: written when it is begun or, unless hidden, when it is
+ * in the window and long enough (then its ancestors are begun first). Returns 1 if written. */
+static int end_call(struct export *x, uint32_t tid, struct thread_state *th, uint32_t k,
+                    uint64_t end, const char *outcome)
+{
+    struct open_call *c = &th->stack[k];
+    if (!(c->flags & CALL_BEGUN)) {
+        if ((c->flags & CALL_HIDDEN) || !th->in_window || end - c->start < x->min_ns)
+            return 0;
+        for (uint32_t i = 0; i <= k; i++)
+            begin_call(x, tid, &th->stack[i]);
+    }
+    if (x->perfetto) {
+        pf_end(&x->pf, tid, end);
+    } else {
+        char buf[32];
+        const char *s;
+        size_t len;
+        name_of(x->t.r, c->function, buf, sizeof buf, &s, &len);
+        ev_begin(x, "X", tid, c->start, end - c->start);
+        tj_strn(&x->j, "name", s, len);
+        if (x->args || outcome != NULL) {
+            tj_object_begin(&x->j, "args");
+            if (x->args && c->seq != UINT64_MAX)
+                tj_u64(&x->j, "seq", c->seq);
+            if (outcome != NULL)
+                tj_str(&x->j, "outcome", outcome);
+            tj_object_end(&x->j);
+        }
+        ev_end(x);
+    }
+    x->n.frames++;
+    return 1;
+}
+
+static int push_call(struct export *x, struct thread_state *th, uint32_t thread,
+                     uint32_t function, uint64_t start, uint64_t seq)
 {
     if (x->open_total >= x->max_open) {
         tool_error("%s: thread %" PRIu32 ", seq %" PRIu64 ": more than %" PRIu64
                    " calls open at the same time (see --max-open-calls)",
-                   x->t.path, ev->tp.thread, ev->tp.seq, x->max_open);
+                   x->t.path, thread, seq, x->max_open);
         return TOOL_EXIT_CORRUPT;
     }
     if (th->depth == th->cap) {
@@ -301,83 +455,96 @@ static int push_call(struct export *x, struct thread_state *th, const tt_event *
         th->cap = cap;
     }
     /* strictly after the previous call's start (see the top of the file) */
-    if (th->has_start && th->now <= th->last_start)
-        th->now = th->last_start + 1;
-    th->last_start = th->now;
+    if (th->has_start && start <= th->last_start)
+        start = th->last_start + 1;
+    if (start > th->now)
+        th->now = start;
+    th->last_start = start;
     th->has_start = 1;
-    th->stack[th->depth++] = (struct open_call){ev->sp.function, th->now, ev->tp.seq};
+    th->stack[th->depth] = (struct open_call){function, th->depth >= x->max_depth ? CALL_HIDDEN : 0,
+                                              start, seq};
+    th->depth++;
     x->open_total++;
     return TOOL_EXIT_OK;
 }
 
-static void pop_call(struct export *x, uint32_t tid, struct thread_state *th, const tt_event *ev)
+/* An exit: closes the innermost open call of its function, and the calls above it. @quiet:
+ * before the window, nothing is written. */
+static void pop_call(struct export *x, uint32_t tid, struct thread_state *th, const tt_event *ev,
+                     int quiet)
 {
     uint32_t lo = th->depth > SEARCH_DEPTH ? th->depth - SEARCH_DEPTH : 0, k = th->depth;
     while (k > lo && th->stack[k - 1].function != ev->sp.function)
         k--;
     if (k == lo) {
-        x->n.unmatched_exits++;
+        if (!quiet)
+            x->n.unmatched_exits++;
         return;
     }
     /* calls above the one that exits were left without their own exit */
     while (th->depth > k) {
-        write_call(x, tid, &th->stack[--th->depth], th->now, "left without an exit");
-        x->n.left++;
+        th->depth--;
+        if (!quiet && end_call(x, tid, th, th->depth, th->now, "left without an exit"))
+            x->n.left++;
         x->open_total--;
     }
-    write_call(x, tid, &th->stack[--th->depth], th->now, NULL);
-    x->n.returned++;
+    th->depth--;
+    if (!quiet && end_call(x, tid, th, th->depth, th->now, NULL))
+        x->n.returned++;
     x->open_total--;
 }
 
 /* ---- instant events ---- */
 
-static void write_instant(struct export *x, const tt_event *ev)
+static void instant_name(const struct export *x, const tt_event *ev, char *name, size_t cap)
 {
     const tt_reader *r = x->t.r;
-    char name[96], buf[32], addr[24];
+    char buf[32];
     const char *s;
-    size_t len, n = ev->payload_len < PREVIEW_BYTES ? (size_t)ev->payload_len : PREVIEW_BYTES;
-    const char *kind = tt_event_kind_name(ev->kind);
+    size_t len;
     int k;
 
     switch (ev->kind) {
     case TT_EV_IO:
-        k = snprintf(name, sizeof name, "io %s", ev->dir == TT_IO_IN ? "in" : "out");
+        k = snprintf(name, cap, "io %s", ev->dir == TT_IO_IN ? "in" : "out");
         break;
     case TT_EV_ALLOC:
-        k = snprintf(name, sizeof name, "alloc %" PRIu64, ev->arg);
+        k = snprintf(name, cap, "alloc %" PRIu64, ev->arg);
         break;
     case TT_EV_USER:
-        k = snprintf(name, sizeof name, "user %" PRIu64, ev->arg);
+        k = snprintf(name, cap, "user %" PRIu64, ev->arg);
         break;
     case TT_EV_CRASH:
-        k = snprintf(name, sizeof name, "crash (signal %" PRIu64 ")", ev->arg);
+        k = snprintf(name, cap, "crash (signal %" PRIu64 ")", ev->arg);
         break;
     default:
-        k = snprintf(name, sizeof name, "%s", kind);
+        k = snprintf(name, cap, "%s", tt_event_kind_name(ev->kind));
         break;
     }
-    if (k < 0)
-        name[0] = '\0';
+    if (k < 0 || (size_t)k >= cap)
+        k = 0;
+    name[k] = '\0';
+    if (ev->sp.site != 0 && ev->kind != TT_EV_CRASH) {
+        /* the site says where: "io in read", "safepoint site.loop", "sync mutex_lock" */
+        name_of(r, ev->sp.site, buf, sizeof buf, &s, &len);
+        if (len > cap - (size_t)k - 2)
+            len = cap - (size_t)k - 2;
+        name[k] = ' ';
+        memcpy(name + k + 1, s, len);
+        name[k + 1 + len] = '\0';
+    }
+}
+
+static void write_instant_json(struct export *x, const tt_event *ev, const char *name)
+{
+    const tt_reader *r = x->t.r;
+    char addr[24];
+    size_t n = ev->payload_len < PREVIEW_BYTES ? (size_t)ev->payload_len : PREVIEW_BYTES;
 
     ev_begin(x, "i", ev->tp.thread, x->threads[ev->tp.thread].now, NO_TIME);
     tj_str(&x->j, "s", "t");
-    if (ev->sp.site != 0 && ev->kind != TT_EV_CRASH) {
-        /* the site says where: "io in read", "safepoint site.loop" */
-        name_of(r, ev->sp.site, buf, sizeof buf, &s, &len);
-        {
-            char full[96 + 256];
-            size_t a = strlen(name), b = len < 255 ? len : 255;
-            memcpy(full, name, a);
-            full[a] = ' ';
-            memcpy(full + a + 1, s, b);
-            tj_strn(&x->j, "name", full, a + 1 + b);
-        }
-    } else {
-        tj_str(&x->j, "name", name);
-    }
-    tj_str(&x->j, "cat", kind);
+    tj_str(&x->j, "name", name);
+    tj_str(&x->j, "cat", tt_event_kind_name(ev->kind));
     tj_object_begin(&x->j, "args");
     tj_u64(&x->j, "seq", ev->tp.seq);
     if (ev->sp.function != 0)
@@ -404,6 +571,10 @@ static void write_instant(struct export *x, const tt_event *ev)
     case TT_EV_CRASH:
         tj_u64(&x->j, "signal", ev->arg);
         break;
+    case TT_EV_SYNC:
+        tj_u64(&x->j, "object", ev->arg);
+        tj_u64(&x->j, "object_seq", ev->addr);
+        break;
     default:
         if (ev->arg != 0)
             tj_u64(&x->j, "arg", ev->arg);
@@ -419,97 +590,391 @@ static void write_instant(struct export *x, const tt_event *ev)
     }
     tj_object_end(&x->j);
     ev_end(x);
+}
+
+/* The same fields as debug annotations. */
+static void write_instant_pf(struct export *x, const tt_event *ev, const char *name)
+{
+    const tt_reader *r = x->t.r;
+    pf_arg a[8];
+    size_t n = 0, len;
+    char hex[2 * PREVIEW_BYTES + 1];
+    const char *s;
+
+    a[n++] = (pf_arg){.name = "seq", .type = PF_UINT, .v = ev->tp.seq};
+    if (ev->sp.function != 0 && (s = tool_object_name(r, ev->sp.function, &len)) != NULL)
+        a[n++] = (pf_arg){.name = "function", .type = PF_STR, .str = s, .len = len};
+    if (ev->sp.site != 0 && (s = tool_object_name(r, ev->sp.site, &len)) != NULL)
+        a[n++] = (pf_arg){.name = "site", .type = PF_STR, .str = s, .len = len};
+    switch (ev->kind) {
+    case TT_EV_IO:
+        a[n++] = (pf_arg){.name = "dir", .type = PF_STR, .str = ev->dir == TT_IO_IN ? "in" : "out",
+                          .len = ev->dir == TT_IO_IN ? 2 : 3};
+        a[n++] = (pf_arg){.name = "channel", .type = PF_UINT, .v = ev->arg};
+        break;
+    case TT_EV_ALLOC:
+        a[n++] = (pf_arg){.name = "size", .type = PF_UINT, .v = ev->arg};
+        a[n++] = (pf_arg){.name = "addr", .type = PF_PTR, .v = ev->addr};
+        break;
+    case TT_EV_FREE:
+        a[n++] = (pf_arg){.name = "addr", .type = PF_PTR, .v = ev->addr};
+        break;
+    case TT_EV_USER:
+        a[n++] = (pf_arg){.name = "tag", .type = PF_UINT, .v = ev->arg};
+        break;
+    case TT_EV_CRASH:
+        a[n++] = (pf_arg){.name = "signal", .type = PF_UINT, .v = ev->arg};
+        break;
+    case TT_EV_SYNC:
+        a[n++] = (pf_arg){.name = "object", .type = PF_UINT, .v = ev->arg};
+        a[n++] = (pf_arg){.name = "object_seq", .type = PF_UINT, .v = ev->addr};
+        break;
+    default:
+        if (ev->arg != 0)
+            a[n++] = (pf_arg){.name = "arg", .type = PF_UINT, .v = ev->arg};
+        break;
+    }
+    if (ev->payload_len > 0 && ev->payload != NULL) {
+        a[n++] = (pf_arg){.name = "len", .type = PF_UINT, .v = ev->payload_len};
+        if (ev->kind == TT_EV_CRASH) {
+            a[n++] = (pf_arg){.name = "backtrace", .type = PF_STR, .str = ev->payload,
+                              .len = ev->payload_len < TEXT_MAX ? (size_t)ev->payload_len
+                                                                : TEXT_MAX};
+        } else {
+            static const char digits[] = "0123456789abcdef";
+            size_t k = ev->payload_len < PREVIEW_BYTES ? (size_t)ev->payload_len : PREVIEW_BYTES;
+            const unsigned char *p = ev->payload;
+            for (size_t i = 0; i < k; i++) {
+                hex[2 * i] = digits[p[i] >> 4];
+                hex[2 * i + 1] = digits[p[i] & 15];
+            }
+            a[n++] = (pf_arg){.name = "payload", .type = PF_STR, .str = hex, .len = 2 * k};
+        }
+    }
+    need_track(x, ev->tp.thread);
+    pf_instant(&x->pf, ev->tp.thread, x->threads[ev->tp.thread].now, name, strlen(name),
+               tt_event_kind_name(ev->kind), a, n);
+}
+
+static void write_instant(struct export *x, const tt_event *ev)
+{
+    char name[352];
+    instant_name(x, ev, name, sizeof name);
+    if (x->perfetto)
+        write_instant_pf(x, ev, name);
+    else
+        write_instant_json(x, ev, name);
     x->n.instants++;
 }
 
-/* ---- the pass ---- */
+/* ---- one event ---- */
 
-static int export_events(struct export *x)
+static int before_window(const struct export *x, const struct thread_state *th,
+                         const tt_event *ev)
 {
-    uint32_t nthreads = x->t.m.thread_count;
-    tool_ns_conv conv;
+    return x->has_from && (x->from_seq ? ev->tp.seq < th->from : ev->time < th->from);
+}
+
+static int after_window(const struct export *x, const struct thread_state *th,
+                        const tt_event *ev)
+{
+    return x->has_to && (x->to_seq ? ev->tp.seq > th->to : ev->time > th->to);
+}
+
+/* The window starts for @th: the calls open now are written (at once, or with --min-duration
+ * when one proves long enough). */
+static void enter_window(struct export *x, uint32_t tid, struct thread_state *th)
+{
+    th->in_window = 1;
+    if (x->min_ns == 0)
+        for (uint32_t i = 0; i < th->depth; i++)
+            begin_call(x, tid, &th->stack[i]);
+}
+
+static int handle(struct export *x, const tt_event *ev)
+{
+    uint32_t tid = ev->tp.thread;
+    struct thread_state *th = &x->threads[tid];
+    uint64_t ns;
+    int quiet = 0;
+
+    if (th->done || (x->one_thread && tid != x->thread))
+        return TOOL_EXIT_OK;
+    if (before_window(x, th, ev)) {
+        if (th->seeded)
+            return TOOL_EXIT_OK; /* the open calls at the start are on the stack already */
+        quiet = 1;               /* read to know the calls open at the start */
+    } else if (after_window(x, th, ev)) {
+        if (!th->in_window)
+            enter_window(x, tid, th); /* calls open across the whole window */
+        th->done = 1;
+        return TOOL_EXIT_OK;
+    } else if (!th->in_window) {
+        enter_window(x, tid, th);
+    }
+    ns = tool_ns_conv_ns(&x->conv, ev->time);
+    if (ns > th->now)
+        th->now = ns;
+    switch (ev->kind) {
+    case TT_EV_ENTER: {
+        int rc = push_call(x, th, tid, ev->sp.function, th->now, ev->tp.seq);
+        if (rc != TOOL_EXIT_OK)
+            return rc;
+        if (!quiet && x->min_ns == 0)
+            begin_call(x, tid, &th->stack[th->depth - 1]);
+        return TOOL_EXIT_OK;
+    }
+    case TT_EV_EXIT:
+        pop_call(x, tid, th, ev, quiet);
+        return TOOL_EXIT_OK;
+    case TT_EV_SESSION_START:
+    case TT_EV_SESSION_END:
+    case TT_EV_THREAD_START:
+    case TT_EV_THREAD_END:
+        return TOOL_EXIT_OK; /* the thread's extent: only its time counts */
+    default:
+        if (ev->kind == TT_EV_CRASH)
+            th->crashed = 1;
+        if (!quiet)
+            write_instant(x, ev);
+        return TOOL_EXIT_OK;
+    }
+}
+
+/* The calls of @th still open at its end, innermost first. */
+static void close_thread(struct export *x, uint32_t tid)
+{
+    struct thread_state *th = &x->threads[tid];
+    uint64_t end = th->now;
+    const char *outcome = th->crashed ? "unwound by a crash" : "still open at the end of the trace";
+    if (th->done && !x->to_seq) {
+        uint64_t to = tool_ticks_to_ns(th->to, x->t.m.ticks_per_sec);
+        end = to > th->now ? to : th->now;
+    }
+    if (th->done)
+        outcome = "open at the end of the window";
+    while (th->depth > 0) {
+        th->depth--;
+        x->open_total--;
+        if (!end_call(x, tid, th, th->depth, end, outcome))
+            continue;
+        if (th->done)
+            x->n.window_end++;
+        else if (th->crashed)
+            x->n.crashed++;
+        else
+            x->n.open_at_end++;
+    }
+}
+
+/* ---- reading ---- */
+
+static int read_error(struct export *x, int r, const tt_error_info *err)
+{
+    char what[64];
+    snprintf(what, sizeof what, "after %" PRIu64 " events", x->n.events);
+    return tool_report(x->t.path, what, r, err);
+}
+
+static int check_thread(struct export *x, const tt_event *ev)
+{
+    if (ev->tp.thread < x->t.m.thread_count)
+        return TOOL_EXIT_OK;
+    /* the reader checks this; a tool never trusts blindly */
+    tool_error("%s: event %" PRIu64 " belongs to thread %" PRIu32 ", but the trace has %" PRIu32,
+               x->t.path, x->n.events, ev->tp.thread, x->t.m.thread_count);
+    return TOOL_EXIT_CORRUPT;
+}
+
+/* The whole trace in file order (no index tables, or no window that needs them). */
+static int export_sequential(struct export *x)
+{
     tt_error_info err;
     progress pr;
     tt_event ev;
     int rc = TOOL_EXIT_OK, r;
 
-    x->threads = calloc(nthreads ? nthreads : 1, sizeof *x->threads);
-    if (x->threads == NULL) {
-        tool_error("out of memory for %" PRIu32 " threads", nthreads);
-        return TOOL_EXIT_SYSTEM;
-    }
-    write_metadata(x);
-    tool_ns_conv_init(&conv, x->t.m.ticks_per_sec);
-
     progress_begin(&pr, "tinytrace export", x->t.m.event_count);
     tool_error_info_init(&err);
     while (rc == TOOL_EXIT_OK && (r = tt_reader_next(x->t.r, 0, &ev, &err)) == TT_OK) {
-        struct thread_state *th;
-        uint64_t ns;
-        if (ev.tp.thread >= nthreads) { /* the reader checks this; a tool never trusts blindly */
-            progress_end(&pr);
-            tool_error("%s: event %" PRIu64 " belongs to thread %" PRIu32
-                       ", but the trace has %" PRIu32,
-                       x->t.path, x->n.events, ev.tp.thread, nthreads);
-            rc = TOOL_EXIT_CORRUPT;
-            break;
-        }
-        th = &x->threads[ev.tp.thread];
-        ns = tool_ns_conv_ns(&conv, ev.time);
-        if (ns > th->now)
-            th->now = ns;
-        switch (ev.kind) {
-        case TT_EV_ENTER:
-            rc = push_call(x, th, &ev);
-            break;
-        case TT_EV_EXIT:
-            pop_call(x, ev.tp.thread, th, &ev);
-            break;
-        case TT_EV_SESSION_START:
-        case TT_EV_SESSION_END:
-        case TT_EV_THREAD_START:
-        case TT_EV_THREAD_END:
-            break; /* the thread's extent: only its time counts */
-        default:
-            if (ev.kind == TT_EV_CRASH)
-                th->crashed = 1;
-            write_instant(x, &ev);
-            break;
-        }
+        if ((rc = check_thread(x, &ev)) == TOOL_EXIT_OK)
+            rc = handle(x, &ev);
         x->n.events++;
         progress_update(&pr, x->n.events);
     }
     progress_end(&pr);
     if (rc != TOOL_EXIT_OK)
         return rc;
-    if (r != TT_E_END) {
-        char what[64];
-        snprintf(what, sizeof what, "after %" PRIu64 " events", x->n.events);
-        return tool_report(x->t.path, what, r, &err);
-    }
+    if (r != TT_E_END)
+        return read_error(x, r, &err);
     if (x->n.events != x->t.m.event_count) {
         tool_error("%s: read %" PRIu64 " events, but the manifest says %" PRIu64, x->t.path,
                    x->n.events, x->t.m.event_count);
         return TOOL_EXIT_CORRUPT;
     }
-    /* the calls that never returned, innermost first, ending at their thread's last event */
-    for (uint32_t id = 0; id < nthreads; id++) {
-        struct thread_state *th = &x->threads[id];
-        while (th->depth > 0) {
-            write_call(x, id, &th->stack[--th->depth], th->now,
-                       th->crashed ? "unwound by a crash" : "still open at the end of the trace");
-            if (th->crashed)
-                x->n.crashed++;
-            else
-                x->n.open_at_end++;
+    for (uint32_t id = 0; id < x->t.m.thread_count; id++)
+        close_thread(x, id);
+    return TOOL_EXIT_OK;
+}
+
+static int index_error(struct export *x, const tt_error_info *err, int r)
+{
+    return tool_report(x->t.path, "index tables", r, err);
+}
+
+/* The time (ticks) of event @seq of thread @id: the seek index, then at most one batch of its
+ * events. *@found 0 when the thread has no such event. */
+static int seq_time(struct export *x, uint32_t id, uint64_t seq, uint64_t *time, int *found)
+{
+    tt_timepoint_entry e;
+    tt_error_info err;
+    tt_event ev;
+    int r;
+
+    *found = 0;
+    tool_error_info_init(&err);
+    if ((r = tt_index_seek_seq(x->t.ix, id, seq, &e, &err)) != TT_OK ||
+        (r = tt_reader_seek(x->t.r, id, &e, &err)) != TT_OK)
+        return index_error(x, &err, r);
+    while ((r = tt_reader_next(x->t.r, id, &ev, &err)) == TT_OK) {
+        if (ev.tp.seq >= seq) {
+            *time = ev.time;
+            *found = ev.tp.seq == seq;
+            return TOOL_EXIT_OK;
+        }
+        if (tool_cursor_at_end(x->t.r, &ev))
+            break;
+    }
+    if (r != TT_OK && r != TT_E_END)
+        return read_error(x, r, &err);
+    return TOOL_EXIT_OK;
+}
+
+/* The calls of thread @id open at time @from (ticks): the first frame that ends at or after it
+ * (frames end in post-order), and those of it and its ancestors that started before it, pushed
+ * outermost first. */
+static int seed(struct export *x, uint32_t id, uint64_t from)
+{
+    const tt_index_thread *ti = tt_index_thread_info(x->t.ix, id);
+    struct thread_state *th = &x->threads[id];
+    uint64_t lo = 0, hi = ti != NULL ? ti->frames : 0, at;
+    tt_error_info err;
+    tt_frame f;
+    int r;
+
+    tool_error_info_init(&err);
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if ((r = tt_index_frame(x->t.ix, id, mid, &f, &err)) != TT_OK)
+            return index_error(x, &err, r);
+        if (f.start + f.duration < from)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    th->seeded = 1;
+    if (ti == NULL || lo >= ti->frames)
+        return TOOL_EXIT_OK;
+    /* climb; the chain is at most the thread's deepest nesting */
+    uint64_t *chain = NULL;
+    size_t n = 0, cap = 0;
+    for (at = lo; at != TT_FRAME_NONE;) {
+        if ((r = tt_index_frame(x->t.ix, id, at, &f, &err)) != TT_OK) {
+            free(chain);
+            return index_error(x, &err, r);
+        }
+        if (f.start < from) {
+            if (n == cap) {
+                size_t ncap = cap ? 2 * cap : 64;
+                uint64_t *nc = realloc(chain, ncap * sizeof *nc);
+                if (nc == NULL) {
+                    free(chain);
+                    tool_error("out of memory");
+                    return TOOL_EXIT_SYSTEM;
+                }
+                chain = nc;
+                cap = ncap;
+            }
+            chain[n++] = at;
+        }
+        if ((r = tt_index_parent(x->t.ix, id, at, &at, &err)) != TT_OK) {
+            free(chain);
+            return index_error(x, &err, r);
         }
     }
-    return TOOL_EXIT_OK;
+    int rc = TOOL_EXIT_OK;
+    while (n > 0 && rc == TOOL_EXIT_OK) {
+        if ((r = tt_index_frame(x->t.ix, id, chain[--n], &f, &err)) != TT_OK)
+            rc = index_error(x, &err, r);
+        else
+            rc = push_call(x, th, id, f.function, tool_ns_conv_ns(&x->conv, f.start), UINT64_MAX);
+    }
+    free(chain);
+    return rc;
+}
+
+/* A window, thread by thread, each through its own cursor and the index. */
+static int export_windowed(struct export *x)
+{
+    tt_error_info err;
+    progress pr;
+    tt_event ev;
+    int rc = TOOL_EXIT_OK, r = TT_OK;
+
+    progress_begin(&pr, "tinytrace export", x->t.m.event_count);
+    for (uint32_t id = 0; id < x->t.m.thread_count && rc == TOOL_EXIT_OK; id++) {
+        struct thread_state *th = &x->threads[id];
+        const tt_thread_entry *te = tt_reader_thread(x->t.r, id);
+        uint64_t from_ticks = 0;
+        int found = 1;
+
+        if ((x->one_thread && id != x->thread) || te == NULL || te->event_count == 0)
+            continue;
+        if (x->has_from) {
+            if (!x->from_seq) {
+                from_ticks = th->from;
+            } else if ((rc = seq_time(x, id, th->from, &from_ticks, &found)) != TOOL_EXIT_OK) {
+                break;
+            }
+            if (!found)
+                continue; /* the thread ends before the window */
+        }
+        tool_error_info_init(&err);
+        if (x->has_from) {
+            tt_timepoint_entry e;
+            if ((rc = seed(x, id, from_ticks)) != TOOL_EXIT_OK)
+                break;
+            if ((r = tt_index_seek_time(x->t.ix, id, from_ticks, &e, &err)) != TT_OK ||
+                (r = tt_reader_seek(x->t.r, id, &e, &err)) != TT_OK) {
+                rc = index_error(x, &err, r);
+                break;
+            }
+        } else {
+            tool_cursor_begin(x->t.r, x->t.ix, id);
+        }
+        while (!th->done && (r = tt_reader_next(x->t.r, id, &ev, &err)) == TT_OK) {
+            if ((rc = check_thread(x, &ev)) != TOOL_EXIT_OK ||
+                (rc = handle(x, &ev)) != TOOL_EXIT_OK)
+                break;
+            x->n.events++;
+            progress_update(&pr, x->n.events);
+            if (tool_cursor_at_end(x->t.r, &ev))
+                break;
+        }
+        if (rc == TOOL_EXIT_OK && r != TT_OK && r != TT_E_END)
+            rc = read_error(x, r, &err);
+        if (rc == TOOL_EXIT_OK)
+            close_thread(x, id);
+    }
+    progress_end(&pr);
+    return rc;
 }
 
 static void write_trailer(struct export *x)
 {
     tool_json *j = &x->j;
+    if (x->perfetto)
+        return;
     fputs("],\"displayTimeUnit\":\"ns\",\"otherData\":", x->out);
     tj_init(j, x->out);
     tj_object_begin(j, NULL);
@@ -533,6 +998,7 @@ static void print_summary(const struct export *x, int json, const char *out)
         tj_object_begin(&j, NULL);
         tj_str(&j, "file", x->t.path);
         tj_str(&j, "output", out);
+        tj_str(&j, "format", x->perfetto ? "perfetto" : "chrome");
         tj_u64(&j, "events", x->n.events);
         tj_u64(&j, "threads", x->t.m.thread_count);
         tj_u64(&j, "frames", x->n.frames);
@@ -540,8 +1006,11 @@ static void print_summary(const struct export *x, int json, const char *out)
         tj_u64(&j, "frames_open_at_end", x->n.open_at_end);
         tj_u64(&j, "frames_unwound_by_crash", x->n.crashed);
         tj_u64(&j, "frames_left_without_exit", x->n.left);
+        tj_u64(&j, "frames_open_at_window_end", x->n.window_end);
         tj_u64(&j, "unmatched_exits", x->n.unmatched_exits);
         tj_u64(&j, "instant_events", x->n.instants);
+        if (x->perfetto)
+            tj_u64(&j, "packets", x->pf.packets);
         tj_object_end(&j);
         tj_newline(&j);
         return;
@@ -552,6 +1021,8 @@ static void print_summary(const struct export *x, int json, const char *out)
             " left without an exit), %" PRIu64 " instant events, %" PRIu32 " threads",
             x->n.frames, x->n.returned, x->n.open_at_end, x->n.crashed, x->n.left,
             x->n.instants, x->t.m.thread_count);
+    if (x->n.window_end > 0)
+        fprintf(stderr, ", %" PRIu64 " frames open at the end of the window", x->n.window_end);
     if (x->n.unmatched_exits > 0)
         fprintf(stderr, ", %" PRIu64 " exits without a matching call skipped",
                 x->n.unmatched_exits);
@@ -560,7 +1031,14 @@ static void print_summary(const struct export *x, int json, const char *out)
 
 /* ---- the command line and the output file ---- */
 
-enum { OPT_MAX_OPEN = 256, OPT_FORCE };
+enum {
+    OPT_MAX_OPEN = 256,
+    OPT_FORCE,
+    OPT_ARGS,
+    OPT_FROM,
+    OPT_TO,
+    OPT_MAX_DEPTH,
+};
 
 struct export_options {
     struct export *x;
@@ -568,22 +1046,58 @@ struct export_options {
     int force;            /* --force: -o may replace a regular file */
 };
 
+/* --from / --to: a time with a unit, or a plain sequence number. */
+static int take_bound(const char *prog, const char *option, const char *arg, uint64_t *v,
+                      int *is_seq)
+{
+    if (tool_parse_time_ns(arg, v) == 0) {
+        *is_seq = 0;
+        return TOOL_EXIT_OK;
+    }
+    *is_seq = 1;
+    return tool_parse_u64(prog, option, arg, 0, UINT64_MAX, v) == TOOL_EXIT_OK
+               ? TOOL_EXIT_OK
+               : TOOL_EXIT_USAGE;
+}
+
 static int take_option(void *ctx, const char *prog, int c, const char *arg)
 {
     struct export_options *eo = ctx;
+    struct export *x = eo->x;
     switch (c) {
     case 'f':
-        if (strcmp(arg, "chrome") != 0)
-            return tool_usage_error(prog, "unknown format '%s'; the formats are: chrome", arg);
+        if (strcmp(arg, "chrome") == 0)
+            x->perfetto = 0;
+        else if (strcmp(arg, "perfetto") == 0)
+            x->perfetto = 1;
+        else
+            return tool_usage_error(prog, "unknown format '%s'; the formats are: chrome, perfetto",
+                                    arg);
         return TOOL_EXIT_OK;
     case 'o':
         eo->out_path = arg;
         return TOOL_EXIT_OK;
+    case 'm':
+        if (tool_parse_time_ns(arg, &x->min_ns) != 0)
+            return tool_usage_error(prog, "--min-duration: '%s' is not a time (250us, 1.5ms, 2s)",
+                                    arg);
+        return TOOL_EXIT_OK;
     case OPT_MAX_OPEN:
-        return tool_parse_u64(prog, "--max-open-calls", arg, 1, UINT32_MAX, &eo->x->max_open);
+        return tool_parse_u64(prog, "--max-open-calls", arg, 1, UINT32_MAX, &x->max_open);
     case OPT_FORCE:
         eo->force = 1;
         return TOOL_EXIT_OK;
+    case OPT_ARGS:
+        x->args = 1;
+        return TOOL_EXIT_OK;
+    case OPT_FROM:
+        x->has_from = 1;
+        return take_bound(prog, "--from", arg, &x->from, &x->from_seq);
+    case OPT_TO:
+        x->has_to = 1;
+        return take_bound(prog, "--to", arg, &x->to, &x->to_seq);
+    case OPT_MAX_DEPTH:
+        return tool_parse_u64(prog, "--max-depth", arg, 1, UINT32_MAX, &x->max_depth);
     default:
         return tool_usage_hint(prog);
     }
@@ -639,52 +1153,120 @@ static int close_output(struct export *x, int rc, tool_output *out, const char *
     return rc;
 }
 
+
 int cmd_export(int argc, char **argv)
 {
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},
         {"force", no_argument, NULL, OPT_FORCE},
+        {"args", no_argument, NULL, OPT_ARGS},
+        {"from", required_argument, NULL, OPT_FROM},
+        {"to", required_argument, NULL, OPT_TO},
+        {"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
+        {"min-duration", required_argument, NULL, 'm'},
         {"max-open-calls", required_argument, NULL, OPT_MAX_OPEN},
         {NULL, 0, NULL, 0},
     };
     static const tool_verb verb = {.usage = usage,
-                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY | TOOL_OPT_PROCESS,
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY | TOOL_OPT_THREAD |
+                                             TOOL_OPT_PROCESS | TOOL_OPT_NO_DEMANGLE,
                                    .options = options,
                                    .take = take_option};
     struct export x;
     struct export_options eo = {.x = &x};
     tool_output out = {.fd = -1};
     tool_opts o;
-    int rc;
+    int rc, windowed;
 
     memset(&x, 0, sizeof x);
     x.max_open = MAX_OPEN_DEFAULT;
+    x.max_depth = UINT64_MAX;
     if ((rc = tool_opts_parse(&o, &verb, &eo, argc, argv)) != TOOL_GO_ON)
         return rc;
     if (eo.out_path != NULL && strcmp(eo.out_path, "-") == 0)
         eo.out_path = NULL;
     if (o.json && eo.out_path == NULL)
         return tool_usage_error(argv[0], "--json prints the summary on stdout: it needs -o FILE");
+    if (x.args && x.perfetto)
+        return tool_usage_error(argv[0], "--args is for --format chrome");
+    if (!x.has_to)
+        x.to = UINT64_MAX;
+    if (x.has_from && x.has_to && x.from_seq == x.to_seq && x.from > x.to)
+        return tool_usage_error(argv[0], "--from is after --to: the window is empty");
+    x.one_thread = o.one_thread;
+    x.thread = o.thread;
     const char *const inputs[] = {o.file, NULL};
     if (eo.out_path != NULL &&
         (rc = tool_output_check(argv[0], eo.out_path, inputs, eo.force)) != TOOL_EXIT_OK)
         return rc;
 
-    rc = tool_trace_start(&x.t, o.file, &o, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_OPEN);
+    /* A window is read thread by thread through the index where the trace has one. */
+    windowed = x.has_from || x.has_to || x.one_thread;
+    rc = tool_trace_start(&x.t, o.file, &o,
+                          windowed ? TT_CURSORS_PER_THREAD : TT_CURSORS_SEQUENTIAL,
+                          TOOL_TRACE_OPEN);
+    if (rc == TOOL_EXIT_OK && windowed) {
+        tt_error_info err;
+        tool_error_info_init(&err);
+        if (tt_index_open(x.t.r, &x.t.lim, &x.t.ix, &err) != TT_OK) {
+            x.t.ix = NULL;
+            /* no index tables: a per-thread cursor per thread, all read from the start */
+            tool_trace_close(&x.t);
+            rc = tool_trace_start(&x.t, o.file, &o, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_OPEN);
+            windowed = 0;
+        }
+    }
+    if (rc == TOOL_EXIT_OK && o.one_thread && o.thread >= x.t.m.thread_count) {
+        tool_error("%s: the trace has no thread %" PRIu32 " (it has %" PRIu32 ")", x.t.path,
+                   o.thread, x.t.m.thread_count);
+        rc = TOOL_EXIT_USAGE;
+    }
     if (rc == TOOL_EXIT_OK) {
         x.pid = x.t.m.pid;
+        tool_ns_conv_init(&x.conv, x.t.m.ticks_per_sec);
+        rc = assign_tids(&x);
+    }
+    if (rc == TOOL_EXIT_OK) {
+        uint32_t n = x.t.m.thread_count;
+        x.threads = calloc(n ? n : 1, sizeof *x.threads);
+        if (x.threads == NULL) {
+            tool_error("out of memory for %" PRIu32 " threads", n);
+            rc = TOOL_EXIT_SYSTEM;
+        }
+        for (uint32_t id = 0; rc == TOOL_EXIT_OK && id < n; id++) {
+            x.threads[id].from = x.from_seq ? x.from
+                                            : tool_ns_to_ticks(x.from, x.t.m.ticks_per_sec);
+            /* --to TIME includes every tick shown as TIME ns: up to the one before the
+             * first tick of TIME + 1 ns (a tick is shorter than a nanosecond) */
+            x.threads[id].to = x.to_seq || x.to == UINT64_MAX
+                                   ? x.to
+                                   : tool_ns_to_ticks(x.to + 1, x.t.m.ticks_per_sec) - 1;
+        }
+    }
+    if (rc == TOOL_EXIT_OK)
         rc = open_output(&x, eo.out_path, &out);
+    if (rc == TOOL_EXIT_OK && x.perfetto && pf_init(&x.pf, x.out, x.t.m.pid, x.t.m.thread_count)) {
+        tool_error("out of memory");
+        rc = TOOL_EXIT_SYSTEM;
     }
     if (rc != TOOL_EXIT_OK) {
+        if (x.out != NULL && x.out != stdout)
+            close_output(&x, rc, &out, argv[0], inputs, eo.force);
+        free(x.threads);
+        free(x.tids);
         tool_trace_close(&x.t);
         return rc;
     }
 
-    fputs("{\"traceEvents\":[\n", x.out);
-    rc = export_events(&x);
+    if (!x.perfetto)
+        fputs("{\"traceEvents\":[\n", x.out);
+    write_metadata(&x);
+    rc = windowed ? export_windowed(&x) : export_sequential(&x);
     if (rc == TOOL_EXIT_OK)
         write_trailer(&x);
+    if (x.perfetto)
+        pf_free(&x.pf);
     if (x.out != stdout)
         rc = close_output(&x, rc, &out, argv[0], inputs, eo.force);
     if (rc == TOOL_EXIT_OK)
@@ -692,6 +1274,7 @@ int cmd_export(int argc, char **argv)
     for (uint32_t id = 0; x.threads != NULL && id < x.t.m.thread_count; id++)
         free(x.threads[id].stack);
     free(x.threads);
+    free(x.tids);
     tool_trace_close(&x.t);
     return tool_finish_stdout(rc) == TOOL_EXIT_SYSTEM ? TOOL_EXIT_SYSTEM : rc;
 }

@@ -38,8 +38,9 @@ static const char usage[] =
     "                      \"threads\", \"processes\"}; command is null when nothing was\n"
     "                      recorded, else {\"argv\", \"cwd\", \"environment\":\n"
     "                      [\"NAME=VALUE\", ...] or null, \"execfn\", \"untraced\", \"chaos\",\n"
-    "                      \"sync_untracked\", \"damaged\"} (null where not recorded;\n"
-    "                      chaos: the seed and parameters of record --chaos);\n"
+    "                      \"sync_untracked\", \"filter\", \"notrace\", \"depth\" (record's\n"
+    "                      filters), \"damaged\"} (null where not recorded; chaos: the\n"
+    "                      seed and parameters of record --chaos);\n"
     "                      processes: the recording's tree, [{\"process\", \"path\",\n"
     "                      \"generation\", \"pid\", \"ppid\", \"status\", \"file\",\n"
     "                      \"build_id\", \"command\", \"note\"}]; and \"checkpoints\",\n"
@@ -200,6 +201,17 @@ static void print_command_text(const tool_trace *t)
         print_environment_text(&mt);
     else
         printf("environment:      not read\n");
+    if (rc == TT_OK && (mt.filter || mt.notrace || mt.depth)) {
+        printf("filters:         ");
+        const char *what[] = {" --filter ", " --notrace ", " --depth "};
+        const char *val[] = {mt.filter, mt.notrace, mt.depth};
+        for (int i = 0; i < 3; i++)
+            if (val[i] != NULL) {
+                fputs(what[i], stdout);
+                tool_print_text(stdout, val[i], strlen(val[i]));
+            }
+        fputc('\n', stdout);
+    }
     if (rc == TT_OK && mt.untraced != NULL) {
         printf("untraced child:   ");
         tool_print_text(stdout, mt.untraced, strlen(mt.untraced));
@@ -257,6 +269,9 @@ static void print_command_json(tool_json *j, const tool_trace *t)
     json_str_or_null(j, "untraced", rc == TT_OK ? mt.untraced : NULL);
     json_str_or_null(j, "chaos", rc == TT_OK ? mt.chaos : NULL);
     tj_u64(j, "sync_untracked", rc == TT_OK ? mt.sync_untracked : 0);
+    json_str_or_null(j, "filter", rc == TT_OK ? mt.filter : NULL);
+    json_str_or_null(j, "notrace", rc == TT_OK ? mt.notrace : NULL);
+    json_str_or_null(j, "depth", rc == TT_OK ? mt.depth : NULL);
     if (rc == TT_OK)
         tj_null(j, "damaged");
     else

@@ -37,7 +37,8 @@
 
 static const char usage[] =
     "Usage: tinytrace record [-o FILE] [--alloc] [--chaos[=SEED]] [--buffer-kb N]\n"
-    "                        [--memory-mb N] [--quiet] [--force] [--] PROG [ARGS...]\n"
+    "                        [--memory-mb N] [--filter GLOB] [--notrace GLOB] [--depth N]\n"
+    "                        [--quiet] [--force] [--] PROG [ARGS...]\n"
     "\n"
     "Runs PROG with ARGS under the tinytrace runtime (LD_PRELOAD) and writes its trace. The\n"
     "calls through which PROG reads its environment (clocks, random bytes, reads from pipes,\n"
@@ -60,6 +61,14 @@ static const char usage[] =
     "                      delays), so that rare interleavings come up often; SEED (a\n"
     "                      number) makes the perturbation repeatable, default random. The\n"
     "                      seed and the scheme's parameters are in the trace (tinytrace info)\n"
+    "  --filter GLOB       record only the calls of functions whose name matches GLOB (as\n"
+    "                      recorded: a C++ name mangled; fnmatch syntax) and the calls they\n"
+    "                      make; may be given again (any of them matches)\n"
+    "  --notrace GLOB      do not record the calls of matching functions, nor the calls they\n"
+    "                      make; may be given again\n"
+    "  --depth N           record N levels of calls (from the first recorded one)\n"
+    "                      These three filter the function hooks only; replay applies the\n"
+    "                      same filters, which the trace holds\n"
     "  -q, --quiet         print nothing of the tool's own when all went well (errors and\n"
     "                      warnings still go to stderr)\n"
     "  --buffer-kb N       one thread's buffer, KiB (4 to 65536, a multiple of 4)\n"
@@ -193,6 +202,8 @@ struct record {
     int alloc, check_output, aslr, chaos, quiet, force;
     uint64_t chaos_seed;
     uint64_t buffer_kb, memory_mb; /* 0: the library's default */
+    char filter[4096], notrace[4096]; /* --filter, --notrace: comma-separated globs */
+    uint64_t depth;                   /* --depth; 0: all */
 };
 
 /* After the program: the trace, or why there is none. Returns the tool's code for a missing or
@@ -248,7 +259,23 @@ static int summarize(const struct record *o, const char *shown, const char *abs,
 }
 
 
-enum { OPT_BUFFER = 256, OPT_MEMORY, OPT_ASLR, OPT_CHAOS };
+enum { OPT_BUFFER = 256, OPT_MEMORY, OPT_ASLR, OPT_CHAOS, OPT_FILTER, OPT_NOTRACE, OPT_DEPTH };
+
+/* --filter and --notrace add a glob to their list (filter.h in the runtime reads it). */
+static int add_glob(const char *prog, const char *option, char *list, size_t cap,
+                    const char *glob)
+{
+    size_t n = strlen(list), g = strlen(glob);
+    if (g == 0 || strchr(glob, ',') != NULL)
+        return tool_usage_error(prog, "%s: '%s' is not a glob (empty, or with a comma)", option,
+                                glob);
+    if (n + g + 2 > cap)
+        return tool_usage_error(prog, "%s: more than %zu bytes of globs", option, cap - 1);
+    if (n > 0)
+        list[n++] = ',';
+    memcpy(list + n, glob, g + 1);
+    return TOOL_EXIT_OK;
+}
 
 static int take_option(void *ctx, const char *prog, int c, const char *arg)
 {
@@ -280,6 +307,12 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
         if (getrandom(&o->chaos_seed, sizeof o->chaos_seed, 0) != sizeof o->chaos_seed)
             o->chaos_seed = (uint64_t)getpid() * 0x9E3779B97F4A7C15u ^ (uint64_t)time(NULL);
         return TOOL_EXIT_OK;
+    case OPT_FILTER:
+        return add_glob(prog, "--filter", o->filter, sizeof o->filter, arg);
+    case OPT_NOTRACE:
+        return add_glob(prog, "--notrace", o->notrace, sizeof o->notrace, arg);
+    case OPT_DEPTH:
+        return tool_parse_u64(prog, "--depth", arg, 1, UINT32_MAX, &o->depth);
     case 'q':
         o->quiet = 1;
         return TOOL_EXIT_OK;
@@ -313,6 +346,11 @@ static int set_environment(const struct record *o, const char *abs, const char *
         tool_setenv(TT_ENV_PROCESS, NULL) || tool_setenv(TT_ENV_REPORT_NONCE, NULL) ||
         tool_setenv(TT_ENV_OUTSIDE_FIFO, NULL))
         return TOOL_EXIT_SYSTEM;
+    snprintf(num, sizeof num, "%" PRIu64, o->depth);
+    if (tool_setenv("TINYTRACE_FILTER", o->filter[0] ? o->filter : NULL) ||
+        tool_setenv("TINYTRACE_NOTRACE", o->notrace[0] ? o->notrace : NULL) ||
+        tool_setenv("TINYTRACE_DEPTH", o->depth ? num : NULL))
+        return TOOL_EXIT_SYSTEM;
     if (o->chaos) {
         snprintf(num, sizeof num, "%" PRIu64, o->chaos_seed);
         if (tool_setenv("TINYTRACE_CHAOS", num))
@@ -341,6 +379,9 @@ int cmd_record(int argc, char **argv)
         {"memory-mb", required_argument, NULL, OPT_MEMORY},
         {"aslr", no_argument, NULL, OPT_ASLR},
         {"chaos", optional_argument, NULL, OPT_CHAOS},
+        {"filter", required_argument, NULL, OPT_FILTER},
+        {"notrace", required_argument, NULL, OPT_NOTRACE},
+        {"depth", required_argument, NULL, OPT_DEPTH},
         {"quiet", no_argument, NULL, 'q'},
         {"force", no_argument, NULL, 'f'},
         {NULL, 0, NULL, 0},

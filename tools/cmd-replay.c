@@ -112,7 +112,9 @@ static void debugger_help(FILE *f)
           "                             not given), or FUNCTION[@N], the N-th call of FUNCTION in\n"
           "                             the recorded order (1 when not given). Under --gdb a stop\n"
           "                             like a divergence's; without it, a SIGTRAP there for any\n"
-          "                             debugger attached (none: the replay goes on)\n", f);
+          "                             debugger attached (none: the replay goes on)\n"
+          "  --no-demangle              name C++ functions in the verdict as recorded (mangled)\n",
+          f);
     fputs("  -h, --help                 print this help\n"
           "\n"
           "Environment: TINYTRACE_PRELOAD names the runtime library (default: found next to the\n"
@@ -732,8 +734,31 @@ static void print_field(const char *label, const char *s, size_t n)
     if (s == NULL || n == 0)
         return;
     fputs(label, stderr);
-    tool_print_text(stderr, s, n);
+    tool_print_names(stderr, s, n); /* the runtime's message names functions as recorded */
 }
+
+/* "tinytrace:   expected: exit FUNCTION" for the report's event @key: its function as the tool
+ * names functions (demangled), which the runtime's own text cannot. */
+static void print_report_event(const tool_jdoc *d, const char *key, const char *label)
+{
+    const tool_jvalue *ev = tool_json_member(d, tool_json_root(d), key);
+    size_t kind_len = 0, fn_len = 0;
+    const char *kind = tool_json_str(d, ev, "kind", &kind_len);
+    const char *fn = tool_json_str(d, ev, "function", &fn_len);
+    char at[512];
+    if (kind == NULL)
+        return;
+    fprintf(stderr, "tinytrace:   %s ", label);
+    tool_print_text(stderr, kind, kind_len);
+    print_field(" ", fn, fn_len);
+    if (fn != NULL && tool_names_program_location(fn, fn_len, at, sizeof at) == 0)
+        print_field(" at ", at, strlen(at));
+    fputc('\n', stderr);
+}
+
+struct plan;
+struct recorded;
+static void program_names(const struct plan *pl, const struct recorded *rec);
 
 struct replay {
     const char *file;
@@ -881,6 +906,8 @@ static int verdict(const tool_jdoc *d, const struct replay *o, const struct reco
         }
         print_field(": ", msg, msg_len);
         fputc('\n', stderr);
+        print_report_event(d, "expected", "expected:");
+        print_report_event(d, "actual", "actual:  ");
         return TOOL_EXIT_DIVERGED;
     }
     if (strcmp(status, TT_REPORT_STATUS_UNCONSUMED) == 0) {
@@ -1386,6 +1413,7 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
 static int parse_command_line(struct replay *o, int argc, char **argv)
 {
     static const tool_verb verb = {.usage = usage,
+                                   .common = TOOL_OPT_NO_DEMANGLE,
                                    .options = options,
                                    .take = take_option,
                                    .operands = TOOL_OPERANDS_ANY,
@@ -1515,6 +1543,7 @@ static int make_plan(const struct replay *o, const struct meta *mt, const struct
     int e;
 
     p->dir = NULL;
+    p->env = NULL; /* set below only from a recorded command line */
     if (o->prog_argv != NULL) {
         p->argv = o->prog_argv;
     } else if (mt->argv != NULL) {
@@ -1611,6 +1640,19 @@ static int set_environment(const struct replay *o, const struct plan *p, const c
     return tool_set_preload_env(preload);
 }
 
+/* The recorded build of the program that runs names the functions of the runtime's report
+ * (tool_names_set_program: its debug information, for a stripped program's). */
+static void program_names(const struct plan *pl, const struct recorded *rec)
+{
+    char path[PATH_MAX + 256];
+    int n = pl->path[0] == '/' || pl->dir == NULL
+                ? snprintf(path, sizeof path, "%s", pl->path)
+                : snprintf(path, sizeof path, "%s/%s", pl->dir, pl->path);
+    if (n > 0 && (size_t)n < sizeof path)
+        tool_names_set_program(path, rec->m.build_id,
+                               rec->m.build_id_len <= TT_BUILD_ID_MAX ? rec->m.build_id_len : 0);
+}
+
 int cmd_replay(int argc, char **argv)
 {
     struct replay o;
@@ -1685,6 +1727,7 @@ int cmd_replay(int argc, char **argv)
             fputc(')', stderr);
         }
         fputc('\n', stderr);
+        program_names(&plan, &rec);
         rc = run(&o, &rec, &plan);
         ran = 1;
     }

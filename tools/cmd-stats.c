@@ -12,11 +12,13 @@
 #include <string.h>
 
 static const char usage[] =
-    "Usage: tinytrace stats [--json] [--max-memory MB] [--process P] FILE\n"
+    "Usage: tinytrace stats [--sort KEY] [--limit N] [--json] [--no-demangle]\n"
+    "                       [--max-memory MB] [--process P] FILE\n"
     "\n"
     "Prints, from the index tables of trace FILE (no event is read):\n"
-    "  functions  one line per function, sorted by self time (longest first):\n"
+    "  functions  one line per function, sorted by self time (longest first) or --sort:\n"
     "             SELF_NS TOTAL_NS CALLS AVG_NS LONGEST_NS MAX_DEPTH FUNCTION\n"
+    "             (FILE:LINE where the program's debug information says, debug file too)\n"
     "             self time excludes the time of direct callees; total time adds up every\n"
     "             call, so a recursive function's nested calls count once per level\n"
     "  threads    ID EVENTS FRAMES MAX_DEPTH FIRST_NS LAST_NS NAME (CRASHED when it recorded\n"
@@ -24,8 +26,11 @@ static const char usage[] =
     "  kinds      the number of events of each kind, over all threads\n"
     "\n"
     "Options:\n"
+    "  -s, --sort KEY      order of the functions: self (default), total, calls, avg, max or\n"
+    "                      name\n"
+    "  -n, --limit N       only the first N functions in that order\n"
     "  -j, --json          one JSON object: file, events, frames, functions[], threads[],\n"
-    "                      kinds{}\n" TOOL_MAX_MEMORY_HELP TOOL_PROCESS_HELP
+    "                      kinds{}\n" TOOL_NO_DEMANGLE_HELP TOOL_MAX_MEMORY_HELP TOOL_PROCESS_HELP
     "  -h, --help          print this help\n"
     "\n"
     "Exits 0 on success; 3 when the tables are damaged or missing (a recovered or version-1\n"
@@ -36,16 +41,70 @@ struct ctx {
     tt_index *ix;
     const tt_summary_entry **rows;
     uint32_t nrows;
+    uint32_t shown;       /* the first rows that --limit leaves */
+    const char *sorted_by;
 };
 
-static int by_self(const void *a, const void *b)
+enum sort_key { BY_SELF, BY_TOTAL, BY_CALLS, BY_AVG, BY_MAX, BY_NAME };
+
+struct options {
+    enum sort_key sort;
+    uint64_t limit; /* 0: all */
+};
+
+/* qsort has no context: the one sort of the one run */
+static struct {
+    enum sort_key key;
+    const tt_reader *r;
+} sorting;
+
+static int by_key(const void *a, const void *b)
 {
     const tt_summary_entry *x = *(const tt_summary_entry *const *)a;
     const tt_summary_entry *y = *(const tt_summary_entry *const *)b;
-    if (x->self != y->self)
-        return x->self > y->self ? -1 : 1;
+    uint64_t u = 0, v = 0;
+    switch (sorting.key) {
+    case BY_SELF: u = x->self, v = y->self; break;
+    case BY_TOTAL: u = x->total, v = y->total; break;
+    case BY_CALLS: u = x->calls, v = y->calls; break;
+    case BY_AVG: u = x->total / x->calls, v = y->total / y->calls; break;
+    case BY_MAX: u = x->longest, v = y->longest; break;
+    case BY_NAME: {
+        size_t lx = 0, ly = 0;
+        const char *sx = tool_object_name(sorting.r, x->function, &lx);
+        const char *sy = tool_object_name(sorting.r, y->function, &ly);
+        int c = memcmp(sx ? sx : "", sy ? sy : "", (sx ? lx : 0) < (sy ? ly : 0) ? lx : ly);
+        if (sx == NULL || sy == NULL)
+            c = (sx != NULL) - (sy != NULL);
+        if (c != 0)
+            return c;
+        if (lx != ly)
+            return lx < ly ? -1 : 1;
+        break;
+    }
+    }
+    if (u != v)
+        return u > v ? -1 : 1;
     return x->function < y->function ? -1 : x->function > y->function;
 }
+
+static int take(void *ctx, const char *prog, int c, const char *arg)
+{
+    struct options *op = ctx;
+    static const char *const keys[] = {"self", "total", "calls", "avg", "max", "name"};
+    if (c == 'n')
+        return tool_parse_u64(prog, "--limit", arg, 1, UINT32_MAX, &op->limit);
+    for (unsigned i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcmp(arg, keys[i]) == 0) {
+            op->sort = (enum sort_key)i;
+            return TOOL_EXIT_OK;
+        }
+    return tool_usage_error(prog, "--sort: '%s' is none of self, total, calls, avg, max, name",
+                            arg);
+}
+
+static const char *const sort_names[] = {"self time", "total time", "calls", "average time",
+                                         "longest call", "name"};
 
 static uint64_t ns(const struct ctx *c, uint64_t ticks)
 {
@@ -73,14 +132,23 @@ static void print_text(const struct ctx *c)
     tool_print_text(stdout, c->t->path, strlen(c->t->path));
     printf(": %" PRIu64 " events, %" PRIu64 " frames, %u threads, %u functions called\n",
            m->event_count, frames, m->thread_count, c->nrows);
-    printf("\nfunctions (by self time)\n%14s %14s %10s %12s %14s %5s  %s\n", "SELF_NS", "TOTAL_NS",
-           "CALLS", "AVG_NS", "LONGEST_NS", "DEPTH", "FUNCTION");
-    for (uint32_t i = 0; i < c->nrows; i++) {
+    printf("\nfunctions (by %s", c->sorted_by);
+    if (c->shown < c->nrows)
+        printf(", the first %" PRIu32, c->shown);
+    printf(")\n%14s %14s %10s %12s %14s %5s  %s\n", "SELF_NS", "TOTAL_NS", "CALLS", "AVG_NS",
+           "LONGEST_NS", "DEPTH", "FUNCTION");
+    for (uint32_t i = 0; i < c->shown; i++) {
         const tt_summary_entry *e = c->rows[i];
         printf("%14" PRIu64 " %14" PRIu64 " %10" PRIu64 " %12" PRIu64 " %14" PRIu64 " %5u  ",
                ns(c, e->self), ns(c, e->total), e->calls, ns(c, e->total) / e->calls,
                ns(c, e->longest), e->max_depth);
         tool_print_object(stdout, c->t->r, e->function);
+        const char *at = tool_function_location(c->t->r, e->function);
+        if (at != NULL) {
+            fputs(" (", stdout);
+            tool_print_text(stdout, at, strlen(at));
+            fputc(')', stdout);
+        }
         fputc('\n', stdout);
     }
     printf("\nthreads\n%6s %12s %12s %5s %14s %14s  %s\n", "ID", "EVENTS", "FRAMES", "DEPTH",
@@ -114,12 +182,18 @@ static void print_json(const struct ctx *c)
     tj_u64(&j, "events", m->event_count);
     tj_u64(&j, "frames", frames);
     tj_u64(&j, "ticks_per_sec", m->ticks_per_sec);
+    tj_u64(&j, "functions_called", c->nrows);
     tj_array_begin(&j, "functions");
-    for (uint32_t i = 0; i < c->nrows; i++) {
+    for (uint32_t i = 0; i < c->shown; i++) {
         const tt_summary_entry *e = c->rows[i];
         tj_object_begin(&j, NULL);
         tj_u64(&j, "function_id", e->function);
         tj_object_name(&j, "function", c->t->r, e->function);
+        const char *at = tool_function_location(c->t->r, e->function);
+        if (at != NULL)
+            tj_str(&j, "location", at);
+        else
+            tj_null(&j, "location");
         tj_u64(&j, "calls", e->calls);
         tj_u64(&j, "self", e->self);
         tj_u64(&j, "total", e->total);
@@ -164,13 +238,20 @@ static void print_json(const struct ctx *c)
 
 int cmd_stats(int argc, char **argv)
 {
-    static const tool_verb verb = {.usage = usage,
-                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY | TOOL_OPT_PROCESS};
+    static const struct option own[] = {
+        {"sort", required_argument, NULL, 's'},
+        {"limit", required_argument, NULL, 'n'},
+        {NULL, 0, NULL, 0},
+    };
+    struct options op = {.sort = BY_SELF};
+    static const tool_verb verb = {.usage = usage, .options = own, .take = take,
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_MAX_MEMORY |
+                                             TOOL_OPT_NO_DEMANGLE | TOOL_OPT_PROCESS};
     tool_opts o;
     tool_trace t;
     int rc;
 
-    if ((rc = tool_opts_parse(&o, &verb, NULL, argc, argv)) != TOOL_GO_ON)
+    if ((rc = tool_opts_parse(&o, &verb, &op, argc, argv)) != TOOL_GO_ON)
         return rc;
     rc = tool_trace_start(&t, o.file, &o, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_INDEX);
     struct ctx cx = { .t = &t, .ix = t.ix };
@@ -185,7 +266,11 @@ int cmd_stats(int argc, char **argv)
     if (rc == TOOL_EXIT_OK) {
         for (uint32_t i = 0; i < cx.nrows; i++)
             cx.rows[i] = tt_index_summary(cx.ix, i);
-        qsort(cx.rows, cx.nrows, sizeof *cx.rows, by_self);
+        sorting.key = op.sort;
+        sorting.r = t.r;
+        qsort(cx.rows, cx.nrows, sizeof *cx.rows, by_key);
+        cx.sorted_by = sort_names[op.sort];
+        cx.shown = op.limit && op.limit < cx.nrows ? (uint32_t)op.limit : cx.nrows;
         if (o.json)
             print_json(&cx);
         else

@@ -33,7 +33,8 @@
 
 static const char usage[] =
     "Usage: tinytrace tree [--thread N] [--depth D] [--min-duration TIME] [--function NAME]\n"
-    "                      [--folded] [--max-memory MB] [--process P] FILE\n"
+    "                      [--folded | --json] [--no-demangle] [--max-memory MB]\n"
+    "                      [--process P] FILE\n"
     "\n"
     "Prints the call tree of trace FILE from its index tables, one call per line, indented two\n"
     "spaces per level, for each thread:\n"
@@ -52,10 +53,16 @@ static const char usage[] =
     "                          and their subtrees\n"
     "  -f, --function NAME     every call of function NAME, each with its subtree (--depth\n"
     "                          counts from it), after a line with its call path\n"
+    "  -j, --json              one JSON object a line: {\"thread\", \"name\", \"calls\"} for\n"
+    "                          each thread, {\"thread\", \"frame\", \"level\", \"function\",\n"
+    "                          \"duration_ns\", \"outcome\" (when it did not return)} for each\n"
+    "                          call, {\"thread\", \"frame\", \"call_path\": [names],\n"
+    "                          \"call_path_cut\"} before each call --function found\n"
     "  -F, --folded            folded stacks for flame-graph tools: one line per distinct call\n"
     "                          path, 'thread-name;caller;...;function SELF_NS'; a path is cut\n"
     "                          after 512 calls, and what runs deeper is counted in one last\n"
-    "                          frame '...'\n" TOOL_MAX_MEMORY_HELP TOOL_PROCESS_HELP
+    "                          frame '...'\n" TOOL_NO_DEMANGLE_HELP TOOL_MAX_MEMORY_HELP
+    TOOL_PROCESS_HELP
     "  -h, --help              print this help\n"
     "\n"
     "Exits 0 on success; 2 on a usage error (an unknown thread or function); 3 when the tables\n"
@@ -72,6 +79,7 @@ struct opts {
     int by_function;
     uint32_t function;
     int folded;
+    int json;
 };
 
 /* Lines deeper than this many levels are not indented further (the usage text says 64). */
@@ -115,6 +123,22 @@ static const char *outcome_name(uint32_t o)
 
 static void print_frame(struct ctx *c, const tt_frame *f, uint64_t level)
 {
+    if (c->o.json) {
+        /* one object per call, in the order of the text's lines */
+        tool_json j;
+        tj_init(&j, stdout);
+        tj_object_begin(&j, NULL);
+        tj_u64(&j, "thread", f->thread);
+        tj_u64(&j, "frame", f->index);
+        tj_u64(&j, "level", level);
+        tj_object_name(&j, "function", c->t->r, f->function);
+        tj_u64(&j, "duration_ns", tool_ticks_to_ns(f->duration, c->t->m.ticks_per_sec));
+        if (f->outcome != TT_FRAME_RETURNED)
+            tj_str(&j, "outcome", outcome_name(f->outcome) + 1);
+        tj_object_end(&j);
+        tj_newline(&j);
+        return;
+    }
     char spaces[2 * (TREE_INDENT_MAX + 1)];
     size_t n = 2 * (size_t)((level < TREE_INDENT_MAX ? level : TREE_INDENT_MAX) + 1);
     memset(spaces, ' ', n);
@@ -239,6 +263,17 @@ static int print_subtree(struct ctx *c, uint32_t th, uint64_t root)
 static void print_thread_head(struct ctx *c, uint32_t th)
 {
     const tt_thread_entry *te = tt_reader_thread(c->t->r, th);
+    if (c->o.json) {
+        tool_json j;
+        tj_init(&j, stdout);
+        tj_object_begin(&j, NULL);
+        tj_u64(&j, "thread", th);
+        tj_object_name(&j, "name", c->t->r, te->name);
+        tj_u64(&j, "calls", tt_index_thread_info(c->ix, th)->frames);
+        tj_object_end(&j);
+        tj_newline(&j);
+        return;
+    }
     printf("thread %" PRIu32 " ", th);
     tool_print_object(stdout, c->t->r, te->name);
     printf(": %" PRIu64 " calls\n", tt_index_thread_info(c->ix, th)->frames);
@@ -331,6 +366,23 @@ static int function_thread(struct ctx *c, uint32_t th)
             np = 0;
         if ((rc = path_of_frame(c, th, i, f.depth, path, &np, &cut)) != TT_OK)
             break;
+        if (c->o.json) {
+            tool_json j;
+            tj_init(&j, stdout);
+            tj_object_begin(&j, NULL);
+            tj_u64(&j, "thread", th);
+            tj_u64(&j, "frame", i);
+            tj_array_begin(&j, "call_path");
+            for (size_t k = 0; k < np; k++)
+                tj_object_name(&j, NULL, c->t->r, path[k].function);
+            tj_object_name(&j, NULL, c->t->r, f.function);
+            tj_array_end(&j);
+            tj_bool(&j, "call_path_cut", cut);
+            tj_object_end(&j);
+            tj_newline(&j);
+            rc = print_subtree(c, th, i);
+            continue;
+        }
         printf("thread %" PRIu32 " frame %" PRIu64 ":", th, i);
         if (cut)
             fputs(" ...", stdout);
@@ -514,7 +566,7 @@ static int resolve_options(struct ctx *cx)
     const tool_trace *t = cx->t;
     if (cx->o.fname != NULL) {
         cx->o.by_function = 1;
-        cx->o.function = tt_reader_find_object(t->r, TT_OBJ_FUNCTION, cx->o.fname);
+        cx->o.function = tool_find_function(t->r, cx->o.fname);
         if (cx->o.function == 0) {
             tool_error("%s: no function named '%s' in the trace", t->path, cx->o.fname);
             return TOOL_EXIT_USAGE;
@@ -558,7 +610,9 @@ int cmd_tree(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     static const tool_verb verb = {.usage = usage,
-                                   .common = TOOL_OPT_THREAD | TOOL_OPT_MAX_MEMORY | TOOL_OPT_PROCESS,
+                                   .common = TOOL_OPT_JSON | TOOL_OPT_THREAD |
+                                             TOOL_OPT_MAX_MEMORY |
+                                             TOOL_OPT_NO_DEMANGLE | TOOL_OPT_PROCESS,
                                    .options = options,
                                    .take = take_option};
     struct ctx cx = {.o.depth = UINT64_MAX};
@@ -570,8 +624,11 @@ int cmd_tree(int argc, char **argv)
         return rc;
     if (cx.o.folded && cx.o.fname != NULL)
         return tool_usage_error(argv[0], "--folded and --function do not go together");
+    if (cx.o.folded && o.json)
+        return tool_usage_error(argv[0], "--folded and --json do not go together");
     cx.o.one_thread = o.one_thread;
     cx.o.thread = o.thread;
+    cx.o.json = o.json;
     rc = tool_trace_start(&t, o.file, &o, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_INDEX);
     cx.t = &t;
     cx.ix = t.ix;

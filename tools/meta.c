@@ -18,6 +18,9 @@ void tool_meta_free(tool_meta *mt)
     free(mt->untraced);
     free(mt->execfn);
     free(mt->chaos);
+    free(mt->filter);
+    free(mt->notrace);
+    free(mt->depth);
     if (mt->env != NULL)
         for (uint64_t i = 0; i < mt->envc; i++)
             free(mt->env[i]);
@@ -114,6 +117,15 @@ int tool_meta_parse(const tt_reader *r, tool_meta *mt, char *why, size_t cap)
             } else if (pass == 0 && len >= 15 && memcmp(name, "sync_untracked=", 15) == 0) {
                 if (parse_dec(name + 15, len - 15, &mt->sync_untracked) != 0)
                     return damaged(why, cap, "a bad sync_untracked (object %" PRIu32 ")", id);
+            } else if (pass == 0 && len >= 7 && memcmp(name, "filter=", 7) == 0) {
+                if (mt->filter == NULL && (mt->filter = dup_n(name + 7, len - 7)) == NULL)
+                    return TT_E_NOMEM;
+            } else if (pass == 0 && len >= 8 && memcmp(name, "notrace=", 8) == 0) {
+                if (mt->notrace == NULL && (mt->notrace = dup_n(name + 8, len - 8)) == NULL)
+                    return TT_E_NOMEM;
+            } else if (pass == 0 && len >= 6 && memcmp(name, "depth=", 6) == 0) {
+                if (mt->depth == NULL && (mt->depth = dup_n(name + 6, len - 6)) == NULL)
+                    return TT_E_NOMEM;
             } else if (pass == 0 && len >= 9 && memcmp(name, "untraced=", 9) == 0) {
                 if (mt->untraced == NULL && (mt->untraced = dup_n(name + 9, len - 9)) == NULL)
                     return TT_E_NOMEM;

@@ -9,6 +9,7 @@
  * options (256 to 0xffff, opts.h), so that a verb may use -m for something else (tree does). */
 #define OPT_MAX_MEMORY 0x10000
 #define OPT_PROCESS 0x10001
+#define OPT_NO_DEMANGLE 0x10002
 
 /* After the verb's own options, in this order (opts.h: the order shows in getopt's messages). */
 static const struct option common_options[] = {
@@ -16,6 +17,7 @@ static const struct option common_options[] = {
     {"thread", required_argument, NULL, 't'},
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
     {"process", required_argument, NULL, OPT_PROCESS},
+    {"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
     {"help", no_argument, NULL, 'h'},
 };
 #define N_COMMON (sizeof common_options / sizeof common_options[0])
@@ -35,6 +37,8 @@ static int has_common(const tool_verb *v, const struct option *c)
         return (v->common & TOOL_OPT_MAX_MEMORY) != 0;
     case OPT_PROCESS:
         return (v->common & TOOL_OPT_PROCESS) != 0;
+    case OPT_NO_DEMANGLE:
+        return (v->common & TOOL_OPT_NO_DEMANGLE) != 0;
     default:
         return 1; /* --help */
     }
@@ -140,6 +144,9 @@ int tool_opts_parse(tool_opts *o, const tool_verb *v, void *ctx, int argc, char 
                 return TOOL_EXIT_USAGE;
             o->one_thread = 1;
             o->thread = (uint32_t)thread;
+            break;
+        case OPT_NO_DEMANGLE:
+            tool_names_demangle(0);
             break;
         case OPT_MAX_MEMORY:
             if (tool_parse_u64(argv[0], "--max-memory", optarg, 1, UINT64_MAX >> 20,

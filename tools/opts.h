@@ -49,7 +49,13 @@ enum tool_common_option {
     TOOL_OPT_MAX_MEMORY = 1u << 1, /* --max-memory MB: tool_opts.max_memory_mb */
     TOOL_OPT_THREAD = 1u << 2,     /* -t, --thread N: tool_opts.one_thread and .thread */
     TOOL_OPT_PROCESS = 1u << 3,    /* --process P: tool_opts.file is process P's trace */
+    TOOL_OPT_NO_DEMANGLE = 1u << 4, /* --no-demangle: C++ names as recorded (names.c) */
 };
+
+/* The usage line of --no-demangle. */
+#define TOOL_NO_DEMANGLE_HELP                                                                      \
+    "      --no-demangle   C++ function names as recorded (mangled), not demangled\n"
+
 
 /* The usage line of --max-memory, for every verb that reads a trace. */
 #define TOOL_MAX_MEMORY_HELP                                                                       \

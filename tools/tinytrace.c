@@ -31,6 +31,7 @@ static const struct verb verbs[] = {
     {"export", cmd_export, "write a trace as Chrome trace-event JSON (Perfetto, chrome://tracing)"},
     {"stats", cmd_stats, "per-function totals, per-thread and per-kind counts (index tables)"},
     {"tree", cmd_tree, "the call tree, or folded stacks for flame graphs (index tables)"},
+    {"report", cmd_report, "the call graph merged by call path: calls, total, self, avg, max"},
     {"help", cmd_help, "print this help, or the help of one verb"},
 };
 

@@ -334,6 +334,39 @@ void tool_limits(tt_reader_limits *lim, uint64_t max_memory_mb)
 /* Reader storage from this size on is mapped (tool_trace_open). */
 #define MAPPED_STORAGE ((size_t)64 << 20)
 
+static int map_files;
+
+void tool_trace_map_files(int on)
+{
+    map_files = on;
+}
+
+void tool_trace_drop_pages(tool_trace *t)
+{
+    if (t->file_map != NULL)
+        (void)madvise(t->file_map, t->file_map_len, MADV_DONTNEED);
+}
+
+/* The file at @path, mapped read-only, as @t's source: 1 when it is, 0 when it is to be read
+ * the ordinary way (not a regular file, empty, cannot be opened: tt_source_file says why). */
+static int map_source(tool_trace *t, const char *path)
+{
+    struct stat st;
+    void *p = MAP_FAILED;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return 0;
+    t->file_map = p;
+    t->file_map_len = (size_t)st.st_size;
+    tt_source_memory(&t->src, p, (size_t)st.st_size);
+    return 1;
+}
+
 int tool_trace_probe(tool_trace *t, const char *path, const tt_reader_limits *lim,
                      tt_cursor_mode mode)
 {
@@ -347,7 +380,7 @@ int tool_trace_probe(tool_trace *t, const char *path, const tt_reader_limits *li
     t->src.fd = -1;
 
     tool_error_info_init(&err);
-    rc = tt_source_file(&t->src, path, &err);
+    rc = map_files && map_source(t, path) ? TT_OK : tt_source_file(&t->src, path, &err);
     if (rc != TT_OK)
         return tool_report(path, "cannot open", rc, &err);
     t->src_open = 1;
@@ -404,8 +437,10 @@ void tool_trace_close(tool_trace *t)
 {
     tt_index_close(t->ix); /* before the reader it reads from */
     t->ix = NULL;
-    if (t->r != NULL)
+    if (t->r != NULL) {
+        tool_names_forget(t->r);
         tt_reader_close(t->r);
+    }
     t->r = NULL;
     if (t->mapped)
         munmap(t->mem, t->mapped);
@@ -416,6 +451,9 @@ void tool_trace_close(tool_trace *t)
     if (t->src_open)
         tt_source_close(&t->src);
     t->src_open = 0;
+    if (t->file_map != NULL)
+        munmap(t->file_map, t->file_map_len);
+    t->file_map = NULL;
 }
 
 /* ---- formatting ---- */
@@ -748,6 +786,11 @@ const char *tool_object_name(const tt_reader *r, uint32_t id, size_t *len)
     tt_object_entry o;
     if (id == 0 || tt_reader_object(r, id, &o) != TT_OK || (o.name == NULL && o.name_len != 0))
         return NULL;
+    if (o.kind == TT_OBJ_FUNCTION && o.name != NULL) {
+        const char *shown = tool_function_display(r, id, o.name, o.name_len, len);
+        if (shown != NULL)
+            return shown;
+    }
     *len = o.name_len;
     return o.name != NULL ? o.name : "";
 }

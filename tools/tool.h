@@ -82,6 +82,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* ---- messages ---- */
 
@@ -200,7 +201,20 @@ typedef struct tool_trace {
     size_t mapped;  /* mem is an anonymous mapping of this many bytes; 0: from malloc */
     tt_reader *r;
     tt_index *ix; /* the index tables once opened (tool_trace_start, or the verb); closed here */
+    void *file_map;  /* tool_trace_map_files: the whole file, mapped read-only; else NULL */
+    size_t file_map_len;
 } tool_trace;
+
+/* From now on tool_trace_probe maps the trace file and reads it as memory
+ * (tt_source_memory): a verb that reads a large part of it in small pieces from all over
+ * (report's frame blocks, last to first) takes page faults instead of a system call per piece.
+ * A file that shrinks while it is mapped ends the tool with SIGBUS, so only verbs that need
+ * the speed use it. */
+void tool_trace_map_files(int on);
+/* Lets the kernel take back the pages of @t's mapped file read so far (they stay in the page
+ * cache; the next touch maps them again), so that a verb that reads it all keeps a bounded
+ * resident size. Nothing when the file is not mapped. */
+void tool_trace_drop_pages(tool_trace *t);
 
 /* Opens @path as a source and probes its manifest with @lim and @mode (t->m, t->cap). Reports
  * every failure itself and returns its exit code; TOOL_EXIT_OK on success. Call tool_trace_close
@@ -317,6 +331,37 @@ const char *tool_object_name(const tt_reader *r, uint32_t id, size_t *len);
 
 /* Prints object @id of @r for text output: its name, "-" for 0, "#id" when unknown. */
 void tool_print_object(FILE *f, const tt_reader *r, uint32_t id);
+
+/* ---- names as shown (names.c) ----
+ * A function's name as the tool shows it: demangled (C++), unless tool_names_demangle(0)
+ * (--no-demangle). tool_object_name gives it for every function object, so every verb shows
+ * it; the text stays valid until tool_names_forget(@r) (tool_trace_close). */
+void tool_names_demangle(int on);
+int tool_names_demangling(void);
+/* The shown name of function @id of @r whose recorded name is @name (@len bytes), or NULL when
+ * it is shown as recorded. */
+const char *tool_function_display(const tt_reader *r, uint32_t id, const char *name, size_t len,
+                                  size_t *out_len);
+/* @name (@len bytes; "lib.so!" kept in front) demangled, malloc'ed, or NULL when it is not a
+ * mangled C++ name. */
+char *tool_demangle(const char *name, size_t len);
+/* The id of the function named @name: as recorded, else as shown, else as shown without its
+ * parameter list; 0 when none. */
+uint32_t tool_find_function(const tt_reader *r, const char *name);
+/* Prints @n bytes of text @s as tool_print_text does, with every mangled C++ name in it (a
+ * word starting "_Z") demangled, unless --no-demangle: a message of the runtime (the replay
+ * report) names functions as they were recorded. */
+void tool_print_names(FILE *f, const char *s, size_t n);
+/* "file:line" of function @id of @r, from the recorded program's debug information (found as
+ * debuginfo.c says), or NULL; valid as tool_object_name's names. */
+const char *tool_function_location(const tt_reader *r, uint32_t id);
+/* replay: the program at @path (build-id @build_id, @len bytes) is the one the runtime's report
+ * names functions of: tool_print_names names its offsets ("prog+0x119c@...") by their symbols,
+ * and tool_names_program_location gives "file:line" of a name as recorded (0, or -1). */
+void tool_names_set_program(const char *path, const uint8_t *build_id, size_t len);
+int tool_names_program_location(const char *name, size_t len, char *buf, size_t cap);
+/* Frees what names.c keeps for @r. */
+void tool_names_forget(const tt_reader *r);
 
 /* ---- JSON output ----
  * A small writer for one-line JSON values: it places the commas, escapes strings (C0 and C1

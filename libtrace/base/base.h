@@ -58,12 +58,16 @@ uint64_t tt_hash64(const void *data, size_t len, uint64_t seed);
 /* ---- build identity (util.c) ----
  * Copies the GNU build-id of the main executable; returns its length or 0. */
 size_t tt_build_id_self(uint8_t *out, size_t cap);
+/* The GNU build-id of the loaded object that maps address @addr (the program or a library),
+ * at most @cap bytes into @out; 0 when it has none or no object maps @addr. */
+size_t tt_build_id_of(uintptr_t addr, uint8_t *out, size_t cap);
 
 /* ---- backtraces and symbols (unwind.c, the only user of libunwind) ----
  * A backtrace as text, one frame a line; returns bytes written. */
 size_t tt_backtrace(char *buf, size_t cap, int skip);
 /* The ASLR-proof name of the function at @addr: "symbol" in the main executable,
- * "libname.so!symbol" elsewhere, "module+0xoffset" without a symbol. */
+ * "libname.so!symbol" elsewhere, "module+0xoffset@BUILDID" without a symbol (the module's GNU
+ * build-id in hex, where it has one, so that the tool can find its debug file). */
 void tt_symbolize(uintptr_t addr, char *buf, size_t cap);
 
 /* ---- the region (region.c): tinytrace's own address space ----

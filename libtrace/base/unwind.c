@@ -180,7 +180,17 @@ void tt_symbolize(uintptr_t addr, char *buf, size_t cap)
         snprintf(buf, cap, "%s", sym);
     else if (sym[0])
         snprintf(buf, cap, "%s!%s", module, sym);
-    else
-        snprintf(buf, cap, "%s+0x%lx", module,
-                 (unsigned long)(addr - (have ? (uintptr_t)info.dli_fbase : 0)));
+    else {
+        /* no symbol: the offset in its module and, where the module has one, its build-id
+         * ("prog+0x119c@5f0c..."), by which the tool finds the module's debug file */
+        uint8_t id[20];
+        size_t n = have ? tt_build_id_of(addr, id, sizeof id) : 0;
+        int k = snprintf(buf, cap, "%s+0x%lx", module,
+                         (unsigned long)(addr - (have ? (uintptr_t)info.dli_fbase : 0)));
+        if (n > 0 && k > 0 && (size_t)k + 1 + 2 * n < cap) {
+            buf[k++] = '@';
+            for (size_t i = 0; i < n; i++, k += 2)
+                snprintf(buf + k, 3, "%02x", id[i]);
+        }
+    }
 }

@@ -94,13 +94,12 @@ struct bid_search {
     uint8_t *out;
     size_t cap;
     size_t len;
+    uintptr_t addr; /* tt_build_id_of: the object that maps it; 0: the first (the program) */
 };
 
-static int bid_cb(struct dl_phdr_info *info, size_t size, void *data)
+/* The GNU build-id note among @info's PT_NOTE segments into @b; 1 when found. */
+static int bid_notes(struct dl_phdr_info *info, struct bid_search *b)
 {
-    struct bid_search *b = data;
-    (void)size;
-    /* the first object dl_iterate_phdr reports is the main executable */
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_NOTE)
@@ -121,12 +120,38 @@ static int bid_cb(struct dl_phdr_info *info, size_t size, void *data)
             p = desc + descsz;
         }
     }
-    return 1;
+    return 0;
+}
+
+static int bid_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct bid_search *b = data;
+    (void)size;
+    if (b->addr == 0) { /* the first object dl_iterate_phdr reports is the main executable */
+        bid_notes(info, b);
+        return 1;
+    }
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && b->addr >= lo && b->addr - lo < ph->p_memsz) {
+            bid_notes(info, b);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+size_t tt_build_id_of(uintptr_t addr, uint8_t *out, size_t cap)
+{
+    struct bid_search b = { out, cap, 0, addr ? addr : 1 };
+    dl_iterate_phdr(bid_cb, &b);
+    return b.len;
 }
 
 size_t tt_build_id_self(uint8_t *out, size_t cap)
 {
-    struct bid_search b = { out, cap, 0 };
+    struct bid_search b = { out, cap, 0, 0 };
     dl_iterate_phdr(bid_cb, &b);
     return b.len;
 }

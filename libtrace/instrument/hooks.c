@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "event-int.h"
+#include "filter.h"
 #include "runtime.h"
 
 #define FN_BITS 16
@@ -161,7 +162,7 @@ __attribute__((no_instrument_function, always_inline)) static inline void hook(u
     if (TT_UNLIKELY(!tt_rt_guard_enter()))
         return;
     tt_session *s = tt_rt_session_hot();
-    if (s) {
+    if (s && !tt_filter_skip(kind, fn)) { /* record --filter/--notrace/--depth (filter.h) */
         const uint64_t a = (uint64_t)(uintptr_t)fn;
         int rc;
         if (TT_LIKELY(s->head.mode == TT_MODE_RECORD && a < TT_RAW_ADDR_END)) {

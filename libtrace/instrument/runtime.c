@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "event-int.h"
+#include "filter.h"
 #include "rt-int.h"
 #include "runtime.h"
 
@@ -580,6 +581,8 @@ static void rt_publish(tt_session *s, bool first)
     }
     if (g_mode == TT_MODE_RECORD && g_tree)
         record_identity(s);
+    if (first)
+        tt_filter_start(s); /* a fork child has its parent's filter */
     tt_hooks_attach(s);
     if (g_mode == TT_MODE_RECORD && exit_key_ok)
         tt_session_set_thread_hook_(s, on_thread);

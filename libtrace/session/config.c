@@ -324,7 +324,7 @@ static const char *const known_vars[] = {
     "MAX_THREADS", "ORDERED", "ORDER_TIMEOUT_MS", "DIVERGENCE", "ALLOC", "CHECK_OUTPUT",
     "KEEP_GOING", "PID", "PRELOAD", "PROGRESS_MS", "REPORT_FD", "RT", "CHAOS", "CHAOS_DEPTH",
     "CHAOS_DELAY_US", "REAL_SLEEP", "REPLAY_FROM", "STOP_AT", "GDB", "TREE", "PROCESS",
-    "REPORT_NONCE", "OUTSIDE_FIFO",
+    "REPORT_NONCE", "OUTSIDE_FIFO", "FILTER", "NOTRACE", "DEPTH", "DEBUGINFO_PATH",
 };
 
 static int check_names(tt_error_info *err)

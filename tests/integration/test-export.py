@@ -187,13 +187,33 @@ def frames_from_dump(trace):
     return calls
 
 
-def frames_from_export(doc):
+TID_REUSED = 0x40000000
+
+
+def tid_map(trace):
+    """The export's tid of each thread -> its dense id: the OS tid from the thread table, or
+    TID_REUSED + id for a thread whose OS tid an earlier thread had (or that has none)."""
+    rc, out, err = run([TT, "info", "--json", trace])
+    if rc != 0:
+        raise RuntimeError("info: %s" % err)
+    seen, m = set(), {}
+    for t in json.loads(out)["threads"]:
+        tid = t["os_tid"]
+        if tid == 0 or tid in seen:
+            tid = TID_REUSED + t["id"]
+        seen.add(tid)
+        m[tid] = t["id"]
+    return m
+
+
+def frames_from_export(doc, tids):
     calls = Counter()
     for e in doc["traceEvents"]:
         if e["ph"] == "X":
             start = int(e["ts"] * 1000)
             end = int((e["ts"] + e["dur"]) * 1000)
-            calls[(e["tid"], e["name"], start, end, e.get("args", {}).get("outcome"))] += 1
+            calls[(tids.get(e["tid"]), e["name"], start, end,
+                   e.get("args", {}).get("outcome"))] += 1
     return calls
 
 
@@ -220,11 +240,90 @@ def check_trace(label, trace, d):
     check(nframes == len(xs) == doc["otherData"]["frames"] and nframes > 0,
           label + ": \"%s frames\" on stderr = X events = otherData.frames" % nframes,
           (nframes, len(xs), doc["otherData"], err))
-    want, got = frames_from_dump(trace), frames_from_export(doc)
+    tids = tid_map(trace)
+    check(all(not e.get("args") or set(e["args"]) == {"outcome"}
+              for e in doc["traceEvents"] if e["ph"] == "X"),
+          label + ": without --args a call has no args (but its outcome, if it did not return)")
+    want, got = frames_from_dump(trace), frames_from_export(doc, tids)
     check(want == got, label + ": the X events are the calls dump shows (%d)" % sum(want.values()),
           "missing: %r\nextra: %r" % (list((want - got).items())[:5],
                                       list((got - want).items())[:5]))
-    return doc, err
+    return doc, err, tids
+
+
+def calls_with_depth(trace):
+    """(thread, name, start_ns, end_ns, depth) of every returned call, as dump shows them."""
+    rc, out, err = run([TT, "dump", "--json", trace])
+    stacks, last, calls, prev = defaultdict(list), {}, [], {}
+    for line in out.splitlines():
+        e = json.loads(line)
+        t = e["thread"]
+        last[t] = max(last.get(t, 0), e["time_ns"])
+        if e["kind"] == "enter":
+            if t in prev and last[t] <= prev[t]:
+                last[t] = prev[t] + 1
+            prev[t] = last[t]
+            stacks[t].append((e["function"], last[t]))
+        elif e["kind"] == "exit" and stacks[t] and stacks[t][-1][0] == e["function"]:
+            name, start = stacks[t].pop()
+            calls.append((t, name, start, last[t], len(stacks[t])))
+    return calls
+
+
+def windows(trace, d):
+    """--from/--to, --thread, --max-depth, --min-duration: the calls written are those of the
+    reference reader that the window asks for, and only those."""
+    calls = calls_with_depth(trace)
+    tids = tid_map(trace)
+    starts = sorted(c[2] for c in calls if c[0] == 2)  # thread 2's, which the window is on
+    lo, hi = starts[len(starts) // 3], starts[len(starts) // 2]
+    out = os.path.join(d, "win.json")
+
+    def xs(*opts):
+        if os.path.exists(out):
+            os.unlink(out)
+        rc, o, err, n = export(trace, out, *opts)
+        if rc != 0:
+            return None, err
+        doc = load(out)
+        got = [(tids.get(e["tid"]), e["name"], int(e["ts"] * 1000),
+                int((e["ts"] + e["dur"]) * 1000), e.get("args", {}).get("outcome"))
+               for e in doc["traceEvents"] if e["ph"] == "X"]
+        return got, err
+
+    got, err = xs("--from", "%dns" % lo, "--to", "%dns" % hi, "--thread", "2")
+    want = {(t, n, s) for t, n, s, e, dep in calls if t == 2 and e >= lo and s <= hi}
+    inside = {(t, n, s, e) for t, n, s, e, dep in calls if t == 2 and s >= lo and e <= hi}
+    check(got is not None and {g[:3] for g in got} == want and len(want) > 100 and
+          inside <= {g[:4] for g in got if g[4] is None},
+          "window: --from/--to/--thread write the calls that overlap it, on that thread only, "
+          "the ones inside it exactly (%d)" % len(want),
+          (err, got and len(got), len(want), got and list({g[:3] for g in got} ^ want)[:5]))
+    check(got is not None and all(g[3] <= hi + 1 or g[4] == "open at the end of the window"
+                                  for g in got),
+          "window: calls open at its end end there", got and got[:3])
+    got, err = xs("--max-depth", "1", "--thread", "1")
+    want = {(t, n, s, e) for t, n, s, e, dep in calls if t == 1 and dep == 0}
+    check(got is not None and {g[:4] for g in got} == want and len(want) > 0,
+          "window: --max-depth 1 writes the top-level calls only (%d)" % len(want), err)
+    durs = sorted(e - s for t, n, s, e, dep in calls if t == 1)
+    t_ns = durs[len(durs) * 9 // 10]
+    got, err = xs("--min-duration", "%dns" % t_ns, "--thread", "1")
+    want = {(t, n, s, e) for t, n, s, e, dep in calls if t == 1 and e - s >= t_ns}
+    check(got is not None and {g[:4] for g in got} == want and 0 < len(want) < len(durs),
+          "window: --min-duration writes the calls that took that long, and only those (%d of "
+          "%d)" % (len(want), len(durs)), err)
+    got, err = xs("--from", "100", "--to", "199", "--thread", "3")
+    rc, o, e2 = run([TT, "dump", "--json", "--thread", "3", trace])
+    seqs = [json.loads(line) for line in o.splitlines()]
+    enters = {(ev["function"], ev["seq"]) for ev in seqs if ev["kind"] == "enter"
+              and 100 <= ev["seq"] <= 199}
+    check(got is not None and len([g for g in got]) >= len(enters) > 0,
+          "window: --from/--to by sequence numbers (%d calls entered in it)" % len(enters), err)
+    got_all, err = xs("--args", "--thread", "3")
+    check(got_all is not None and all(isinstance(e.get("args", {}).get("seq"), int)
+                                      for e in load(out)["traceEvents"] if e["ph"] == "X"),
+          "--args: every call carries its seq", err)
 
 
 def validator_finds_broken_documents():
@@ -263,10 +362,10 @@ def main(d):
     want = json.loads(out)
     res = check_trace("kinds", k, d)
     if res:
-        doc, err = res
+        doc, err, tids = res
         evs = doc["traceEvents"]
         xs = [e for e in evs if e["ph"] == "X"]
-        outcomes = Counter(e["args"].get("outcome") for e in xs)
+        outcomes = Counter(e.get("args", {}).get("outcome") for e in xs)
         check(len(xs) == want["frames"] and outcomes[None] == want["returned"] and
               outcomes["still open at the end of the trace"] == want["open_at_end"] and
               outcomes["unwound by a crash"] == want["unwound_by_crash"] and
@@ -276,7 +375,7 @@ def main(d):
         inst = Counter(e["cat"] for e in evs if e["ph"] == "i")
         check(dict(inst) == want["instants"], "kinds: one instant event per recorded event",
               (inst, want["instants"]))
-        tnames = {e["tid"]: e["args"]["name"] for e in evs
+        tnames = {tids.get(e["tid"]): e["args"]["name"] for e in evs
                   if e["ph"] == "M" and e["name"] == "thread_name"}
         check(tnames == {0: "main", 1: 't"q\\\n\x01\u00e9\ufffd', 2: "open", 3: "jumper"},
               "kinds: threads named, escaped (the invalid byte as U+FFFD)", tnames)
@@ -379,9 +478,16 @@ def main(d):
     check(rc == 0 and re.fullmatch(r"tinytrace export: \d+ frames[^\n]*\n", err),
           "progress: only the summary on stderr when it is a pipe", repr(err[:300]))
 
+    windows(big, d)
+
     # 4. command lines, failures leave no output behind
-    rc, out, err = run([TT, "export", "--format", "perfetto", k])
-    check(rc == 2 and "chrome" in err, "an unknown format: usage error", (rc, err))
+    rc, out, err = run([TT, "export", "--format", "ctf", k])
+    check(rc == 2 and "chrome, perfetto" in err, "an unknown format: usage error", (rc, err))
+    rc, out, err = run([TT, "export", "--format", "perfetto", "--args", k])
+    check(rc == 2, "--args with perfetto: usage error", (rc, err))
+    rc, out, err = run([TT, "export", "--process", "1", k])
+    check(rc == 2 and "has no process '1'" in err, "--process of a process the recording does "
+          "not have: usage error", (rc, err))
     rc, out, err = run([TT, "export", "--json", k])
     check(rc == 2, "--json without -o: usage error", (rc, err))
     rc, out, err = run([TT, "export", "-o", os.path.join(d, "no", "such", "dir.json"), k])
