@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-index — records a run of a known shape for bench/run-index.sh.
  *
  *   bench-index --events N FILE

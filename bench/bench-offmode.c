@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-offmode — what a TT_* macro costs when the session is off.
  *
  * A program that keeps its TT_* calls in a release build pays for them in off mode. Each macro

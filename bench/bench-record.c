@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-record — what recording, replaying and off mode cost on a tight loop of calls.
  *
  * The workload is the reference one of docs/PERFORMANCE.md: a loop that calls a non-inlined leaf

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The ideal recorder of bench/compare: the floor of what recording a function entry or exit can
  * cost on this machine. Preloaded (LD_PRELOAD) into the -finstrument-functions build of the
  * workload in place of glibc's empty hooks, exactly as tinytrace's preload library is, so that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* compare-run — runs one command of bench/compare and measures it.
  *
  * Usage: compare-run OUT CMD [ARGS...]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* LTTng-UST tracepoint provider of bench/compare: one event at the entry and one at the exit of
  * the workload's leaf/rec, each carrying the function's number (1 = leaf, 2 = rec), so that the
  * event is the same information as a tinytrace enter/exit event. compare-tp.c instantiates it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The workload of bench/compare: call-heavy code, in every variant the comparison needs.
  *
  * Usage: compare-workload loop|rec|fib|many CALLS [THREADS]

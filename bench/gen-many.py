@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """bench/gen-many.py: the many-function workload of bench/compare, as one generated C file.
 
 Usage: bench/gen-many.py [--functions F] [--seed S] OUT.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lock-workload THREADS PAIRS MUTEXES: THREADS threads doing PAIRS lock/unlock pairs in all
  * (PAIRS / THREADS each) over MUTEXES mutexes (thread t takes mutex (t + i) % MUTEXES at its
  * i-th pair), a counter per mutex incremented inside; prints the counters' sum, which must be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/net-client: the client of bench/net-loop. Makes N HTTP/1.0 requests to 127.0.0.1:PORT,
  * one connection each (socket, connect, send, recv to the end, close), and prints the number
  * of requests, the bytes received and an FNV-1a hash of all the bodies.

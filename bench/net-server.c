@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/net-server: the HTTP server of bench/net-loop. One thread; for each connection it reads
  * the request up to its blank line, answers with the current time in nanoseconds and closes.
  * It listens on 127.0.0.1 at a port the kernel picks, prints "port P" and serves until killed.

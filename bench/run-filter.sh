@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # What a call that `record --notrace` or `--filter` leaves out costs the recording thread
 # (issue 20, point 6). Builds a release tree (build-bench/, or $BENCH_BUILD_DIR) and
 # bench/compare-workload.c's loop (a non-inlined leaf called CALLS times) with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The index tables at scale (issue 6, acceptance 2). Builds a release tree (build-bench/, or
 # $BENCH_BUILD_DIR), records bench-index runs of 10^6 and 10^8 events, and measures:
 #   - the recording's peak RSS at both sizes (it must not grow with the run);

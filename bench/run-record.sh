@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds a release tree (build-bench/) and runs bench-record at its default size
 # (2x10^7 enter/exit events, 5 rounds), printing what machine the figures come from first.
 # Extra arguments go to bench-record, e.g.:  bench/run-record.sh --rounds 9 --dir /var/tmp

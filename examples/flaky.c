@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* flaky: a small multi-threaded program that fails about one run in three.
  *
  * Three workers settle "transfers". What each worker does depends on the clock, on random bytes

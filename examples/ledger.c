@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ledger — a program whose whole state is in one checkpoint provider, to replay from a
  * checkpoint (docs/REPLAY.md, "Replay from a checkpoint").
  *

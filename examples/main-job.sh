@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The main job: record examples/flaky under `tinytrace record` until a run fails, keep that
 # recording, then replay it: the clock, the random bytes and the input come back from the file,
 # and it fails the same way every time. Then the same for a schedule: `tinytrace hunt --chaos`

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* race: an atomicity violation, the kind of bug that passes every test run you watch.
  *
  * Two clerks each pay one bill from a shared account. Every step holds the account's lock:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared parts of the libFuzzer targets; see fuzz.h. */
 #include "fuzz.h"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Source coverage of the store by a fuzz corpus (docs/FUZZING.md, the long run's figures).
 #
 #   fuzz/coverage.sh BUILD-COV CORPUS-ROOT

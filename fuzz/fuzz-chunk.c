@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the chunk decoder — event chunks decoded by every reader path.
  *
  * Input: a control byte, then what the manifest and thread table need to know and cannot learn

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the manifest parser (tt_manifest_decode) and the probe (tt_reader_probe).
  *
  * Input: a control byte, then the manifest's 512 bytes (an input shorter than that is a short

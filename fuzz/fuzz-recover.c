@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: recovery (tt_recover) of the partial file of a run that died.
  *
  * Input: a control byte, then a partial trace file: a provisional manifest and the chunks after

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: a replay session (replay.c) over a hostile but valid trace.
  *
  * Input: as fuzz-verify — a control byte, then a trace file whose checksums are recomputed

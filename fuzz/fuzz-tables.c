@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the table readers (thread table, object table, and any table added later).
  *
  * Input: u8 table selector, u8 control, u32 count, then the body of the selected table. The

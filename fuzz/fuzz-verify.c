@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the full verify path — tt_verify, a sequential read with tt_reader_next and
  * tt_reader_peek, per-thread cursors, and replay's matching fast paths — over a whole trace file.
  *

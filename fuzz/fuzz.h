@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared parts of the libFuzzer targets (docs/FUZZING.md).
  *
  * Every checksum of the format gates the bytes behind it, so a target that fed raw bytes to the

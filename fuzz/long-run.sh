@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The documented long run of every fuzz target (docs/FUZZING.md).
 #
 #   fuzz/long-run.sh start BUILDDIR OUTDIR [SECONDS [TARGET…]]

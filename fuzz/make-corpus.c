@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Seed corpus of the fuzz targets: small valid traces recorded with the library, written in the
  * input format of each target (docs/FUZZING.md).
  *

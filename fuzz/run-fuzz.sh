@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # run-fuzz.sh FUZZER SEEDS DICT [MAX_LEN]: one bounded libFuzzer run, as `meson test --suite fuzz` does it.
 #
 # Runs FUZZER for TT_FUZZ_SECONDS (default 25) from the seed corpus SEEDS, in a temporary corpus

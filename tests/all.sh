@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The whole test suite, in four builds:
 #   build/        the normal build: every suite, plus the benchmark smoke run
 #   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer: every suite but the benchmark

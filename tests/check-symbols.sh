@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Symbol test: the shared library exports nothing but tt_* (plus the version node of its linker
 # version script, and the two -finstrument-functions hooks a linked program gets from it).
 # Usage: check-symbols.sh path/to/libtinytrace.so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared helpers of the tinytrace test suites; see common.h. */
 #include "common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared helpers of the tinytrace test suites: a temporary directory per test, deadlines,
  * value generators that give every event its own bytes, and a reader opened the documented way
  * (probe, allocate exactly the capacity, open). */

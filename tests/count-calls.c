@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Counting interposers; see count-calls.h. Built without _FILE_OFFSET_BITS so that open, mmap
  * and fopen are the plain symbols and their 64-bit forms can be defined beside them. The
  * allocation functions forward to glibc's __libc_* entry points, so that dlsym, which may

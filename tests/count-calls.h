@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Counting interposers for the test executables that prove "costs nothing": malloc and its
  * family, pthread_create, the open family and mmap are replaced in the executable and count the
  * calls made by the counting thread while counting is on. They forward to glibc. */

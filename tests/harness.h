@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The test harness: Criterion, or under ThreadSanitizer the small Criterion-compatible runner in
  * mini-criterion.h (Criterion's inheritable arena maps memory at fixed random addresses, which
  * TSan refuses: "Could not initialize inheritable arena", Criterion issue #274). */

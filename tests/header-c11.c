@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Build-only test: tinytrace.h compiles on its own as strict C11 (-std=c11 -pedantic -Werror),
  * before any other header. Built twice: plain, and with -DTINYTRACE_DISABLE, where the TT_*
  * macros must not evaluate their arguments. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // Build-only test: tinytrace.h compiles on its own as C++11 (-pedantic -Werror).
 #include <tinytrace/tinytrace.h>
 

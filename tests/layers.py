@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The layering rule of docs/ARCHITECTURE.md, checked on the sources.
 
 Every `#include "..."` of a file under libtrace/<layer>/ must name a header of its own layer or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The runner behind mini-criterion.h: runs every registered test in a forked child, one after
  * the other, and exits nonzero if any failed. */
 #include "mini-criterion.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A minimal stand-in for the part of Criterion the tinytrace suites use, for builds where
  * Criterion cannot run (ThreadSanitizer). Each test runs in its own forked process, with its
  * suite's or its own .init/.fini and .timeout; a failed assertion prints its message, runs .fini

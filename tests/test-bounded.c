@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Bounded storage: the reader lives in exactly the capacity it computed and refuses less; a file
  * that needs more than the limits is refused by the probe before any chunk is read; a recorder
  * with a small memory budget and a slow sink waits instead of dropping, and says so. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Checkpoint restores and epochs: every provider stages and all commit, and the epoch goes up;
  * one stage that fails makes the others cancel, changes nothing, and the same call then
  * succeeds; a restore in replay must be the recording's; the events after a restore carry its

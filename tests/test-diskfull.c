@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A full disk and I/O errors (issue 5, acceptance 2), through the C API.
  *
  * A recording that runs into RLIMIT_FSIZE (EFBIG), or a callback sink that reports ENOSPC, must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Errors are values: every code of TT_ERRORS has a distinct name and message, the numbers are
  * the pinned ones, and unknown codes still give a string. Also the small name tables. */
 #include "common.h"

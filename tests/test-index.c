@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The index tables: the frame table reproduces a known call tree exactly, the summary agrees
  * with a brute recomputation from the events, the seek index lands on the right events, the
  * outcomes of crashed and still-open frames, and damaged tables are refused with file, offset

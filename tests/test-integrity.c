@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integrity: a small recording of two threads, then every single-byte change at every offset
  * and every truncation is refused by tt_verify with an offset and a message; the bounded reader
  * survives every change; a manifest of a future version is refused naming both versions. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The counting divergence policy (TT_DIVERGE_COUNT, `tinytrace replay --keep-going`): each
  * divergence is counted and the replay re-aligns, so one missing or one extra call costs a
  * divergence per event, not one per event that follows. */

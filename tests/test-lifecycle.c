@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The life of a trace file and of a session's configuration: the file exists only as
  * "<file>.<pid>.partial" (0600) while the session is open and only as <file> after close; a bad
  * directory fails at open naming the path; a symlink at the temporary name is not followed; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What costs nothing: in off mode tt_session_open allocates nothing, starts no thread and opens
  * no file, and every recording call is free of all three. The reader allocates nothing beyond
  * the storage it is given. Counting interposers (count-calls.c) watch this thread's calls; a

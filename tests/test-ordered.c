@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Ordered replay (TT_PARAM_ORDERED): threads are held to the recorded interleaving. */
 #include "common.h"
 #include "harness.h"

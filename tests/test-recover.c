@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Recovery of partial files whose threads split payloads over several chunks (found by the
  * fuzz-recover target, docs/FUZZING.md): whatever tt_recover writes must verify, whichever chunk
  * the run died in. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A replay session refused at open frees what it took (found by the fuzz-replay target,
  * docs/FUZZING.md): the recording's names are interned before the duplicate among them is found. */
 #include "common.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Replay: a recorded run replays clean; each kind of changed call diverges with a report that
  * holds the expected and the actual event, changes nothing, and the same call with the recorded
  * values then succeeds; io IN hands back the recorded bytes; an early close says how much was

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Round trip under concurrency: four threads record a million events of every kind, each with
  * its own values, into a file; the file reads back through per-thread cursors (read from four
  * threads at once) with every field identical, in program order, and verifies. */

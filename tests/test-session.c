@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The session layer: the process's one session from the environment, and names read while
  * another thread interns. */
 #include "common.h"

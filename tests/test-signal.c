@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Recording from signal handlers (event.h, "Signals"). A handler that interrupts a recording or
  * replay call on its own thread is refused with TT_E_MODE and leaves the buffer, the replay
  * cursor and the interrupted event alone; a handler that interrupts plain program code records

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Concurrency stress (issue 5, acceptance 5): many threads record at once, and every event is
  * accounted for — each call that returned TT_OK is read back, in its thread's order, with its own
  * tag, length and bytes; each call that was refused is not there.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sweeps over a trace that holds every chunk type (events, thread table, object table, frame
  * blocks, seek batches, summary, index directory, block lists, checkpoint table): truncations at the edges and the
  * middle of every chunk's header and body, and bit flips in every header field and across every

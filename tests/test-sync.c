@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Synchronization events (sync.h): ids, sequence numbers, results, the replayed order and the
  * schedule divergence, through the public calls a linked program makes. */
 #include "common.h"

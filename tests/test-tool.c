@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The tool's number formatting against the slow, obviously right versions: tool_ns_conv (ticks
  * to nanoseconds through a reciprocal) against tool_ticks_to_ns's 128-bit division, and
  * tool_fmt_u64 against printf. A dump prints both for every event, so an error here would be in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A recorder inside caller storage sized up front (TraceWriterLimits / Capacity / Storage). */
 #include "common.h"
 #include "harness.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The user's key, and the MAC that tells this user's traces from anyone else's.
  *
  * `tinytrace replay` runs the command line a trace names. A trace is data from elsewhere until

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace diff — where two recordings of the same program first differ, thread by thread.
  *
  * The question is CI's: "what did the failing run do differently from the passing one?" Two runs

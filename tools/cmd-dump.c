@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace dump — every event of a trace, one per line, in recorded order.
  *
  * The recorded order is the total order (time, thread, seq) of event.h. Chunks in the file are in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace export — a trace for timeline viewers: Chrome trace-event JSON, or Perfetto's own
  * protobuf format.
  *

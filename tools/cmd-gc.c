@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace gc — removes the temporary files of recordings whose process is gone.
  *
  * A recording is written as "<file>.<pid>.partial" and renamed on close; a process killed by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace hunt — record a program run after run until one fails, and keep that one.
  *
  * Each try is a `tinytrace record --quiet` of its own (this binary, run again), with schedule

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace info — the manifest and the thread table of a trace.
  *
  * Reads the manifest (probe) and the tables (tt_reader_open with one sequential cursor); no event

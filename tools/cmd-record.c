@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace record — run a program under the runtime and keep its trace.
  *
  * The tool itself records nothing: it finds the runtime library, sets LD_PRELOAD and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace recover — a valid trace from the temporary file of a run that died (tt_recover). */
 #include "opts.h"
 #include "tool.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace replay — run a recorded program again against its recording.
  *
  * Before anything runs, the tool makes sure the run can mean something:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace report — the call graph merged by path: where the time went, call path by call path.
  *
  * `tree` prints one line per call; on a run of 10^8 events that is 5 * 10^7 lines. `report`

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace stats — where the time went: per-function totals, per-thread and per-kind counts.
  *
  * Everything comes from the index tables (the summary, the directory's per-thread kind counts)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace tree — the call tree of a trace, from its frame table.
  *
  * The frame table holds each thread's calls in post-order, each with its depth and its number of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace verify — checks a whole trace with tt_verify.
  *
  * The verdict is the library's (tt_verify_result); this verb only prints it and turns it into an

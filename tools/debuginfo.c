@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — function names and source lines from a program's debug information (libdw).
  *
  * A stripped program has no symbol table, so the runtime records its functions as

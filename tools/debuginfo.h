@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — names and source lines from a program's debug information (debuginfo.c, libdw).
  *
  *     tool_dbg *d = tool_dbg_open(path, build_id, build_id_len);  // NULL: none usable

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — the GNU build-id of a program file, read from the file itself, with libelf.
  *
  * `tinytrace replay` refuses to run a program that is not the build that was recorded. The

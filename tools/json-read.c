@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — reading the report the runtime writes during a replay, as JSON, with jansson.
  *
  * The report is written by another process that may have been stopped half-way, so its text is

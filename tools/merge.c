@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — the recorded-order merge of per-thread cursors (merge.h: the order, the cost). */
 #include "merge.h"
 

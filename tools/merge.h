@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — the recorded order of several threads' events: a merge of per-thread cursors.
  *
  * The recorded order is the total order (time, thread, seq) of event.h. Chunks in a file are in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — the recorded command line of a trace (meta.h: what the runtime records, and the
  * rules a trace from anyone is held to). */
 #include "meta.h"

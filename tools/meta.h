@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — the recorded command line of a trace: its META objects.
  *
  * The runtime (libtrace/instrument/runtime.c, record_meta) interns, when a recording starts,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — the names the tool shows for functions: demangled C++ names.
  *
  * The runtime records a function's name as the symbol table has it ("_ZN4shop4Cart3addEi", or

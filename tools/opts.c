@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — the prologue every verb shares (opts.h): the command line, then the trace. */
 #include "opts.h"
 #include "procs.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — the prologue every verb shares: its command line and the trace it reads.
  *
  * A verb describes its command line once, in a tool_verb: the usage text, which of the common

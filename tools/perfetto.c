@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — a writer of Perfetto's native trace format (perfetto.h).
  *
  * Protobuf on the wire, as much of it as is needed here: a field is a key, (number << 3) | wire

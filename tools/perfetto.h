@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — a writer of Perfetto's native trace format (protobuf TrackEvent), for export.
  *
  * A Perfetto trace file is the protobuf message `Trace`: a sequence of field 1 (`packet`), each

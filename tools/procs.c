@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — the process tree of a recording (procs.h; the manifest's format is
  * docs/FORMAT.md §16). */
 #include "procs.h"

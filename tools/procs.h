@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — the process tree of a recording (docs/FORMAT.md §16).
  *
  * A recording made by `tinytrace record` is its root's trace, FILE, and when the program started

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — running a program under the runtime: what `record` and `replay` share.
  *
  * Both verbs find the runtime library (libtinytrace-preload.so), put it in LD_PRELOAD with the

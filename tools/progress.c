@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — the progress line (see progress.h). */
 #include "progress.h"
 

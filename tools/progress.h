@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — the progress line of the verbs that read a whole (possibly large) trace.
  *
  * A verb that reads millions of events calls progress_update() once per event (it costs one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tinytrace's help for gdb, loaded by `tinytrace replay --gdb` (docs/REPLAY.md, "A debugger at
 # the divergence"); installed with the tool, under share/tinytrace/.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — the command-line tool: the table of verbs and the dispatch.
  *
  * Each verb lives in its own file, tools/cmd-<verb>.c, as `int cmd_<verb>(int argc, char **argv)`

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — helpers the verbs of the tool share: messages, exit codes, option values, opening a
  * trace through the bounded reader, and text and JSON output of untrusted bytes.
  *

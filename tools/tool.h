@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — the command-line tool: what the verbs share.
  *
  * The tool is one file per verb (tools/cmd-<verb>.c); tools/tinytrace.c holds the verb table and

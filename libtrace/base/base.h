@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The base layer: what every other layer of the library may use, and nothing that knows of a
  * session, a trace file or a thread buffer.
  *

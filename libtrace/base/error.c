@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Error codes, messages and the error-info helper. */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The tracer's own file descriptors, and where they are kept out of the program's way.
  *
  * A program may close every descriptor it did not open itself (close_range(3, ~0U, 0), a loop

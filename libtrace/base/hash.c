@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The only file that includes xxhash: XXH3-64 for chunk and manifest checksums. */
 #include <xxhash.h>
 

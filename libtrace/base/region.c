@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The region: address space tinytrace keeps for itself, so that the program's does not move.
  *
  * With ASLR off, a program's heap and mappings land at the same addresses in two runs as long as

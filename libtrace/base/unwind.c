@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The only file that includes libunwind: backtraces for divergence reports and crash events. */
 #include <dlfcn.h>
 #include <elf.h>

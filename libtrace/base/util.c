@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Clocks, the build identity of the running executable, and the tracer's per-thread flag. */
 #include <elf.h>
 #include <link.h>

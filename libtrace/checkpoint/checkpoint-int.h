@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The checkpoint module: the providers' state as one payload, the retained last checkpoint, the
  * restore (stage every provider, then commit all or cancel all), and the notes of every
  * checkpoint and restore that the record side turns into the checkpoint table.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Checkpoints: the providers' saved state as one payload, the retained last checkpoint, and
  * the restore.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The event layer: the public recording calls (event.c) and tt_session_open (open.c), which
  * chooses a session's backend from its config.
  *

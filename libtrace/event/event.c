@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The recording calls. In record mode they append raw records to the calling thread's buffer;
  * in replay mode they hand the call to the replayer for comparison.
  *

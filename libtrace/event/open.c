@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tt_session_open: the one place that knows both backends, and picks one for the config's mode.
  *
  * It sits above the record and replay layers so that neither the session layer nor either

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The synchronization calls (sync.h): the object's entry from the session's registry, then
  * the backend's half of the operation. */
 #include <string.h>

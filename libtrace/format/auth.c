@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What a trace's MAC covers, and the one write that stores it.
  *
  * `tinytrace record` signs the traces it makes with its user's key, so that `tinytrace replay`

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Chunks: the header codec, and the one primitive that reads a chunk and checks it.
  *
  * Every reader of the format (the bounded reader, the index, recovery, verify) reads a chunk

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The tinytrace file format, version 4 (normative text: docs/FORMAT.md).
  *
  * A trace file is a 512-byte manifest followed by a data area of framed chunks. All integers are

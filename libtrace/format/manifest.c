@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Encoding and checking of the manifest and of thread-table rows (format.h). */
 #include <inttypes.h>
 #include <stdio.h>

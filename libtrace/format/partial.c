@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The temporary-file protocol: a trace is written under "<file>.<pid>.partial" and renamed to
  * <file> when it is finished (docs/FORMAT.md §2).
  *

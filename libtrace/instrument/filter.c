@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Record-time filters of the hooks (filter.h says what they do and what they cost).
  *
  * A call's fate is decided by its function, and the function by its address: the first call of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Record-time filters of the -finstrument-functions hooks: which calls become events.
  *
  * What belongs here: the one check the hooks make per call (tt_filter_skip) and the start of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* -finstrument-functions hooks: function entry and exit of a whole program.
  *
  * Function identity must survive ASLR, position-independent executables and a rebuild that adds

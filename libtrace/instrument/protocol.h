@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The contract between the in-process runtime (instrument/runtime.c, loaded into the traced
  * program) and the tinytrace tool (tools/cmd-record.c, tools/cmd-replay.c), written once.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The runtime's crash handling: a fatal signal while recording appends a crash event on the
  * crashing thread, closes the session and dies by the same signal (runtime.c's header says
  * what is finalized and what is not). Split from runtime.c, whose state it shares (rt-int.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The runtime's state, shared by its files: runtime.c (life, threads, processes, the program's
  * world), rt-report.c (the report and the output in the verdict) and rt-crash.c (fatal
  * signals). Nothing here is the library's API: every symbol is hidden, and runtime.h is the

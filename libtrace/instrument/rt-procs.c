@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The runtime's processes: the children a program starts and the execs it makes, the process
  * tree's calls of the preload library (runtime.h: tt_rt_fork_child, tt_rt_child_next, ...),
  * and the META objects that say who the process is and what ran live. Split from runtime.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The runtime's report (protocol.h): the verdict of a replay, as JSON lines on the channel the
  * tool opened, and the program's output as the verdict quotes it. Split from runtime.c, whose
  * state it reads (rt-int.h). */

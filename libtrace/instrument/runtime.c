@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The in-process runtime: one session per process, opened from the environment.
  *
  * Life: a constructor opens the session when TINYTRACE_MODE is set and records the command line

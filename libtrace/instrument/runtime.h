@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The in-process runtime shared by the -finstrument-functions hooks and the preload library.
  *
  * A program run under `tinytrace record|replay` (or linked with tinytrace and started with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The record backend of a session: what each session call does when it records.
  *
  * The session layer calls these through struct tt_backend (session-int.h); the enter/exit fast

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The encoder: one raw buffer of one thread into one event chunk (FORMAT.md §5).
  *
  * It runs on the swapper. Each raw record becomes a tag byte, a time step and the fields its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Thread buffers and the memory budget: the recording thread's slow path.
  *
  * A recording thread appends fixed raw records (record.h) to its own buffer. When the buffer is

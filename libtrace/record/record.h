@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The record layer: thread buffers and the memory budget (pool.c), the swapper thread
  * (swapper.c), the encoder (encoder.c), the index tables' builder (tables.c), the file and
  * sinks (writer.c), and the record backend of a session (backend.c).

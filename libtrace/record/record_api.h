@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The recording thread's fast path, inline: what an enter or exit costs when it is recorded.
  *
  * What belongs here: the nesting guard around a recording call (tt_rec_begin_, tt_rec_end_) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The swapper thread: the one thread that encodes and writes.
  *
  * It takes the buffers the recording threads hand over, in the order they were queued, turns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The record half of a synchronization operation (sync.h), and schedule chaos.
  *
  * Recording an operation: begin takes the sequence number of a release while the object is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The index tables, built by the swapper while it encodes (format version 2, docs/FORMAT.md §14).
  *
  * The recording threads do nothing for the index: their raw records stay as they are. The

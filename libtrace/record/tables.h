@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The index tables' per-event step, inline in the swapper's encode loop (writer.c), and the
  * state it works on. The rest, and the essay on what the tables hold, is in tables.c. */
 #ifndef TT_STORE_TABLES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The recording's file: the sinks, blocks, open and close.
  *
  * The swapper appends each encoded chunk to a block buffer that is written in block-size units

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Replay's matcher: compares a live call with the next recorded event of its thread straight
  * from the encoded bytes of the reader's cursor, and looks ahead for the counting policy.
  *

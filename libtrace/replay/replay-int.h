@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The replay layer: the replayer (replayer.c: open, the binding of live threads to recorded
  * ones, the comparison of each call, close), its matcher (matcher.c: enter and exit straight
  * from the encoded bytes), the divergence report (report.c), and the replay backend.

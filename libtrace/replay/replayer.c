@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Replay: each recording call is compared with the next recorded event of the same thread.
  *
  * The session opens a bounded reader with one cursor per recorded thread. A live thread is bound

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The divergence report: the events a report shows, the history of a thread's last matches,
  * and the report as text (tt_divergence_format).
  *

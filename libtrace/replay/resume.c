@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Replay from a checkpoint (replay.h: tt_replay_from_checkpoint, tt_replay_resume), and the
  * saved state of any recorded checkpoint (a restore of one that is not the retained one).
  *

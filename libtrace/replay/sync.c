@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The replay half of a synchronization operation (sync.h): the recorded operation is matched,
  * its result handed back, and the operation waits for its object's turn.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Configuration: defaults, checked setters and TINYTRACE_* environment variables.
  *
  * Every value is checked when it is set, so a bad setting fails here, naming the parameter or the

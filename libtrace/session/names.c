@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The intern table: names (functions, sites, threads, ...) stored once, referenced by id.
  *
  * An arena of [kind][length][bytes][NUL] records in id order, an offset per id, and an

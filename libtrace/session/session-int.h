@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The session layer: a session, its configuration, its threads and its interned names, and the
  * backend (record or replay) it was opened with.
  *

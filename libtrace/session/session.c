@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sessions: the common part of open and close, statistics, and the process's one session from
  * the environment.
  *

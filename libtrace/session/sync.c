@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The registry of synchronization objects: an object's address to its id and its count of
  * ordered operations (sync.h says what they mean; session-int.h what an entry holds).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-thread registry of a session.
  *
  * A thread finds its state in a session through a small thread-local cache keyed by the session

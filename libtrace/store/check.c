@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tt_index_check: every frame row of every thread decoded and checked against the call tree it
  * claims, the summary and the seek index (FORMAT.md §14.7, invariants I5-I8). */
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The checkpoint table and the epochs of a reader (FORMAT.md §15, version 4): the table read and
  * checked at open, the lookups of its rows, and every event's epoch from the restore rows.
  * Split from reader.c, which calls tt_reader_load_checkpoints_ at open and

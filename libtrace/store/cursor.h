@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The bounded reader's state, for the decoders that work on a cursor in place.
  *
  * What belongs here: struct tt_reader and struct tt_cursor themselves, and the reader's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Frame blocks: read on demand, checked, decoded into rows in a small cache, and the call-tree
  * queries on them (tt_index_frame, tt_index_parent). The row encoding is FORMAT.md §14.3; the
  * writer is record/tables.c. */

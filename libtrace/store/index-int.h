@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The index reader's state, shared by its three files: index.c (open: the directory, the summary,
  * the seek index; and the allocator), frames.c (frame blocks and the call-tree queries) and
  * check.c (tt_index_check, the whole-tree check).

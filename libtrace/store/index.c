@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The index reader: the directory, the summary and the seek index in memory, frame blocks read
  * on demand into a small cache (tinytrace/index.h; the format is docs/FORMAT.md §14).
  *

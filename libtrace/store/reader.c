@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The bounded reader.
  *
  * Every buffer the reader uses is carved from the caller's storage, whose size comes from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Recovery: a valid trace from the temporary file of a run that died.
  *
  * A recording's "<file>.<pid>.partial" holds a provisional manifest and, after it, the chunks the

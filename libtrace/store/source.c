@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sources: where a reader's bytes come from (a file, memory, a caller's callback).
  *
  * A source is a read function and a size; every reader of the store layer reads through one, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tt_verify: one sequential pass of a bounded reader over the whole file.
  *
  * The pass is the reader's own (every check tt_reader_next makes, and the end-of-stream checks),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prog-fdguard MODE [CALLS]: a program that clears its fd table at start, as daemons and
  * sandboxes do, then reads its environment through calls the preload library records, and
  * exits with a status of its own (42; another status says which check of its own failed).

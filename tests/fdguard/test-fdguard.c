@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The registry of the tracer's own descriptors (base/fds.c) and the writer's use of it
  * (record/writer.c), through the C API: no preload library here, so the test itself plays the
  * program that closes the trace's descriptor behind the writer's back, or puts its own file on

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Integration test of the fd guard: programs that clear their fd table at start keep their trace.
 
     test-fdguard.py TINYTRACE PRELOAD PROG

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program of known call shape for tests/filter/test-filter.py, built with
  * -finstrument-functions: main calls work(N) and other(); work calls leaf N times, and every
  * leaf calls inner once; other calls inner too. So --filter leaf records leaf and inner (N calls

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Record-time filters: `tinytrace record --filter GLOB --notrace GLOB --depth N` (issue 20).
 
     test-filter.py TINYTRACE PRELOAD PROG_FILTER

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Prints what a process learns of itself, section by section (the arguments: ids, usage, proc):
  *   ids    its pid, ppid and tids (through libc and through syscall()), the CPU it runs on, and
  *          whether signals sent to those ids reach it, its parent and its second thread;

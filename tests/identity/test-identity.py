@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The whole process identity (issue 15): a program's pid, ppid and tids, its resource use, the
 CPU it runs on and the pseudo-files of /proc and /sys it reads replay byte for byte, 10 times of
 10, while a live run prints something else; and the ids it learned still reach the live

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes prog-many.c: a -finstrument-functions program that calls more distinct functions than
 the hooks name (32 768), in an order where recording and replay would name different ones.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program that uses the C API from the environment (tt_config_from_env, tt_session_open) and
  * is also traced from outside: run under `tinytrace record`, or linked with libtinytrace and
  * built with -finstrument-functions. Its session must be the process's, not a second one over

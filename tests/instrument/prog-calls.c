@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A -finstrument-functions program with a known call sequence. Built twice: as is, and with
  * -DEXTRA_CALL, which adds one call to a function the first build does not have. */
 #include <stdio.h>

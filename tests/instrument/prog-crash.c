@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Three threads make a known number of calls each, then the main thread dereferences NULL.
  *
  *   prog-crash            as above

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Records calls, forks a child that makes calls of its own, and goes on in the parent. */
 #include <stdio.h>
 #include <sys/wait.h>

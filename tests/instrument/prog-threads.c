@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* More recording threads than the memory budget has buffers (8 MiB / 256 KiB = 32 by default).
  *
  *   prog-threads wide N K     N threads at once; each makes one call, then all wait on a barrier

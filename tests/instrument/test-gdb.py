@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """`tinytrace replay --gdb` in gdb's batch mode (issue 18, acceptance 3), and --stop-at.
 
 The -finstrument-functions program recorded as it is (prog-calls), then replayed rebuilt with

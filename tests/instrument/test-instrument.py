@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Integration tests of issue 3 through `tinytrace record` and `tinytrace replay`:
 function hooks and a rebuilt program, a crash while recording, fork, and the flaky example.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* maxrss PROGRAM [ARGS...] — runs PROGRAM and prints its peak resident set size in KiB on
  * stderr as "maxrss KIB", then exits with its exit status (128 + N when signal N killed it).
  *

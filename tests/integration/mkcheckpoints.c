@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mkcheckpoints FILE — records a trace with checkpoints and restores, for `tinytrace info` and
  * `tinytrace dump --checkpoints` (docs/FORMAT.md §15).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mkdiff FILE THREADS ITERATIONS [OPTIONS] — records a multi-threaded trace for `tinytrace diff`.
  *
  * The main thread ("main") enters main_run, starts THREADS workers "worker-0" … "worker-N-1" and

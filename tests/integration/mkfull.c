@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mkfull FILE N — records N user events through the C API into FILE, for a test that runs it
  * where FILE cannot grow (RLIMIT_FSIZE, a small tmpfs).
  *

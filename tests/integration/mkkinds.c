@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mkkinds FILE — records a trace with every event kind, for `tinytrace export`.
  *
  * Thread 0 "main" records, per iteration i of 40, nested calls outer > middle > inner (inner only

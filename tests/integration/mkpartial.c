@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Records batches of events into the file named by argv[1], each event its own value; after each
  * batch it hands its buffer to the swapper, waits (with a deadline) until the session counts
  * those events as written, and prints "flushed N". It never closes: the test kills it. */

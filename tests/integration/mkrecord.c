@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mkrecord [--fail-after BYTES] FILE [ITERATIONS] — records a small two-thread trace for the
  * tool's integration test.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mkshape SHAPE FILE [N] — records a trace of a hostile shape with the C API, for the tests of
  * the tools on such traces (test-hostile.py).
  *

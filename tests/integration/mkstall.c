@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mkstall record|replay FILE — a recording whose thread waits for the memory budget, for
  * test-stall.py: the wait must show as the tracer's time in the tools, and replay must step
  * over it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prog-bigrand N STATUS — reads N times 4 KiB of random bytes (each read is an io event of
  * 4 KiB under `tinytrace record`), prints how many reads it made and a digest of the bytes, and
  * exits with STATUS: a program whose trace outgrows a small disk, and whose own exit status the

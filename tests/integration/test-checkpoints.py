@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """`tinytrace info` and `tinytrace dump --checkpoints` over a trace with checkpoints and restores
 (mkcheckpoints), and the epoch that `dump` shows for every event (docs/FORMAT.md §15).
 

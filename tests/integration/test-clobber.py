@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """No output file is clobbered (issue 14, point 5): `tinytrace export -o`, `tinytrace recover
 [-o]`, `tinytrace record -o` and `tinytrace replay --report` refuse, with exit 2, a message naming the file and the file left as it was (its bytes, its
 inode, its kind):

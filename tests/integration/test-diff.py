@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Integration test of `tinytrace diff`.
 
     test-diff.py TINYTRACE MKDIFF MAXRSS

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A full disk (issue 5, acceptance 2). Usage: test-diskfull.py TINYTRACE MKFULL PROG-BIGRAND
 
 Two ways to run out of room: RLIMIT_FSIZE (1 MiB: writes past it fail with EFBIG, and SIGXFSZ

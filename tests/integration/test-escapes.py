@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Nothing a trace or the file system says reaches a terminal raw (issue 14, point 10): terminal
 escapes ("\\x1b]0;" sets the window title, "\\x1b[2J" clears the screen, and the C1 CSI, U+009B)
 in a recorded argv and cwd, a thread name, a function name, a file name and a directory entry

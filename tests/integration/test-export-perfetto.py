@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Integration test of `tinytrace export --format perfetto`.
 
     test-export-perfetto.py TINYTRACE MKKINDS MKDIFF SCHEMA [--flaky FLAKY PRELOAD]

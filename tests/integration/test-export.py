@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Integration test of `tinytrace export --format chrome`.
 
     test-export.py TINYTRACE MKKINDS MKDIFF MAXRSS [--flaky FLAKY PRELOAD]

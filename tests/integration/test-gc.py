@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tinytrace gc: removes a dead recording's partial file, and never a live one's, a file that is
 not a trace, or a symlink. Usage: test-gc.py TINYTRACE PRELOAD"""
 import os

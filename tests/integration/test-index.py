@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Integration test of the commands that answer from the index tables.
 
     test-index.py TINYTRACE MKRECORD [MKPARTIAL [MKDIFF]]

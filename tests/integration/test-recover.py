@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """kill -9 a recording halfway; tinytrace recover makes a trace that tinytrace verify accepts and
 that holds every event the program reported as written. Usage: test-recover.py TINYTRACE MKPARTIAL"""
 import json

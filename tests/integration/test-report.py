@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Integration test of `tinytrace report`, `stats --sort/--limit` and `tree --json` (issue 20).
 
     test-report.py TINYTRACE MKKINDS MKDIFF

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The tools stay bounded on hostile shapes (issue 14, point 9):
 
   - a call tree 10^6 levels deep (mkshape deep), a trace that verifies: `tinytrace tree` and

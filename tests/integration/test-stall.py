@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Integration test: a recording thread's wait for the memory budget is the tracer's time.
 
     test-stall.py TINYTRACE MKSTALL

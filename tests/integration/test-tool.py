@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Integration test of the tinytrace command.
 
     test-tool.py TINYTRACE MKRECORD [--incomplete]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The programs under test under a wrapper (tests/all.sh's valgrind step). Imported first by
 every test-*.py; without these variables it does nothing.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What two integration tests share (test-diff.py, test-export.py): running a program with its
 stderr on a pseudo-terminal, to see a progress line, and under maxrss, for its peak resident
 set; and the checks themselves: check() prints and records each one, run_main() runs the

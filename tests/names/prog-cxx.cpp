@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // A C++ program built with -finstrument-functions for tests/names/test-names.py: functions in a
 // namespace, a class, an overload and a template, whose names the runtime records mangled and
 // the tool shows demangled. Built twice: with -DEXTRA_CALL, Cart::add calls Cart::audit first,

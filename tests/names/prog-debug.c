@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program for tests/names/test-debuginfo.py: built with -g and -finstrument-functions, then
  * stripped by the test, its debug information in a separate file named by .gnu_debuglink. It
  * reads how many times to call leaf from the file argv[1] (a regular file: replay reads it live),

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Functions of a stripped program, named from its debug file (issue 20, point 7).
 
     test-debuginfo.py TINYTRACE PRELOAD PROG_DEBUG PROG_DEBUG_C

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """C++ names as the tool shows them (issue 20).
 
     test-names.py TINYTRACE PRELOAD PROG_CXX PROG_CXX_EXTRA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reads of anonymous-inode fds for tests/net: a timerfd's expirations after a sleep, an
  * eventfd's counter, a signalfd's signal, and epoll's view of them; prints each.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* An HTTP client for tests/net: a non-blocking connect (EINPROGRESS, then SO_ERROR) and epoll
  * for every wait; prints the response's body.
  *

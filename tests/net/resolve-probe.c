@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Name resolution for tests/net: resolves NAME (default localhost) with getaddrinfo,
  * gethostbyname, gethostbyname2, gethostbyname_r, gethostbyaddr and getnameinfo, and prints
  * what each returned.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A TCP server for tests/net: serves N clients (3 by default) one after the other on a port of
  * 127.0.0.1 the kernel picks, and logs each with the time. It waits for a client with select,
  * names the peer with getnameinfo, reads one line, logs it, answers and closes.

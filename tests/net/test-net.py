@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Network peers come from the recording (issue 15): clients replay without their server, a
 server without its clients, each 10 of 10 times byte-identically, and a live run differs.
 

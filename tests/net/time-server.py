@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """An HTTP server for tests/net: answers every GET with the current time, in nanoseconds
 (or with the text given by --body). It prints its port on its first line once it listens.
 

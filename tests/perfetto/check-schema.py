@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The Perfetto field numbers, three times written, agree.
 
     check-schema.py SOURCE_ROOT            check

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* preload-alloc N: allocates with every function of the malloc family, with sizes derived from
  * N, and frees it all. Recorded with TINYTRACE_ALLOC=1, a replay with the same N matches and a
  * replay with another N diverges on the first allocation size. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* preload-probe: reads its environment through every call the preload library interposes, and
  * prints one line per call with what it got.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* preload-read-stdin: numbers the lines of its stdin, read with stdio (fgets), and counts them.
  * Under the preload library stdio's reads reach the interposed read: a replay fed other input
  * prints what the recorded input made it print. */

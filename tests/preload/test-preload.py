@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Integration test of the preload library: real programs recorded and replayed.
 
     test-preload.py PRELOAD_SO TINYTRACE PROBE READ_STDIN ALLOC

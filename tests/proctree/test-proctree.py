@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Process trees (issue 17): every process a program starts is recorded, the tree is listed,
 and a replay re-runs it with every child paired with its recorded one by creation path.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mkmeta [--incomplete] FILE [NAME...] — records a trace whose META objects are the NAMEs
  * ("argc=2", "argv[0]=./prog", "cwd=/tmp", or damaged ones), so that the test can check how
  * `tinytrace replay` reads the recorded command line without depending on the runtime.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program whose output depends on its environment: the clocks, random bytes and its pid. Run
  * twice it prints two different lines; replayed, the recorded one.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Integration test of `tinytrace record` and `tinytrace replay`.
 
     test-recreplay.py TINYTRACE PRELOAD PROG_TIME PROG_TIME_NOBID MKMETA

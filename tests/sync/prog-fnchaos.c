@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Built with -finstrument-functions: two threads make a million calls each and no
  * synchronization operation between their start and their join. Under `record --chaos` their
  * only chaos points are at function events (libtrace/record/sync.c). Each thread adds 1 to a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prog-sync MODE: a program that prints the order in which its threads did something, an order
  * that varies from run to run (random short sleeps, seeded from the clock). Built without
  * instrumentation: only the preload library sees it.

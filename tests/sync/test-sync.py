@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Thread schedules under `tinytrace record` and `tinytrace replay` (issue 16).
 
 test-sync.py TT PRELOAD PROG-SYNC RACE PROG-FNCHAOS

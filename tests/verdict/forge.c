@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* forge [--diverge] [--fifo DIR]: a replayed program that tries to forge its own verdict. It
  * writes a "matched" report to every descriptor from 3 to 1023 (the report channel among them,
  * wherever it is), with --fifo it also puts a FIFO (made in DIR) over every one of them, then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A setuid program linked with libtinytrace that opens its session from the environment, as
  * any program may: run by another user with TINYTRACE_MODE=record and TINYTRACE_FILE naming a
  * file only root may write, it must not replace that file (issue 14). Prints what the session

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tamper FILE PREFIX OLD NEW: the attack of issue 14 on a trace. In the META object that starts
  * with PREFIX, replaces the bytes OLD by NEW (the same length), then makes every checksum right
  * again (the object table chunk's and the manifest's), so that the trace verifies clean. Only a

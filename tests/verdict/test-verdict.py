@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A verdict you can trust, and traces from strangers (issue 14): integration tests through the
 tinytrace binary.
 

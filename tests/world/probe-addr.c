@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Prints where the program's memory is: a stack variable of main, a malloc'd block, a mapping
  * made with mmap(NULL, ...), a hash of the three (what Lua and bash mix into their seeds), the
  * 16 bytes at AT_RANDOM, the environment's size and argv. A replay under the same address space

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The recorded world (issue 15): a program sees the same address space, environment, argv and
 auxv in record and replay, and a live run differs.
 

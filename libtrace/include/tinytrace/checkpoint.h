@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — checkpoints (the `checkpoint` namespace).
  *
  * A CheckpointProvider is a caller's set of hooks over some state of the program. tt_checkpoint()

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — error codes.
  *
  * Errors are values. Every code is listed once in TT_ERRORS; the enum, tt_strerror() and

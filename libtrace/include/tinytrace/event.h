@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — events (the `event` namespace).
  *
  * An event is one recorded step of a run: its kind, its timepoint (thread, epoch, sequence), its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — the index tables of a trace: frames, per-function summary, seek index.
  *
  * A version-2 file recorded by a session (not into caller storage) carries index tables that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — replay (the `replay` namespace).
  *
  * A session opened in TT_MODE_REPLAY reads a recording through a bounded per-thread reader. Each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — sessions (the `session` namespace).
  *
  * A session is the recorder or the replayer. It is opened from a tt_config in one mode — off,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — the store: trace files, sinks, sources, the bounded reader and the verifier.
  *
  * A trace file opens with a fixed 512-byte Manifest, followed by framed chunks of events and, at

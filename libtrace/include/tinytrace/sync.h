@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — synchronization (the `sync` namespace): the order in which threads take locks.
  *
  * Replay feeds a program its recorded inputs; these calls make it also take its locks, and

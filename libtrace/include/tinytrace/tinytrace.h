@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tinytrace — record and replay a program's run. Include this header for the whole API.
  * See session.h for the life of a session, event.h for the recording calls, replay.h for
  * divergence reports, store.h for reading and verifying trace files, sync.h for the order of

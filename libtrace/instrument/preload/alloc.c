@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Allocations become alloc/free events when TINYTRACE_ALLOC is set. realloc is recorded as a
  * free of the old block (when there was one) followed by an alloc of the new size, both at site
  * "realloc"; free(NULL) records nothing; a failed allocation records its size with address 0.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Clocks: clock_gettime, gettimeofday, time, timespec_get, clock and clock_getres are inputs on
  * TT_CH_CLOCK. The sites of clock_gettime and clock_getres name the clock (CLOCK_SITES and
  * CLOCK_RES_SITES, preload.h), so a replay that reads another clock than the recording did

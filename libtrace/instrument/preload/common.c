@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the families share: the interned sites, and the record and replay of an input call
  * (struct in_head, then the address area, then the data in pieces; preload.h describes the
  * layout).

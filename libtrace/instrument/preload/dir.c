@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Directory listings: readdir and readdir64 are inputs (TT_CH_DIR).
  *
  * What a directory holds is part of the world a program reads: Python lists each directory of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The fd guard: the tracer's own descriptors stay out of the program's way.
  *
  * The runtime holds a descriptor for the whole run, the writer's trace file, on a high number

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Which reads are inputs. read/readv/recv* are recorded when fstat says the fd is a socket, a
  * FIFO or a character device (terminals, /dev/null, /dev/urandom …); reads of regular files are
  * the program's input files and pass through untouched. Fds opened on /dev/urandom or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Identity: getpid, getppid and gettid (TT_CH_PID), gethostname and uname (TT_CH_HOSTNAME) are
  * inputs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Life: what the preload library does before the program's main and after its exit, around the
  * runtime's own constructor and destructor (runtime.c).
  */

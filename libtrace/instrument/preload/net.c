@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Network peers: sockets whose other end is outside the recording.
  *
  * A socket of the internet families (AF_INET, AF_INET6) or of AF_UNIX that the program makes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Opening: open, open64, openat and openat64 remember whether the new fd is on a random device
  * (fds.c); close, which forgets it, is the fd guard's (fdguard.c). Nothing is recorded here:
  * opens in /proc and /sys are pseudo.c's. fopen, which must return a stream whose reads reach

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Output. What reaches fds 1 and 2 (through write, writev or the stdio streams of stdio.c) is
  * cut into segments by content alone — a segment ends after a newline or at SEG_MAX bytes — and
  * each segment is one io OUT event, when TINYTRACE_CHECK_OUTPUT is set. So a recording made on a

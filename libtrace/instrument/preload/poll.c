@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Readiness: poll, ppoll, select, pselect, epoll_wait, epoll_pwait and epoll_pwait2 are
  * inputs, and so are the reads of eventfd, timerfd, signalfd and inotify descriptors.
  *

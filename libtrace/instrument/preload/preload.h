@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The private header of the preload library's interposer families (libtinytrace-preload.so).
  *
  * What belongs here: only what two or more family files share — the table of real functions

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Processes: the children a traced process starts, its execs, and the waits for its children.
  *
  * The process tree (under `tinytrace record|replay`, tt_rt_tree): every child is traced too.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Pseudo-files: what a program reads from /proc and /sys is an input, as what it reads from a
  * pipe is. Their content changes from run to run (/proc/self/stat, /proc/uptime,
  * /proc/loadavg, /proc/meminfo, a thermal sensor), so it is recorded, and a replay hands the

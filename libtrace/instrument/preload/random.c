@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Random bytes: getrandom, getentropy and the arc4random family are inputs on TT_CH_RANDOM
  * (reads of /dev/urandom and /dev/random are too: fds.c, read.c, and fopen in stdio.c).
  */

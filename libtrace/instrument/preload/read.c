@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reads: read, readv, recv, recvfrom and recvmsg, and glibc's fortified entry points for them,
  * are inputs when fds.c says the fd is one (TT_CH_READ, TT_CH_RECV, TT_CH_RANDOM). They share
  * one path (in_call). recvfrom and recvmsg also record the peer's address, in the fixed address

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The real functions: what each interposer forwards to, found with dlsym(RTLD_NEXT) at the
  * first call (or by the constructor, which looks up all of them before the program runs).
  *

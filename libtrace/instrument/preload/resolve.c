@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Name resolution: getaddrinfo, getnameinfo, gethostbyname, gethostbyname2, gethostbyname_r,
  * gethostbyname2_r, gethostbyaddr and gethostbyaddr_r are inputs.
  *

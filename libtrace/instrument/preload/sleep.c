@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sched_yield and the sleeps: nanosleep, clock_nanosleep, usleep and sleep, each a sync event
  * without an object (TT_SYNC_NOTE) that holds the result and, for a sleep a signal cut short,
  * the time that was left.

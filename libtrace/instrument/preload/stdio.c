@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stdio. glibc's stdio calls its internal read and write, which no interposer sees. So stdin,
  * when it is a pipe, socket or terminal, is replaced at start by a fopencookie stream whose read
  * function is the interposed read (its buffer size and line mode are chosen as glibc would

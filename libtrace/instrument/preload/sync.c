@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Synchronization: pthread mutexes, rwlocks, condition variables, semaphores, barriers,
  * spinlocks and pthread_once, each operation a sync event of the calling thread (sync.h).
  *

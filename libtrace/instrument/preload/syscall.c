@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* syscall(). Programs that skip the libc wrapper (older Rust, Go's cgo helpers, Python builds
  * without getrandom()) reach the same interposers; everything else goes straight through. The
  * calls that close or replace descriptors (close, close_range, dup, dup2, dup3, fcntl) go to the

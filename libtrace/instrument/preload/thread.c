@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Threads: pthread_create, the start and the end of each thread, pthread_join in its forms,
  * pthread_detach and pthread_exit, each a sync event of no order of its own (TT_SYNC_NOTE:
  * a thread cannot start before it was created nor be joined before it ended).

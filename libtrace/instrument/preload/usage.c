@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Resource use and where the process runs: getrusage, times, sysinfo and getloadavg are inputs
  * on TT_CH_USAGE, sched_getcpu and getcpu on TT_CH_CPU. Each records the call's result and the
  * structure it filled; a replay hands both back without calling the real function. (glibc's

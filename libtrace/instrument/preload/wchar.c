@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Wide characters. glibc makes fopencookie streams (stdio.c) byte-only: a wide call on one
  * crashes, by design. On a replaced stream the wide functions therefore decode and encode the
  * bytes themselves, with mbrtowc/wcrtomb in the program's locale, so that wide input is recorded
