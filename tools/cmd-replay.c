@@ -23,6 +23,7 @@
  * events, so those settings follow the recording, not the replay's command line.
  */
 #include "merge.h"
+#include "meta.h"
 #include "opts.h"
 #include "procs.h"
 #include "protocol.h"
@@ -192,165 +193,6 @@ static int find_dashes(int argc, char **argv)
 }
 
 /* ---- the recorded command line ---- */
-
-struct meta {
-    char *cwd;
-    char **argv;  /* argc + 1 entries, NULL-terminated */
-    uint64_t argc;
-    int found;    /* any META object at all */
-    char *untraced; /* the first process that ran unrecorded ("untraced="), or NULL */
-    char *execfn;   /* the path execve was given ("execfn=") */
-    char **env;     /* the environment the program saw ("env[i]="), envc + 1 entries */
-    uint64_t envc;
-    uint64_t sync_unordered; /* sync operations recorded on no object ("sync_untracked=") */
-};
-
-static void meta_free(struct meta *mt)
-{
-    if (mt->argv != NULL)
-        for (uint64_t i = 0; i < mt->argc; i++)
-            free(mt->argv[i]);
-    free(mt->argv);
-    free(mt->cwd);
-    free(mt->untraced);
-    free(mt->execfn);
-    if (mt->env != NULL)
-        for (uint64_t i = 0; i < mt->envc; i++)
-            free(mt->env[i]);
-    free(mt->env);
-    memset(mt, 0, sizeof *mt);
-}
-
-static char *dup_n(const char *s, size_t n)
-{
-    char *d = malloc(n + 1);
-    if (d != NULL) {
-        memcpy(d, s, n);
-        d[n] = '\0';
-    }
-    return d;
-}
-
-/* Parses decimal digits of s[0..n) into *v; 0 on success. */
-static int parse_dec(const char *s, size_t n, uint64_t *v)
-{
-    uint64_t x = 0;
-    if (n == 0 || n > 19)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        x = x * 10 + (uint64_t)(s[i] - '0');
-    }
-    *v = x;
-    return 0;
-}
-
-static int meta_corrupt(const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static int meta_corrupt(const char *path, const char *fmt, ...)
-{
-    va_list ap;
-    fflush(stdout);
-    fputs("tinytrace: ", stderr);
-    tool_print_text(stderr, path, strlen(path));
-    fputs(": the recorded command line is damaged: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return TOOL_EXIT_CORRUPT;
-}
-
-static int meta_read(const tool_trace *t, struct meta *mt)
-{
-    uint32_t count = tt_reader_manifest(t->r)->object_count;
-    int have_argc = 0;
-
-    memset(mt, 0, sizeof *mt);
-    /* two passes: argc sizes the array, then the arguments fill it */
-    for (int pass = 0; pass < 2; pass++) {
-        for (uint32_t id = 1; id <= count; id++) {
-            tt_object_entry o;
-            const char *name, *eq, *close;
-            size_t len;
-            uint64_t idx;
-
-            if (tt_reader_object(t->r, id, &o) != TT_OK || o.kind != TT_OBJ_META)
-                continue;
-            mt->found = 1;
-            name = o.name;
-            len = o.name_len;
-            if (name == NULL || memchr(name, '\0', len) != NULL)
-                return meta_corrupt(t->path, "object %" PRIu32 " holds a NUL byte", id);
-            if (pass == 0 && len >= 5 && memcmp(name, "argc=", 5) == 0) {
-                if (have_argc || parse_dec(name + 5, len - 5, &mt->argc) != 0 ||
-                    mt->argc > count)
-                    return meta_corrupt(t->path, "a bad or second argc (object %" PRIu32 ")",
-                                        id);
-                have_argc = 1;
-            } else if (pass == 0 && len >= 4 && memcmp(name, "cwd=", 4) == 0) {
-                if (mt->cwd != NULL)
-                    return meta_corrupt(t->path, "a second cwd (object %" PRIu32 ")", id);
-                if ((mt->cwd = dup_n(name + 4, len - 4)) == NULL)
-                    goto nomem;
-            } else if (pass == 0 && len >= 7 && memcmp(name, "execfn=", 7) == 0) {
-                if (mt->execfn == NULL && (mt->execfn = dup_n(name + 7, len - 7)) == NULL)
-                    goto nomem;
-            } else if (pass == 0 && len >= 5 && memcmp(name, "envc=", 5) == 0) {
-                if (parse_dec(name + 5, len - 5, &mt->envc) != 0 || mt->envc > count)
-                    return meta_corrupt(t->path, "a bad envc (object %" PRIu32 ")", id);
-            } else if (pass == 1 && len >= 4 && memcmp(name, "env[", 4) == 0 && mt->env) {
-                close = memchr(name, ']', len);
-                eq = close != NULL && (size_t)(close - name) + 1 < len ? close + 1 : NULL;
-                if (eq == NULL || *eq != '=' ||
-                    parse_dec(name + 4, (size_t)(close - name) - 4, &idx) != 0 ||
-                    idx >= mt->envc || mt->env[idx] != NULL)
-                    return meta_corrupt(t->path, "a bad env entry (object %" PRIu32 ")", id);
-                if ((mt->env[idx] = dup_n(eq + 1, len - (size_t)(eq + 1 - name))) == NULL)
-                    goto nomem;
-            } else if (pass == 0 && len >= 15 && memcmp(name, "sync_untracked=", 15) == 0) {
-                if (parse_dec(name + 15, len - 15, &mt->sync_unordered) != 0)
-                    return meta_corrupt(t->path, "a bad sync_untracked (object %" PRIu32 ")",
-                                        id);
-            } else if (pass == 0 && len >= 9 && memcmp(name, "untraced=", 9) == 0) {
-                if (mt->untraced == NULL && (mt->untraced = dup_n(name + 9, len - 9)) == NULL)
-                    goto nomem;
-            } else if (pass == 1 && len >= 5 && memcmp(name, "argv[", 5) == 0) {
-                close = memchr(name, ']', len);
-                eq = close != NULL && (size_t)(close - name) + 1 < len ? close + 1 : NULL;
-                if (eq == NULL || *eq != '=' ||
-                    parse_dec(name + 5, (size_t)(close - name) - 5, &idx) != 0)
-                    return meta_corrupt(t->path, "a bad argv entry (object %" PRIu32 ")", id);
-                if (!have_argc || idx >= mt->argc)
-                    return meta_corrupt(t->path, "argv[%" PRIu64 "] beyond argc", idx);
-                if (mt->argv[idx] != NULL)
-                    return meta_corrupt(t->path, "argv[%" PRIu64 "] twice", idx);
-                if ((mt->argv[idx] = dup_n(eq + 1, len - (size_t)(eq + 1 - name))) == NULL)
-                    goto nomem;
-            }
-        }
-        if (pass == 0) {
-            if (!have_argc || mt->argc == 0)
-                return TOOL_EXIT_OK; /* no command line: the caller decides */
-            if ((mt->argv = calloc((size_t)mt->argc + 1, sizeof *mt->argv)) == NULL)
-                goto nomem;
-            if (mt->envc && (mt->env = calloc((size_t)mt->envc + 1, sizeof *mt->env)) == NULL)
-                goto nomem;
-        }
-    }
-    for (uint64_t i = 0; i < mt->argc; i++)
-        if (mt->argv[i] == NULL)
-            return meta_corrupt(t->path, "argv[%" PRIu64 "] is missing", i);
-    for (uint64_t i = 0; mt->env != NULL && i < mt->envc; i++)
-        if (mt->env[i] == NULL)
-            return meta_corrupt(t->path, "env[%" PRIu64 "] is missing", i);
-    return TOOL_EXIT_OK;
-nomem:
-    tool_error("out of memory");
-    return TOOL_EXIT_SYSTEM;
-}
 
 /* The options `tinytrace record` noted in the caller string; 0 when the trace was not made by
  * it (then the replay's own options are all we know). */
@@ -971,9 +813,9 @@ static int resolve_stop(struct replay *o, const char *prog)
         return rc;
     }
     if (is_tp && *w) {
-        if ((colon && (parse_dec(w, (size_t)(colon - w), &th) != 0 ||
-                       parse_dec(colon + 1, strlen(colon + 1), &seq) != 0)) ||
-            (!colon && parse_dec(w, strlen(w), &seq) != 0)) {
+        if ((colon && (tool_parse_dec(w, (size_t)(colon - w), &th) != 0 ||
+                       tool_parse_dec(colon + 1, strlen(colon + 1), &seq) != 0)) ||
+            (!colon && tool_parse_dec(w, strlen(w), &seq) != 0)) {
             tool_trace_close(&t);
             return tool_usage_error(prog, "--stop-at %s: not [THREAD:]SEQ", w);
         }
@@ -989,7 +831,7 @@ static int resolve_stop(struct replay *o, const char *prog)
         size_t n = at ? (size_t)(at - w) : strlen(w);
         char name[1024];
         if (n == 0 || n >= sizeof name ||
-            (at && (parse_dec(at + 1, strlen(at + 1), &nth) != 0 || nth == 0))) {
+            (at && (tool_parse_dec(at + 1, strlen(at + 1), &nth) != 0 || nth == 0))) {
             tool_trace_close(&t);
             return tool_usage_error(prog, "--stop-at %s: not FUNCTION[@N] (N from 1)", w);
         }
@@ -1480,7 +1322,7 @@ static int verify_whole(tool_trace *t)
 
 /* 1. the trace: manifest, every chunk, the tables; its manifest into @m and its recorded
  * command line into @mt. */
-static int load_trace(const struct replay *o, struct recorded *rec, struct meta *mt)
+static int load_trace(const struct replay *o, struct recorded *rec, tool_meta *mt)
 {
     tool_trace t;
     int rc = tool_trace_start(&t, o->trace, NULL, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_PROBE);
@@ -1489,11 +1331,11 @@ static int load_trace(const struct replay *o, struct recorded *rec, struct meta 
     if (rc == TOOL_EXIT_OK)
         rc = tool_trace_open(&t);
     if (rc == TOOL_EXIT_OK)
-        rc = meta_read(&t, mt);
+        rc = tool_meta_read(&t, mt);
     rec->m = t.m;
     rec->calls = -1;
     rec->untraced = mt->untraced;
-    rec->sync_unordered = mt->sync_unordered;
+    rec->sync_unordered = mt->sync_untracked;
     if (rc == TOOL_EXIT_OK)
         rec->trusted = tool_auth_check(&t.src, &t.m, rec->why, sizeof rec->why);
     /* what a matched replay meets: every event but the structural ones (the index's counts) */
@@ -1536,7 +1378,7 @@ static void print_command(FILE *f, char *const argv[])
 
 /* 2. what runs, and where; the options that decide which calls are interposed follow the
  * recording. 3. the program and its build. */
-static int make_plan(const struct replay *o, const struct meta *mt, const struct recorded *rec,
+static int make_plan(const struct replay *o, const tool_meta *mt, const struct recorded *rec,
                      const char *prog, struct plan *p)
 {
     const tt_manifest *m = &rec->m;
@@ -1657,7 +1499,7 @@ static void program_names(const struct plan *pl, const struct recorded *rec)
 int cmd_replay(int argc, char **argv)
 {
     struct replay o;
-    struct meta mt;
+    tool_meta mt;
     struct plan plan;
     struct recorded rec;
     int rc, e, ran = 0;
@@ -1737,6 +1579,6 @@ int cmd_replay(int argc, char **argv)
         (e = write_error_report(o.report_out, "the replay did not run (see the tool's exit "
                                 "status and messages)")) != 0)
         tool_error("cannot write %s: %s", o.report_out, strerror(e));
-    meta_free(&mt);
+    tool_meta_free(&mt);
     return rc;
 }

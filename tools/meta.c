@@ -40,7 +40,7 @@ static char *dup_n(const char *s, size_t n)
 }
 
 /* Parses decimal digits of s[0..n) into *v; 0 on success. */
-static int parse_dec(const char *s, size_t n, uint64_t *v)
+int tool_parse_dec(const char *s, size_t n, uint64_t *v)
 {
     uint64_t x = 0;
     if (n == 0 || n > 19)
@@ -88,7 +88,7 @@ int tool_meta_parse(const tt_reader *r, tool_meta *mt, char *why, size_t cap)
             if (name == NULL || memchr(name, '\0', len) != NULL)
                 return damaged(why, cap, "object %" PRIu32 " holds a NUL byte", id);
             if (pass == 0 && len >= 5 && memcmp(name, "argc=", 5) == 0) {
-                if (have_argc || parse_dec(name + 5, len - 5, &mt->argc) != 0 ||
+                if (have_argc || tool_parse_dec(name + 5, len - 5, &mt->argc) != 0 ||
                     mt->argc > count)
                     return damaged(why, cap, "a bad or second argc (object %" PRIu32 ")", id);
                 have_argc = 1;
@@ -101,13 +101,13 @@ int tool_meta_parse(const tt_reader *r, tool_meta *mt, char *why, size_t cap)
                 if (mt->execfn == NULL && (mt->execfn = dup_n(name + 7, len - 7)) == NULL)
                     return TT_E_NOMEM;
             } else if (pass == 0 && len >= 5 && memcmp(name, "envc=", 5) == 0) {
-                if (parse_dec(name + 5, len - 5, &mt->envc) != 0 || mt->envc > count)
+                if (tool_parse_dec(name + 5, len - 5, &mt->envc) != 0 || mt->envc > count)
                     return damaged(why, cap, "a bad envc (object %" PRIu32 ")", id);
             } else if (pass == 1 && len >= 4 && memcmp(name, "env[", 4) == 0 && mt->env) {
                 close = memchr(name, ']', len);
                 eq = close != NULL && (size_t)(close - name) + 1 < len ? close + 1 : NULL;
                 if (eq == NULL || *eq != '=' ||
-                    parse_dec(name + 4, (size_t)(close - name) - 4, &idx) != 0 ||
+                    tool_parse_dec(name + 4, (size_t)(close - name) - 4, &idx) != 0 ||
                     idx >= mt->envc || mt->env[idx] != NULL)
                     return damaged(why, cap, "a bad env entry (object %" PRIu32 ")", id);
                 if ((mt->env[idx] = dup_n(eq + 1, len - (size_t)(eq + 1 - name))) == NULL)
@@ -116,7 +116,7 @@ int tool_meta_parse(const tt_reader *r, tool_meta *mt, char *why, size_t cap)
                 if (mt->chaos == NULL && (mt->chaos = dup_n(name + 6, len - 6)) == NULL)
                     return TT_E_NOMEM;
             } else if (pass == 0 && len >= 15 && memcmp(name, "sync_untracked=", 15) == 0) {
-                if (parse_dec(name + 15, len - 15, &mt->sync_untracked) != 0)
+                if (tool_parse_dec(name + 15, len - 15, &mt->sync_untracked) != 0)
                     return damaged(why, cap, "a bad sync_untracked (object %" PRIu32 ")", id);
             } else if (pass == 0 && len >= 7 && memcmp(name, "filter=", 7) == 0) {
                 if (mt->filter == NULL && (mt->filter = dup_n(name + 7, len - 7)) == NULL)
@@ -134,7 +134,7 @@ int tool_meta_parse(const tt_reader *r, tool_meta *mt, char *why, size_t cap)
                 close = memchr(name, ']', len);
                 eq = close != NULL && (size_t)(close - name) + 1 < len ? close + 1 : NULL;
                 if (eq == NULL || *eq != '=' ||
-                    parse_dec(name + 5, (size_t)(close - name) - 5, &idx) != 0)
+                    tool_parse_dec(name + 5, (size_t)(close - name) - 5, &idx) != 0)
                     return damaged(why, cap, "a bad argv entry (object %" PRIu32 ")", id);
                 if (!have_argc || idx >= mt->argc)
                     return damaged(why, cap, "argv[%" PRIu64 "] beyond argc", idx);

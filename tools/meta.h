@@ -47,6 +47,9 @@ typedef struct tool_meta {
     char *depth;
 } tool_meta;
 
+/* Parses the decimal digits s[0..@n) (1 to 19 of them, nothing else) into *@v; 0 on success. */
+int tool_parse_dec(const char *s, size_t n, uint64_t *v);
+
 /* Parses the META objects of @r into @mt (all of it the caller's to free with tool_meta_free,
  * whatever the result). Returns TT_OK (also when there is no command line: mt->argv NULL),
  * TT_E_CORRUPT with the reason in @why (@cap bytes, NUL-terminated; the object named by id),
