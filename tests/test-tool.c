@@ -165,7 +165,7 @@ Test(tool, parse_offset_reads_a_module_offset_and_refuses_other_names)
         "leaf", "+0x10", "prog+0x", "prog+0x12g", "prog+12", "operator+", "prog+0x11111111111111111",
     };
     for (size_t i = 0; i < sizeof not_offsets / sizeof not_offsets[0]; i++)
-        cr_expect_eq(tool_dbg_parse_offset(not_offsets[i], strlen(not_offsets[i]), &mod,
+        cr_assert_eq(tool_dbg_parse_offset(not_offsets[i], strlen(not_offsets[i]), &mod,
                                            &mod_len, &off),
                      -1, "%s", not_offsets[i]);
 }
