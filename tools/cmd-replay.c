@@ -1352,6 +1352,14 @@ static int load_trace(const struct replay *o, struct recorded *rec, tool_meta *m
                     k != TT_EV_THREAD_START && k != TT_EV_THREAD_END)
                     calls += ti->kinds[k];
         }
+        /* nor the tracer's own waits for the budget (an enter and an exit each), which the
+         * replay steps over */
+        uint32_t stall = tt_reader_find_object(t.r, TT_OBJ_FUNCTION, TT_STALL_FUNCTION);
+        for (uint32_t i = 0; stall != 0 && i < tt_index_summary_count(ix); i++) {
+            const tt_summary_entry *se = tt_index_summary(ix, i);
+            if (se != NULL && se->function == stall && 2 * se->calls <= calls)
+                calls -= 2 * se->calls;
+        }
         rec->calls = (int64_t)calls;
         tt_index_close(ix);
     }

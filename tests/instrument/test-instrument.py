@@ -310,6 +310,33 @@ def more_threads_than_buffers_are_all_recorded_and_replay(d):
         assert ok.stdout == r.stdout, f"replay {name} printed {ok.stdout!r}, not {r.stdout!r}"
 
 
+def a_recording_with_buffer_waits_replays_and_matches(d):
+    """prog-threads under a tiny budget (4 KiB buffers, 1 MiB): some runs wait for the budget,
+    and each wait is recorded as a call of the tracer's own (tinytrace:buffer-wait, two events).
+    The replay steps over them, and the tool's check of the runtime's counts must not take them
+    for missing calls (it did: exit 6, "the verdict cannot be trusted"). Up to 20 recordings,
+    until one has waited; the replay of each must match."""
+    env = dict(ENV, TINYTRACE_BUFFER_KB="4", TINYTRACE_MEMORY_MB="1")
+    args = [THREADS, "wide", "64", "3000"]
+    trace = os.path.join(d, "waits.tt")
+    for attempt in range(20):
+        r = subprocess.run([TT, "record", "-q", "-f", "-o", trace, "--"] + args, env=env,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, f"record: {r.returncode} {r.stderr[-1500:]}"
+        stalls = json.loads(run([TT, "info", "--json", trace]).stdout)["manifest"]["stall_count"]
+        ok = run_by(60, [TT, "replay", trace, "--"] + args)
+        assert ok.returncode == 0 and "replay matched the recording" in ok.stderr, \
+            f"replay of a recording with {stalls} waits: {ok.returncode} {ok.stderr[-1500:]}"
+        if stalls:
+            print(f"     (recording {attempt + 1} waited {stalls} times; its replay matched)")
+            return
+    print("     (no recording of 20 waited for the budget: the replays matched, the waits "
+          "were not exercised)")
+
+
+check("a recording with buffer waits replays and matches",
+      a_recording_with_buffer_waits_replays_and_matches)
 check("date and python replay their recorded line", date_and_python_replay_their_recorded_line)
 check("past the function cap, replay replays what the recording named",
       past_the_function_cap_replay_replays_what_the_recording_named)
