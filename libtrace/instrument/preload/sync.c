@@ -197,29 +197,27 @@ TT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
     return r;
 }
 
-/* init and destroy: the memory is a new object from now on */
+/* init and destroy: the memory is a new object from now on (errno as the caller left it) */
 static void forget(const void *obj)
 {
+    int e0 = errno;
     tt_session *s = tt_pl_enter();
-    if (!s)
-        return;
-    tt_sync_forget(s, obj);
-    tt_rt_guard_leave();
+    if (s) {
+        tt_sync_forget(s, obj);
+        tt_rt_guard_leave();
+    }
+    errno = e0;
 }
 
 TT_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a)
 {
-    int e0 = errno;
     forget(m);
-    errno = e0;
     return REAL(pthread_mutex_init, mutex_init_fn)(m, a);
 }
 
 TT_EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
 {
-    int e0 = errno;
     forget(m);
-    errno = e0;
     return REAL(pthread_mutex_destroy, mutex_fn)(m);
 }
 
@@ -349,17 +347,13 @@ TT_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
 
 TT_EXPORT int pthread_rwlock_init(pthread_rwlock_t *l, const pthread_rwlockattr_t *a)
 {
-    int e0 = errno;
     forget(l);
-    errno = e0;
     return REAL(pthread_rwlock_init, rw_init_fn)(l, a);
 }
 
 TT_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *l)
 {
-    int e0 = errno;
     forget(l);
-    errno = e0;
     return REAL(pthread_rwlock_destroy, rw_fn)(l);
 }
 
@@ -478,17 +472,13 @@ TT_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
 
 TT_EXPORT int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a)
 {
-    int e0 = errno;
     forget(c);
-    errno = e0;
     return REAL(pthread_cond_init, cond_init_fn)(c, a);
 }
 
 TT_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
 {
-    int e0 = errno;
     forget(c);
-    errno = e0;
     return REAL(pthread_cond_destroy, cond_fn)(c);
 }
 
@@ -566,17 +556,13 @@ TT_EXPORT int sem_post(sem_t *sem)
 
 TT_EXPORT int sem_init(sem_t *sem, int pshared, unsigned value)
 {
-    int e0 = errno;
     forget(sem);
-    errno = e0;
     return REAL(sem_init, sem_init_fn)(sem, pshared, value);
 }
 
 TT_EXPORT int sem_destroy(sem_t *sem)
 {
-    int e0 = errno;
     forget(sem);
-    errno = e0;
     return REAL(sem_destroy, sem_fn)(sem);
 }
 
@@ -604,17 +590,13 @@ TT_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 TT_EXPORT int pthread_barrier_init(pthread_barrier_t *b, const pthread_barrierattr_t *a,
                                    unsigned count)
 {
-    int e0 = errno;
     forget(b);
-    errno = e0;
     return REAL(pthread_barrier_init, barrier_init_fn)(b, a, count);
 }
 
 TT_EXPORT int pthread_barrier_destroy(pthread_barrier_t *b)
 {
-    int e0 = errno;
     forget(b);
-    errno = e0;
     return REAL(pthread_barrier_destroy, barrier_fn)(b);
 }
 
