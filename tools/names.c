@@ -18,6 +18,7 @@
 #include "meta.h"
 #include "tool.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,9 +52,11 @@ struct cache {
     char module[256];  /* the program's file name: the module of its offsets */
 };
 
-/* diff reads two traces at once; replay's report one */
+/* diff reads two traces at once; replay's report one. dump formats on two threads (its printer
+ * and, at the end, the main one): every use of the caches holds names_lock. */
 #define CACHES 4
 static struct cache caches[CACHES];
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct cache *cache_of(const tt_reader *r, uint32_t count)
 {
@@ -86,6 +89,7 @@ static struct cache *cache_of(const tt_reader *r, uint32_t count)
 
 void tool_names_forget(const tt_reader *r)
 {
+    pthread_mutex_lock(&names_lock);
     for (int i = 0; i < CACHES; i++) {
         if (caches[i].r != r)
             continue;
@@ -99,6 +103,7 @@ void tool_names_forget(const tt_reader *r)
         free(caches[i].loc_done);
         memset(&caches[i], 0, sizeof caches[i]);
     }
+    pthread_mutex_unlock(&names_lock);
 }
 
 char *tool_demangle(const char *name, size_t len)
@@ -173,8 +178,8 @@ static const char *offset_symbol(tool_dbg *dbg, const char *module, const char *
     return tool_dbg_symbol(dbg, *offset);
 }
 
-const char *tool_function_display(const tt_reader *r, uint32_t id, const char *name, size_t len,
-                                  size_t *out_len)
+static const char *display_locked(const tt_reader *r, uint32_t id, const char *name,
+                                  size_t len, size_t *out_len)
 {
     const tt_manifest *m;
     struct cache *c;
@@ -201,6 +206,15 @@ const char *tool_function_display(const tt_reader *r, uint32_t id, const char *n
         return NULL;
     *out_len = strlen(c->text[id]);
     return c->text[id];
+}
+
+const char *tool_function_display(const tt_reader *r, uint32_t id, const char *name, size_t len,
+                                  size_t *out_len)
+{
+    pthread_mutex_lock(&names_lock);
+    const char *d = display_locked(r, id, name, len, out_len);
+    pthread_mutex_unlock(&names_lock);
+    return d; /* the cache's: valid until tool_names_forget */
 }
 
 /* "file:line" of @name (recorded) in @dbg's program @module, into @buf; 0 or -1. */
@@ -230,15 +244,22 @@ const char *tool_function_location(const tt_reader *r, uint32_t id)
     tt_object_entry o;
     struct cache *c;
     char buf[512];
-    if (m == NULL || id == 0 || id > m->object_count || (c = cache_of(r, m->object_count)) == NULL)
+    const char *loc = NULL;
+    if (m == NULL || id == 0 || id > m->object_count)
         return NULL;
-    if (!c->loc_done[id]) {
-        c->loc_done[id] = 1;
-        if (tt_reader_object(r, id, &o) == TT_OK && o.kind == TT_OBJ_FUNCTION && o.name != NULL &&
-            location_of(program_of(c), c->module, o.name, o.name_len, buf, sizeof buf) == 0)
-            c->loc[id] = strdup(buf);
+    pthread_mutex_lock(&names_lock);
+    if ((c = cache_of(r, m->object_count)) != NULL) {
+        if (!c->loc_done[id]) {
+            c->loc_done[id] = 1;
+            if (tt_reader_object(r, id, &o) == TT_OK && o.kind == TT_OBJ_FUNCTION &&
+                o.name != NULL &&
+                location_of(program_of(c), c->module, o.name, o.name_len, buf, sizeof buf) == 0)
+                c->loc[id] = strdup(buf);
+        }
+        loc = c->loc[id];
     }
-    return c->loc[id];
+    pthread_mutex_unlock(&names_lock);
+    return loc;
 }
 
 /* replay: the program it runs, for the names in the runtime's report. Opened on first use,

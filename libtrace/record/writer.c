@@ -649,14 +649,16 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
     int rc = TT_OK, lrc;
 
     tt_chaos_note(s);
-    if (w->grown) {
+    /* under qlock: a thread still recording (a finish under it) grows the budget there */
+    pthread_mutex_lock(&w->qlock);
+    uint64_t grown = w->grown;
+    pthread_mutex_unlock(&w->qlock);
+    if (grown) {
         /* the growth of the budget, reported where `tinytrace info` shows the run's notes */
         char meta[96];
         uint32_t id;
-        pthread_mutex_lock(&w->qlock);
         snprintf(meta, sizeof meta, "budget-grown=%" PRIu64 " of %" PRIu64 " bytes",
-                 w->grown * w->buffer_bytes, w->pool_len);
-        pthread_mutex_unlock(&w->qlock);
+                 grown * w->buffer_bytes, w->pool_len);
         tt_intern(s, TT_OBJ_META, meta, &id);
     }
     /* the closing thread's last event */
