@@ -111,10 +111,11 @@ static void replay(const uint8_t *f, size_t n, const tt_reader_limits *lim, unsi
         const tt_event *ev = &evs[i];
         if (structural(ev->kind))
             continue;
-        /* a restore is made through tt_checkpoint_restore by the providers' owner, not met as
-         * an event: the harness, which has no providers, replays up to the first one (the close
-         * then finds the rest unconsumed) */
-        if (ev->kind == TT_EV_RESTORE)
+        /* a restore is made through tt_checkpoint_restore by the providers' owner, and a sync
+         * operation through tt_sync_begin/end on its object, not met as events: the harness,
+         * which has neither, replays up to the first of them (the close then finds the rest
+         * unconsumed) */
+        if (ev->kind == TT_EV_RESTORE || ev->kind == TT_EV_SYNC)
             break;
         if (ev->kind == TT_EV_ENTER || ev->kind == TT_EV_EXIT) {
             if (calls % 4 == 0) {
