@@ -249,7 +249,10 @@ static inline int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *
     }
     if (TT_LIKELY(len == 0)) {
         /* the common case: the compact form, 32 bytes */
-        if (TT_UNLIKELY((size_t)(tt_rec_buf_end(s->w, t) - t->pos) < sizeof(struct tt_raw_sync)) &&
+        /* the end the fast path sees first; the true one only when that is short (a false
+         * end of schedule chaos is no reason to refill) */
+        if (TT_UNLIKELY((size_t)(t->end - t->pos) < sizeof(struct tt_raw_sync)) &&
+            (size_t)(tt_rec_buf_end(s->w, t) - t->pos) < sizeof(struct tt_raw_sync) &&
             (rc = tt_writer_refill(s, t, false)) != TT_OK) {
             tt_rec_end_(t);
             return rc;
@@ -258,8 +261,8 @@ static inline int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *
                                  op->seq };
         memcpy(t->pos, &r, sizeof r);
         t->pos += sizeof r;
-        if (TT_UNLIKELY(s->w->chaos != NULL))
-            tt_chaos_arm_(s->w, t, false); /* pos may have passed the false end */
+        if (TT_UNLIKELY(t->pos > t->end))
+            tt_chaos_arm_(s->w, t, false); /* it passed a false end (chaos only) */
         tt_rec_end_(t);
         return TT_OK;
     }
