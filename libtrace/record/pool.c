@@ -260,8 +260,8 @@ int tt_writer_append_long(tt_session *s, struct tt_rec_thread *t, const struct t
         len -= n;
     }
     t->pos = t->buf->data + tt_align8((uint64_t)(t->pos - t->buf->data));
-    if (TT_UNLIKELY(w->chaos != NULL))
-        tt_chaos_arm_(w, t, false); /* pos may have passed the false end */
+    if (TT_UNLIKELY(t->pos > t->end))
+        tt_chaos_arm_(w, t, false); /* it passed a false end (chaos only) */
     return TT_OK;
 }
 
