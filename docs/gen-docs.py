@@ -483,7 +483,7 @@ def bash_completion(verbs, helps):
             "    case $(_tinytrace_argument \"$verb\" \"$prev\") in",
             "    file) COMPREPLY=($(compgen -f -- \"$cur\")); return 0 ;;",
             "    kind) COMPREPLY=($(compgen -W '%s' -- \"${cur##*,}\")); return 0 ;;" % " ".join(kinds),
-            "    format) COMPREPLY=($(compgen -W 'chrome perfetto' -- \"$cur\")); return 0 ;;",
+            "    format) COMPREPLY=($(compgen -W 'chrome chrome-profile perfetto' -- \"$cur\")); return 0 ;;",
             "    value) return 0 ;;",
             "    esac",
             "    case $cur in",
@@ -558,7 +558,7 @@ def zsh_completion(verbs, helps):
                 elif v == "dump" and "NAME" in o.arg:
                     action = "_values -s , kind %s" % " ".join(kinds)
                 elif names[-1] == "--format":
-                    action = "(chrome perfetto)"
+                    action = "(chrome chrome-profile perfetto)"
                 else:
                     action = " "
                 argspec = ":%s:%s" % (zsh_quote(o.arg).lower(), action)

@@ -904,6 +904,12 @@ void tj_u64(tool_json *j, const char *key, uint64_t v)
     jput_u64(j, v);
 }
 
+void tj_number(tool_json *j, const char *key, const char *text, size_t len)
+{
+    tj_key(j, key);
+    jput(j, text, len);
+}
+
 void tj_i64(tool_json *j, const char *key, int64_t v)
 {
     tj_key(j, key);

@@ -390,6 +390,8 @@ void tj_null(tool_json *j, const char *key);
 void tj_str(tool_json *j, const char *key, const char *s);
 void tj_strn(tool_json *j, const char *key, const char *s, size_t len);
 void tj_hex(tool_json *j, const char *key, const void *data, size_t len);
+/* A number the caller formatted (@text, @len bytes: digits, a point, a sign; not checked). */
+void tj_number(tool_json *j, const char *key, const char *text, size_t len);
 /* Object @id of @r: its name, null for 0, "#id" when unknown. */
 void tj_object_name(tool_json *j, const char *key, const tt_reader *r, uint32_t id);
 /* Ends a top-level value with a newline. */

@@ -69,7 +69,7 @@ def cases(tool, verbs):
            (["tinytrace", "rep"], {"replay", "report"}, True),
            (["tinytrace", "replay", "--k"], {"--keep-going"}, True),
            (["tinytrace", "dump", "--kind", "ent"], {"enter"}, True),
-           (["tinytrace", "export", "--format", ""], {"chrome", "perfetto"}, True),
+           (["tinytrace", "export", "--format", ""], {"chrome", "chrome-profile", "perfetto"}, True),
            (["tinytrace", "help", "re"], {"record", "recover", "replay", "report"}, True),
            (["tinytrace", "info", "tr"], {"trace-a.tt", "trace-b.tt"}, True),
            (["tinytrace", "record", "-o", "trace-a"], {"trace-a.tt"}, True),

@@ -327,6 +327,108 @@ def windows(trace, d):
           "--args: every call carries its seq", err)
 
 
+def profile_errors(doc):
+    """What in a --format chrome-profile document is not a Chrome CPU profile as speedscope
+    and Chrome read it: the first event without "cat" (speedscope then takes the file for plain
+    trace events), an event without a numeric ts (speedscope sorts by it), a phase other than
+    M, i and P, a chunk before its Profile, a sample or parent of a node not yet defined, a
+    negative delta, samples and deltas of different lengths, a profile without endTime."""
+    errs, begun, nodes, ended = [], set(), defaultdict(set), set()
+    evs = doc.get("traceEvents") or []
+    if not evs or "cat" not in evs[0]:
+        errs.append("the first event has no cat")
+    for i, e in enumerate(evs):
+        where = "event %d" % i
+        if not isinstance(e.get("ts"), (int, Decimal)):
+            errs.append(where + ": no numeric ts")
+        if e.get("ph") not in ("M", "i", "P"):
+            errs.append(where + ": phase %r" % e.get("ph"))
+        if e.get("ph") != "P":
+            continue
+        key = (e.get("pid"), e.get("tid"), e.get("id"))
+        data = e.get("args", {}).get("data", {})
+        if e["name"] == "Profile":
+            begun.add(key)
+            continue
+        if e["name"] != "ProfileChunk" or key not in begun:
+            errs.append(where + ": %s before its Profile" % e["name"])
+            continue
+        cp = data.get("cpuProfile", {})
+        for n in cp.get("nodes", []):
+            if "parent" in n and n["parent"] not in nodes[key]:
+                errs.append(where + ": node %r before its parent" % n["id"])
+            nodes[key].add(n["id"])
+        samples, deltas = cp.get("samples", []), data.get("timeDeltas", [])
+        if len(samples) != len(deltas):
+            errs.append(where + ": %d samples, %d deltas" % (len(samples), len(deltas)))
+        if any(s not in nodes[key] for s in samples):
+            errs.append(where + ": a sample of an undefined node")
+        if any(dt < 0 for dt in deltas):
+            errs.append(where + ": a negative delta")
+        if "endTime" in data:
+            ended.add(key)
+    if begun - ended:
+        errs.append("profiles without endTime: %r" % sorted(begun - ended))
+    return errs
+
+
+def calls_from_profile(doc, tids):
+    """The calls the profiles of a chrome-profile export stand for, as speedscope rebuilds them:
+    at each sample the stack becomes the sample's node's path. Counter of (thread, name,
+    start_ns, end_ns)."""
+    parent, name, state, calls = {}, {}, {}, Counter()
+    for e in doc["traceEvents"]:
+        if e.get("ph") != "P" or e["name"] != "ProfileChunk":
+            continue
+        key = (e["pid"], e["tid"], e["id"])
+        data = e["args"]["data"]
+        for n in data["cpuProfile"].get("nodes", []):
+            parent[n["id"]] = n.get("parent")
+            name[n["id"]] = n["callFrame"]["functionName"]
+        t, stack = state.get(key, (Decimal(0), []))
+        for node, dt in zip(data["cpuProfile"]["samples"], data["timeDeltas"]):
+            t += dt
+            ns = int(t * 1000)
+            path = []
+            while node is not None and parent.get(node) is not None:
+                path.append(node)
+                node = parent[node]
+            path.reverse()
+            k = 0
+            while k < len(stack) and k < len(path) and stack[k][0] == path[k]:
+                k += 1
+            while len(stack) > k:
+                n, start = stack.pop()
+                calls[(tids.get(e["tid"]), name[n], start, ns)] += 1
+            stack.extend((n, ns) for n in path[k:])
+        state[key] = (t, stack)
+    return calls
+
+
+def profiles(label, trace, d, tids):
+    """--format chrome-profile of @trace: a Chrome CPU profile per thread whose samples give
+    back exactly the calls that dump shows (the outcome aside), in a few bytes an event."""
+    out = os.path.join(d, label + "-profile.json")
+    rc, o, err = run([TT, "export", "--format", "chrome-profile", "--json", "-o", out, trace])
+    if not check(rc == 0, label + ": export --format chrome-profile exits 0", (rc, err)):
+        return
+    summary = json.loads(o)
+    doc = load(out)
+    errs = profile_errors(doc)
+    check(not errs, label + ": a Chrome CPU profile as speedscope reads it", errs[:10])
+    want = Counter()
+    for (t, n, start, end, outcome), c in frames_from_dump(trace).items():
+        want[(t, n, start, end)] += c
+    got = calls_from_profile(doc, tids)
+    check(want == got and sum(want.values()) == summary["frames"] > 0,
+          label + ": the profiles' samples are the calls dump shows (%d)" % sum(want.values()),
+          "missing: %r\nextra: %r" % (list((want - got).items())[:5],
+                                      list((got - want).items())[:5]))
+    check(summary["samples"] == 2 * summary["frames"],
+          label + ": a sample at each enter and each exit", summary)
+    return os.path.getsize(out), summary
+
+
 def validator_finds_broken_documents():
     """The format check can fail: each of these documents breaks one rule."""
     base = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "p"}},
@@ -397,6 +499,7 @@ def main(d):
               "2 unwound by a crash" in err and "2 left without an exit" in err and
               "1 exits without a matching call skipped" in err,
               "kinds: the summary on stderr", err)
+        profiles("kinds", k, d, tids)
     rc, out, err = run([TT, "export", "-o", os.path.join(d, "k2.json"), "--json", k])
     try:
         s = json.loads(out)
@@ -480,12 +583,28 @@ def main(d):
           "progress: only the summary on stderr when it is a pipe", repr(err[:300]))
 
     windows(big, d)
+    res = profiles("big", big, d, tid_map(big))
+    if res:
+        # the calls' part of each file (one event a line): the profile's "P" events against
+        # the "X" events; the instants are the same in both
+        def call_bytes(path, ph):
+            with open(path, "rb") as f:
+                return sum(len(l) for l in f if b'"ph":"%s"' % ph in l)
+        size = call_bytes(os.path.join(d, "big-profile.json"), b"P")
+        xsize = call_bytes(os.path.join(d, "big2.json"), b"X")
+        frames = res[1]["frames"]
+        print("     calls as profiles: %d bytes (%.1f a call); as X events: %d (%.1f)" %
+              (size, size / frames, xsize, xsize / frames))
+        check(0 < size * 3 <= xsize,
+              "big: the calls as profiles take at most a third of their X events", (size, xsize))
 
     # 4. command lines, failures leave no output behind
     rc, out, err = run([TT, "export", "--format", "ctf", k])
-    check(rc == 2 and "chrome, perfetto" in err, "an unknown format: usage error", (rc, err))
-    rc, out, err = run([TT, "export", "--format", "perfetto", "--args", k])
-    check(rc == 2, "--args with perfetto: usage error", (rc, err))
+    check(rc == 2 and "chrome, chrome-profile, perfetto" in err, "an unknown format: usage error",
+          (rc, err))
+    for fmt in ("perfetto", "chrome-profile"):
+        rc, out, err = run([TT, "export", "--format", fmt, "--args", k])
+        check(rc == 2, "--args with %s: usage error" % fmt, (rc, err))
     rc, out, err = run([TT, "export", "--process", "1", k])
     check(rc == 2 and "has no process '1'" in err, "--process of a process the recording does "
           "not have: usage error", (rc, err))
