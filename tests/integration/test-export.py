@@ -321,6 +321,19 @@ def windows(trace, d):
               and 100 <= ev["seq"] <= 199}
     check(got is not None and len([g for g in got]) >= len(enters) > 0,
           "window: --from/--to by sequence numbers (%d calls entered in it)" % len(enters), err)
+    # chrome-profile takes the same windows: its samples give back the X events' calls
+    pout = os.path.join(d, "win-profile.json")
+    for opts in (("--from", "%dns" % lo, "--to", "%dns" % hi, "--thread", "2"),
+                 ("--max-depth", "1", "--thread", "1"),
+                 ("--min-duration", "%dns" % t_ns, "--thread", "1")):
+        want, err = xs(*opts)
+        rc, o, err = run([TT, "export", "--format", "chrome-profile", "--force", "-o", pout] +
+                         list(opts) + [trace])
+        got = calls_from_profile(load(pout), tids) if rc == 0 else None
+        check(want and got == Counter(g[:4] for g in want) and not profile_errors(load(pout)),
+              "window: chrome-profile %s gives the X events' calls (%d)" %
+              (" ".join(opts[::2]), len(want or [])),
+              (rc, err, got and list((got - Counter(g[:4] for g in want)).items())[:5]))
     got_all, err = xs("--args", "--thread", "3")
     check(got_all is not None and all(isinstance(e.get("args", {}).get("seq"), int)
                                       for e in load(out)["traceEvents"] if e["ph"] == "X"),
