@@ -132,7 +132,8 @@ struct tt_writer {
     uint8_t *storage;          /* caller storage, or NULL */
     uint64_t storage_used, storage_len;
     uint8_t *pool;             /* without caller storage: the buffers' data, mapped at open */
-    uint64_t pool_used, pool_len;  /* pool_len: the budget, faulted in by the idle swapper */
+    uint64_t pool_used, pool_len;  /* pool_len: the budget, faulted in by the idle swapper a few
+                                    * buffers ahead of pool_used (carved, under qlock) */
     uint64_t pool_map_len;     /* the mapping: room for nbufs_cap buffers (address space only) */
     uint64_t pool_ready;       /* swapper: the pool is faulted in up to here (pool_map) */
     bool pool_in_region;       /* the pool is in the runtime's region (base/region.c) */

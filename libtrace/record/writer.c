@@ -411,8 +411,8 @@ static int manifest_write(struct tt_writer *w)
 
 /* Maps the whole memory budget for the buffers at open, so the recording's footprint is fixed:
  * it does not grow with the length of the run. Only the first buffer is faulted in here; the
- * swapper faults in the rest a buffer at a time while it has nothing else to do (swapper.c),
- * in the order buf_new hands them out. A first touch of a page costs several microseconds on
+ * swapper faults in the next ones a buffer at a time while it has nothing else to do, a few
+ * ahead of those handed out (swapper.c, TT_POOL_AHEAD), in the order buf_new hands them out. A first touch of a page costs several microseconds on
  * virtual machines (7 us measured on ours: 450 us per 256 KiB buffer), so this keeps it off the
  * recording threads, and opening a session does not wait for the whole budget (8 MiB took about
  * 5 ms) nor does a short run pay for buffers it never uses. Buffers are carved from the pool as
