@@ -342,6 +342,10 @@ int tt_session_finish_(tt_session *s, tt_error_info *err);
 void tt_session_set_fn_resolver_(tt_session *s, tt_fn_resolver fn);
 /* Calls @fn on each thread that registers in @s from now on, once it is registered. */
 void tt_session_set_thread_hook_(tt_session *s, void (*fn)(tt_session *));
+/* Record: writes every thread buffer that can be taken now into the file, and returns once it is
+ * there (the .partial keeps it), for a process about to die by SIGKILL (record/pool.c,
+ * tt_writer_flush_all). Nothing in replay or off mode. */
+void tt_session_flush_all_(tt_session *s);
 /* Marks a recording as finalized by the crash handler. */
 void tt_session_mark_crashed_(tt_session *s);
 /* The runtime's count of children that ran untraced and of execs it could not follow, for the

@@ -306,8 +306,18 @@ def a_process_killed_in_the_tree_leaves_the_rest_verifying():
               "... the tree names the dead process, signal 9, with its .partial", dead)
         if partial:
             rec = c.tt("recover", os.path.join(d, partial[0]))
-            check(rec.returncode == 0 and os.path.exists(os.path.join(d, partial[0][:-len(".partial")].rsplit(".", 1)[0])),
+            saved = os.path.join(d, partial[0][:-len(".partial")].rsplit(".", 1)[0])
+            check(rec.returncode == 0 and os.path.exists(saved),
                   "recover turns the dead process's .partial into a trace", rec.stderr)
+            # the shell's events before its kill -9 were still in its thread buffer: the kill
+            # wrote them first, so the trace has the fork of its date and the wait for it
+            # (io on channel 17, TT_CH_PROC), not only the session's start
+            dump = c.tt("dump", saved)
+            rows = [l.split() for l in dump.stdout.splitlines()]
+            proc = [r for r in rows if len(r) > 6 and r[3] == "io:in" and r[6] == "17"]
+            check(dump.returncode == 0 and len(proc) >= 2,
+                  "... which holds the dead shell's events: the fork of its date and the wait",
+                  "%d %s %s" % (dump.returncode, dump.stdout[-1500:], rec.stderr))
         rep = c.tt("replay", "k.tt")
         check(rep.returncode != 0 and "replay matched" not in rep.stderr,
               "the replay of the tree is not 'matched'", "%d %s" % (rep.returncode,
