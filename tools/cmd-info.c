@@ -39,7 +39,8 @@ static const char usage[] =
     "                      \"threads\", \"processes\"}; command is null when nothing was\n"
     "                      recorded, else {\"argv\", \"cwd\", \"environment\":\n"
     "                      [\"NAME=VALUE\", ...] or null, \"execfn\", \"untraced\", \"chaos\",\n"
-    "                      \"sync_untracked\", \"filter\", \"notrace\", \"depth\" (record's\n"
+    "                      \"sync_untracked\", \"sync_shared\", \"filter\", \"notrace\",\n"
+    "                      \"depth\" (record's\n"
     "                      filters), \"damaged\"} (null where not recorded; chaos: the\n"
     "                      seed and parameters of record --chaos);\n"
     "                      processes: the recording's tree, [{\"process\", \"path\",\n"
@@ -226,6 +227,10 @@ static void print_command_text(const tool_trace *t)
     if (rc == TT_OK && mt.sync_untracked)
         printf("sync untracked:   %" PRIu64 " operations on no object (their order is not "
                "replayed)\n", mt.sync_untracked);
+    if (rc == TT_OK && mt.sync_shared)
+        printf("sync shared:      %" PRIu64 " operations on process-shared objects (ordered "
+               "within each process only: their order between processes is not replayed)\n",
+               mt.sync_shared);
     tool_meta_free(&mt);
 }
 
@@ -270,6 +275,7 @@ static void print_command_json(tool_json *j, const tool_trace *t)
     json_str_or_null(j, "untraced", rc == TT_OK ? mt.untraced : NULL);
     json_str_or_null(j, "chaos", rc == TT_OK ? mt.chaos : NULL);
     tj_u64(j, "sync_untracked", rc == TT_OK ? mt.sync_untracked : 0);
+    tj_u64(j, "sync_shared", rc == TT_OK ? mt.sync_shared : 0);
     json_str_or_null(j, "filter", rc == TT_OK ? mt.filter : NULL);
     json_str_or_null(j, "notrace", rc == TT_OK ? mt.notrace : NULL);
     json_str_or_null(j, "depth", rc == TT_OK ? mt.depth : NULL);

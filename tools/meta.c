@@ -118,6 +118,9 @@ int tool_meta_parse(const tt_reader *r, tool_meta *mt, char *why, size_t cap)
             } else if (pass == 0 && len >= 15 && memcmp(name, "sync_untracked=", 15) == 0) {
                 if (tool_parse_dec(name + 15, len - 15, &mt->sync_untracked) != 0)
                     return damaged(why, cap, "a bad sync_untracked (object %" PRIu32 ")", id);
+            } else if (pass == 0 && len >= 12 && memcmp(name, "sync_shared=", 12) == 0) {
+                if (tool_parse_dec(name + 12, len - 12, &mt->sync_shared) != 0)
+                    return damaged(why, cap, "a bad sync_shared (object %" PRIu32 ")", id);
             } else if (pass == 0 && len >= 7 && memcmp(name, "filter=", 7) == 0) {
                 if (mt->filter == NULL && (mt->filter = dup_n(name + 7, len - 7)) == NULL)
                     return TT_E_NOMEM;

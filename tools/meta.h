@@ -42,6 +42,7 @@ typedef struct tool_meta {
     uint64_t envc;  /* "envc=": may be set while env is NULL (no command line: not read) */
     char *chaos;    /* schedule chaos's seed and parameters ("chaos="), or NULL when it was off */
     uint64_t sync_untracked; /* sync operations the registry had no room for ("sync_untracked=") */
+    uint64_t sync_shared;    /* sync operations on process-shared objects ("sync_shared=") */
     char *filter;   /* record --filter, --notrace, --depth ("filter=", "notrace=", "depth="), */
     char *notrace;  /* as the runtime recorded them (libtrace/instrument/filter.h), or NULL */
     char *depth;

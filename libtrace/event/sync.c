@@ -47,6 +47,12 @@ int tt_sync_end(tt_session *s, tt_sync *op, int result, int took)
     return s->be->sync_end(s, t, op, result, took);
 }
 
+void tt_sync_note_shared_(tt_session *s)
+{
+    if (tt_active_(s) && s->head.mode == TT_MODE_RECORD)
+        atomic_fetch_add_explicit(&s->sync.shared, 1, memory_order_relaxed);
+}
+
 uint64_t tt_sync_new_id(tt_session *s)
 {
     if (!tt_active_(s) || s->head.mode != TT_MODE_RECORD)

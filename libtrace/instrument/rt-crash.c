@@ -152,6 +152,17 @@ static void crash_handler(int sig, siginfo_t *info, void *uctx)
     die_by(sig);
 }
 
+void tt_rt_before_sigkill(void)
+{
+    /* SIGKILL runs no handler: unlike a crash there is no later point to finalize at, and the
+     * session is not finished here either (the kill may fail, or be of the process group the
+     * program goes on in until the signal lands): its buffers are written, the file stays a
+     * .partial, the manifest's status says signal 9, and recover makes a trace of it */
+    tt_session *s = cur();
+    if (s && g_mode == TT_MODE_RECORD && os_pid() == g_pid)
+        tt_session_flush_all_(s);
+}
+
 void install_crash_handlers(void)
 {
     static char stack[64 * 1024];

@@ -291,6 +291,11 @@ void output_reason(tt_divergence *d)
     snprintf(d->message, sizeof d->message, "%.*s", (int)sizeof d->message - 1, m);
 }
 
+void tt_rt_sync_shared(tt_session *s)
+{
+    tt_sync_note_shared_(s);
+}
+
 void tt_rt_failed(int rc, const char *what)
 {
     tt_session *s = cur();

@@ -147,6 +147,15 @@ void tt_rt_thread_begin(const char *path);
 /* Replay: the sleeps sleep for real (TINYTRACE_REAL_SLEEP), not just return. */
 bool tt_rt_real_sleep(void);
 
+/* Record: the process is about to send itself SIGKILL (identity.c): every thread buffer that can
+ * be taken is written into the .partial file before the call returns, so recover finds the
+ * events (rt-crash.c). Nothing in replay. The guard is held. */
+void tt_rt_before_sigkill(void);
+
+/* sync.c: record, one more operation on a process-shared object, counted for the META object
+ * "sync_shared=N". The guard is held. */
+void tt_rt_sync_shared(tt_session *s);
+
 /* Called when a recording call made on the program's behalf returned @rc != TT_OK. For
  * TT_E_DIVERGED it writes the report (stderr, and TINYTRACE_REPORT as JSON) and, unless
  * TINYTRACE_KEEP_GOING is set, ends the process with TT_RT_EXIT_DIVERGED. Other errors are

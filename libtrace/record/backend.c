@@ -189,6 +189,15 @@ static void rec_mark_crashed(tt_session *s)
         s->w->m.flags |= TT_MF_CRASHED;
 }
 
+void tt_session_flush_all_(tt_session *s)
+{
+    if (!s || s->head.mode != TT_MODE_RECORD || !s->w || !tt_active_(s))
+        return;
+    int rc;
+    struct tt_thread *t = tt_thread_lookup_slow(s, &rc);
+    tt_writer_flush_all(s, t ? tt_rec_of(t) : NULL);
+}
+
 const struct tt_backend tt_record_backend = {
     .name = "record",
     .open = tt_writer_open,

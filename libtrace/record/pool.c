@@ -115,6 +115,54 @@ static bool steal_one(tt_session *s, struct tt_writer *w, struct tt_rec_thread *
     return false;
 }
 
+/* Before the process dies by a signal no handler sees (SIGKILL it sends itself): every buffer
+ * that can be taken now goes to the swapper, and the call returns once the swapper has encoded
+ * them all and written its last partial block (it writes that when its queue runs empty, before
+ * it counts the buffer encoded), so the events are in the page cache, where the .partial file
+ * keeps them for recover. @self (the calling thread, outside any recording call: the preload
+ * holds the guard) hands its own buffer over; another thread's is taken as steal_one takes it,
+ * unless it is inside a recording call at that moment (then its buffer is left: the caller
+ * cannot wait for a thread that may be blocked). Bounded: the wait is for the swapper alone,
+ * which takes no lock a recording thread holds; a write error stops it waiting. */
+void tt_writer_flush_all(tt_session *s, struct tt_rec_thread *self)
+{
+    struct tt_writer *w = s->w;
+    if (!w || !w->swapper_started)
+        return;
+    pthread_mutex_lock(&w->qlock);
+    pthread_mutex_lock(&s->lock);
+    uint32_t n = s->nthreads;
+    pthread_mutex_unlock(&s->lock);
+    for (uint32_t i = 0; i < n; i++) {
+        struct tt_rec_thread *v = tt_rec_of(s->threads[i]);
+        if (!v->buf || v->base.ended)
+            continue;
+        if (v == self) {
+            tt_writer_hand_over_locked(w, v, false);
+            continue;
+        }
+        atomic_store_explicit(&v->steal, 1, memory_order_seq_cst);
+#if !defined(__SANITIZE_THREAD__)
+        if (!w->membarrier_ok ||
+            syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+            atomic_thread_fence(memory_order_seq_cst);
+#endif
+        if (atomic_load_explicit(&v->base.busy, memory_order_seq_cst)) {
+            atomic_store_explicit(&v->steal, 0, memory_order_relaxed);
+            continue;
+        }
+        /* steal stays set: its owner clears it under qlock (tt_writer_steal_ack_) */
+        tt_writer_hand_over_locked(w, v, false);
+        w->steals++;
+    }
+    uint64_t ticket = w->handed;
+    w->sync_waiters++;
+    while ((w->encoded < ticket || w->qhead) && !w->stopped)
+        pthread_cond_wait(&w->scond, &w->qlock);
+    w->sync_waiters--;
+    pthread_mutex_unlock(&w->qlock);
+}
+
 void tt_writer_steal_ack_(tt_session *s, struct tt_rec_thread *t)
 {
     struct tt_writer *w = s->w;

@@ -212,6 +212,9 @@ int tt_writer_append_structural(tt_session *s, struct tt_rec_thread *t, uint32_t
 /* Hands @t's buffer over and waits until the swapper has encoded every buffer of it, so that
  * t->seq (the swapper's) is the sequence number of the thread's next event. */
 int tt_writer_sync_thread(tt_session *s, struct tt_rec_thread *t);
+/* Hands every buffer it can take to the swapper and waits until they are written (a process
+ * about to die by SIGKILL). @self: the calling thread's, or NULL. */
+void tt_writer_flush_all(tt_session *s, struct tt_rec_thread *self);
 /* Queues @t's buffer, if it has one, for the swapper. Under qlock. */
 void tt_writer_hand_over_locked(struct tt_writer *w, struct tt_rec_thread *t, bool last);
 /* Zeroed per-thread state: from caller storage when the session has some, else aligned heap. */

@@ -93,6 +93,15 @@ void tt_chaos_note(tt_session *s)
         snprintf(text, sizeof text, "sync_untracked=%" PRIu64, untracked);
         tt_intern(s, TT_OBJ_META, text, &id);
     }
+    uint64_t shared = atomic_load_explicit(&s->sync.shared, memory_order_relaxed);
+    if (shared) {
+        /* operations on process-shared objects: ordered within this process only, their
+         * order between processes is not replayed; `info` says how many */
+        char text[64];
+        uint32_t id;
+        snprintf(text, sizeof text, "sync_shared=%" PRIu64, shared);
+        tt_intern(s, TT_OBJ_META, text, &id);
+    }
     struct tt_chaos *c = s->w ? s->w->chaos : NULL;
     if (!c)
         return;

@@ -156,6 +156,7 @@ struct tt_sync_table {
     struct tt_sync_obj *_Atomic slots;  /* TT_SYNC_SLOTS entries, or NULL before first use */
     bool in_region;
     _Atomic uint64_t untracked;  /* operations on objects the table had no room for */
+    _Atomic uint64_t shared;     /* operations on process-shared objects (ordered per process) */
 };
 struct tt_session;
 /* The entry of @addr (not NULL), made at its first touch; NULL when the table is full or could
@@ -342,6 +343,13 @@ int tt_session_finish_(tt_session *s, tt_error_info *err);
 void tt_session_set_fn_resolver_(tt_session *s, tt_fn_resolver fn);
 /* Calls @fn on each thread that registers in @s from now on, once it is registered. */
 void tt_session_set_thread_hook_(tt_session *s, void (*fn)(tt_session *));
+/* Record: writes every thread buffer that can be taken now into the file, and returns once it is
+ * there (the .partial keeps it), for a process about to die by SIGKILL (record/pool.c,
+ * tt_writer_flush_all). Nothing in replay or off mode. */
+void tt_session_flush_all_(tt_session *s);
+/* Record: one more operation on a process-shared object (the count goes into the META object
+ * "sync_shared=N" at close). */
+void tt_sync_note_shared_(tt_session *s);
 /* Marks a recording as finalized by the crash handler. */
 void tt_session_mark_crashed_(tt_session *s);
 /* The runtime's count of children that ran untraced and of execs it could not follow, for the

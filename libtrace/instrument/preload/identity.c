@@ -7,10 +7,17 @@
  * and syscall()'s kill, tgkill and tkill of it reach this process, its parent or the live
  * thread, and /proc/<id>/ paths open the live process's files (pseudo.c). The recording has
  * nothing to map: its ids are the live ones.
+ *
+ * A SIGKILL that reaches this very process (kill of its pid, of 0 or of its process group,
+ * killpg, raise, pthread_kill, tgkill or tkill of one of its threads, sigqueue) ends it where no
+ * handler runs and no buffer is written: before the real call the recording's buffers are handed
+ * to the swapper and written (tt_rt_before_sigkill), so the .partial it leaves holds its events
+ * for recover. kill(-1) is not among them: the kernel spares the caller.
  */
 #include "preload.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -118,19 +125,85 @@ TT_EXPORT pid_t gettid(void)
 
 /* ---------------------------------------------------------------- signals to an id */
 
+typedef int (*raise_fn)(int);
+typedef int (*pthread_kill_fn)(pthread_t, int);
+
+static pid_t own_pid(void)
+{
+    return ((id_fn)tt_pl_real(RF_getpid))();
+}
+
+/* The process is about to send itself SIGKILL: its events go to the file first. Only while it
+ * is the traced process (a fork child that made no call has no session of its own yet). */
+static void before_own_sigkill(void)
+{
+    if (!tt_rt_guard_enter())
+        return;
+    tt_rt_before_sigkill();
+    tt_rt_guard_leave();
+}
+
+/* Whether kill(@live, SIGKILL) (a live pid, 0, or minus a live process group) reaches this
+ * process. */
+static bool kill_reaches_me(pid_t live)
+{
+    return live == 0 || live == own_pid() || (live < -1 && -live == getpgrp());
+}
+
 TT_EXPORT int kill(pid_t pid, int sig)
 {
-    return REAL(kill, kill_fn)(kill_target(pid), sig);
+    pid_t live = kill_target(pid);
+    if (UNLIKELY(sig == SIGKILL) && kill_reaches_me(live))
+        before_own_sigkill();
+    return REAL(kill, kill_fn)(live, sig);
+}
+
+TT_EXPORT int killpg(pid_t pgrp, int sig)
+{
+    pid_t live = pgrp > 0 ? tt_pl_id_live(pgrp) : pgrp;
+    if (UNLIKELY(sig == SIGKILL) && live >= 0 && kill_reaches_me(-live))
+        before_own_sigkill();
+    return ((int (*)(pid_t, int))tt_pl_real(RF_killpg))(live, sig);
 }
 
 TT_EXPORT int tgkill(pid_t tgid, pid_t tid, int sig)
 {
-    return REAL(tgkill, tgkill_fn)(tt_pl_id_live(tgid), tt_pl_id_live(tid), sig);
+    pid_t live = tt_pl_id_live(tgid);
+    if (UNLIKELY(sig == SIGKILL) && live == own_pid())
+        before_own_sigkill();
+    return REAL(tgkill, tgkill_fn)(live, tt_pl_id_live(tid), sig);
+}
+
+/* syscall(SYS_tkill, tid, sig) (syscall.c): @tid live already. A tid is one of this process's
+ * threads when a null signal to it within the process's own group reaches it. */
+void tt_pl_before_tkill(pid_t tid, int sig)
+{
+    if (UNLIKELY(sig == SIGKILL) && tid > 0 &&
+        REAL(tgkill, tgkill_fn)(own_pid(), tid, 0) == 0)
+        before_own_sigkill();
 }
 
 TT_EXPORT int sigqueue(pid_t pid, int sig, const union sigval value)
 {
-    return REAL(sigqueue, sigqueue_fn)(tt_pl_id_live(pid), sig, value);
+    pid_t live = tt_pl_id_live(pid);
+    if (UNLIKELY(sig == SIGKILL) && live == own_pid())
+        before_own_sigkill();
+    return REAL(sigqueue, sigqueue_fn)(live, sig, value);
+}
+
+/* glibc's raise, and pthread_kill of any thread of the process, reach the kernel without kill. */
+TT_EXPORT int raise(int sig)
+{
+    if (UNLIKELY(sig == SIGKILL))
+        before_own_sigkill();
+    return REAL(raise, raise_fn)(sig);
+}
+
+TT_EXPORT int pthread_kill(pthread_t thread, int sig)
+{
+    if (UNLIKELY(sig == SIGKILL))
+        before_own_sigkill(); /* a pthread_t is always a thread of this process */
+    return REAL(pthread_kill, pthread_kill_fn)(thread, sig);
 }
 
 /* ---------------------------------------------------------------- host name */

@@ -95,7 +95,7 @@ typedef void (*fnptr)(void);
     X(fputws) X(fputws_unlocked) X(vfwprintf) X(__vfwprintf_chk) X(vfwscanf)                   \
     X(__isoc99_vfwscanf) X(fwide)                                                              \
     X(fork) X(execve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(system) X(popen) X(clone)    \
-    X(getppid) X(gettid) X(tgkill) X(sigqueue) X(getrusage) X(times) X(sysinfo)                \
+    X(getppid) X(gettid) X(tgkill) X(sigqueue) X(raise) X(killpg) X(pthread_kill) X(getrusage) X(times) X(sysinfo)                \
     X(getloadavg) X(sched_getcpu) X(getcpu) X(clock_getres) X(fdopen) X(pread) X(pread64)      \
     X(lseek) X(lseek64) X(readlink) X(readlinkat)                                              \
     X(socket) X(connect) X(bind) X(listen) X(shutdown) X(setsockopt) X(getsockopt)             \
@@ -386,6 +386,10 @@ void tt_pl_id_remember(pid_t rec, pid_t live);
 /* identity.c: the live id of an id a replay handed out (a pid, a ppid, a tid); any other id
  * as it is. Async-signal-safe. */
 pid_t tt_pl_id_live(pid_t id);
+
+/* identity.c: syscall(SYS_tkill, @tid, @sig) is about to be made (@tid live): a SIGKILL to one
+ * of this process's threads writes the recording's buffers first. */
+void tt_pl_before_tkill(pid_t tid, int sig);
 
 /* ---------------------------------------------------------------- network peers (net.c, poll.c) */
 

@@ -32,6 +32,16 @@
  * - init and destroy of each object: no event, but the object is forgotten, so that memory
  *   used again is a new object with a new id.
  *
+ * Process-shared objects (a semaphore from sem_open or sem_init with pshared, a mutex or rwlock
+ * initialized PTHREAD_PROCESS_SHARED: told by the object's own bytes, below, so one that another
+ * process made or that a fork inherited is known too) are used by processes whose operations no
+ * single recording orders. Their operations are counted (META "sync_shared=N", shown by info)
+ * and still ordered within this process only: the order between processes is the live one, and
+ * a turn may wait for an acquisition another process makes first (a divergence of reason
+ * schedule after the order timeout, never a hang). Running them unordered, live, with the
+ * recorded results, was tried and measured worse (docs/REPLAY.md, "Process trees"): a queue's
+ * lock that another process takes first then holds a read of bytes not yet written.
+ *
  * A program that holds the guard (tinytrace's own locks) only forwards, like every family.
  * errno is kept as the real call left it, or as it was for the calls that report through
  * their return value.
@@ -56,6 +66,46 @@ static inline tt_session *sync_enter(tt_sync *op, tt_sync_kind kind, enum site k
         op->mode = TT_MODE_OFF; /* the runtime lets the program go on: live, unordered */
     }
     return s;
+}
+
+/* The same for an object that @shared says other processes use: counted. */
+static inline tt_session *sync_enter_sh(tt_sync *op, tt_sync_kind kind, enum site k,
+                                        const void *obj, bool shared)
+{
+    tt_session *s = sync_enter(op, kind, k, obj);
+    if (s && shared)
+        tt_rt_sync_shared(s);
+    return s;
+}
+
+/* Whether an object is process-shared, from glibc's own layout of it (its ABI: these objects
+ * live in the program's memory, shared between processes, so their layout cannot change): a
+ * semaphore's flag word is LLL_SHARED (128) rather than LLL_PRIVATE (0), a mutex's kind
+ * has PTHREAD_MUTEX_PSHARED_BIT, an rwlock's __shared is set. */
+struct glibc_sem {
+#if UINTPTR_MAX > 0xFFFFFFFFu
+    uint64_t data;
+#else
+    unsigned value;
+#endif
+    int private_;
+};
+_Static_assert(sizeof(struct glibc_sem) <= sizeof(sem_t), "glibc's semaphore layout");
+#define GLIBC_MUTEX_PSHARED_BIT 128
+
+static inline bool sem_pshared(const sem_t *sem)
+{
+    return sem && ((const struct glibc_sem *)(const void *)sem)->private_ != 0;
+}
+
+static inline bool mutex_pshared(const void *m)
+{
+    return m && (((const pthread_mutex_t *)m)->__data.__kind & GLIBC_MUTEX_PSHARED_BIT) != 0;
+}
+
+static inline bool rwlock_pshared(const void *l)
+{
+    return l && ((const pthread_rwlock_t *)l)->__data.__shared != 0;
 }
 
 static inline void sync_end(tt_session *s, tt_sync *op, enum site k, int result, int took)
@@ -109,7 +159,14 @@ struct acquisition {
     enum real_fn try_first; /* record, PLAIN: tried first, so that a free object is taken
                              * without waiting (and its event reads no clock); RF_COUNT_: none */
     bool (*held)(int r);    /* whether result @r holds the object */
+    bool (*pshared)(const void *obj); /* whether @obj is process-shared; NULL: never told */
 };
+
+/* How an object of the family whose blocking take is @take tells it is process-shared. */
+#define pshared_of(take)                                                                       \
+    ((take) == RF_pthread_mutex_lock ? mutex_pshared                                           \
+     : (take) == RF_pthread_rwlock_rdlock || (take) == RF_pthread_rwlock_wrlock ? rwlock_pshared \
+                                                                                 : NULL)
 
 /* One acquisition of a pthread object (its result is an error number, 0 when taken). In
  * record the real call is made (a PLAIN one tried first); in replay the recorded result comes
@@ -120,7 +177,8 @@ static int acquire(const struct acquisition *a, void *obj, clockid_t clk,
     fnptr call = tt_pl_real(a->call);
     int e0 = errno;
     tt_sync op;
-    tt_session *s = sync_enter(&op, a->kind, a->site, obj);
+    bool shared = a->pshared && a->pshared(obj);
+    tt_session *s = sync_enter_sh(&op, a->kind, a->site, obj, shared);
     if (!s) {
         switch (a->form) {
         case TIMED: return ((timed_fn)call)(obj, at);
@@ -153,7 +211,7 @@ static int acquire(const struct acquisition *a, void *obj, clockid_t clk,
 
 #define ACQUISITION(site_, kind_, form_, call_, take_, try_, held_)                            \
     static const struct acquisition a = { S_##site_, kind_, form_, RF_##call_, RF_##take_,    \
-                                          try_, held_ }
+                                          try_, held_, pshared_of(RF_##take_) }
 
 TT_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
@@ -188,7 +246,8 @@ TT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
     mutex_fn f = REAL(pthread_mutex_unlock, mutex_fn);
     int e0 = errno;
     tt_sync op;
-    tt_session *s = sync_enter(&op, TT_SYNC_UNLOCK, S_pthread_mutex_unlock, m);
+    tt_session *s = sync_enter_sh(&op, TT_SYNC_UNLOCK, S_pthread_mutex_unlock, m,
+                                  mutex_pshared(m));
     if (!s)
         return f(m);
     int r = f(m); /* a release records no result: replay returns its own */
@@ -336,7 +395,8 @@ TT_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
     rw_fn f = REAL(pthread_rwlock_unlock, rw_fn);
     int e0 = errno;
     tt_sync op;
-    tt_session *s = sync_enter(&op, TT_SYNC_RELEASE, S_pthread_rwlock_unlock, l);
+    tt_session *s = sync_enter_sh(&op, TT_SYNC_RELEASE, S_pthread_rwlock_unlock, l,
+                                  rwlock_pshared(l));
     if (!s)
         return f(l);
     int r = f(l);
@@ -502,7 +562,8 @@ static void sem_take(sem_t *sem)
     do {                                                                                      \
         int e0 = errno;                                                                       \
         tt_sync op;                                                                           \
-        tt_session *s = sync_enter(&op, TT_SYNC_ACQUIRE, site, sem);                          \
+        bool shared = sem_pshared(sem);                                                       \
+        tt_session *s = sync_enter_sh(&op, TT_SYNC_ACQUIRE, site, sem, shared);               \
         if (!s)                                                                               \
             return call;                                                                      \
         int r, e;                                                                             \
@@ -545,7 +606,7 @@ TT_EXPORT int sem_post(sem_t *sem)
     sem_fn f = REAL(sem_post, sem_fn);
     int e0 = errno;
     tt_sync op;
-    tt_session *s = sync_enter(&op, TT_SYNC_RELEASE, S_sem_post, sem);
+    tt_session *s = sync_enter_sh(&op, TT_SYNC_RELEASE, S_sem_post, sem, sem_pshared(sem));
     if (!s)
         return f(sem);
     int r = f(sem), e = r ? errno : 0;

@@ -67,6 +67,7 @@ TT_EXPORT long syscall(long nr, ...)
     case SYS_tgkill:
         return tgkill((pid_t)a[0], (pid_t)a[1], (int)a[2]);
     case SYS_tkill:
+        tt_pl_before_tkill(tt_pl_id_live((pid_t)a[0]), (int)a[1]);
         return REAL(syscall, syscall_fn)(nr, (long)tt_pl_id_live((pid_t)a[0]), a[1]);
     default:
         return REAL(syscall, syscall_fn)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
