@@ -266,6 +266,11 @@ static inline int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *
          * memcpy was read back by 16-byte loads from 4- and 8-byte stores, two store-forwarding
          * stalls per event that were most of this function's time (perf annotate) */
         uint8_t *p = t->pos;
+        /* the buffers are used in turn (pool.c), so the line a record goes to is cold: ask for
+         * it for writing 8 lines ahead, so that the store, and the lock instruction after it
+         * that waits for the store buffer to drain, do not wait for it (a prefetch never
+         * faults, past the buffer's end included) */
+        __builtin_prefetch(p + 512, 1, 3);
         if (TT_LIKELY(small)) {
             const uint32_t w0 = kind | TT_RAW_SYNC | TT_RAW_SYNC16 | op->site << TT_RAW_SYNC16_SHIFT;
             const uint32_t seq32 = (uint32_t)op->seq;
