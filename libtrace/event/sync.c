@@ -5,8 +5,16 @@
 
 #include "event-int.h"
 
-int tt_sync_begin(tt_session *s, tt_sync *op, tt_sync_kind kind, uint32_t site,
-                  const void *object)
+/* tt_sync_begin_ and tt_sync_end_: the calls themselves, hidden, so that the preload library's
+ * interposers reach them with a direct call instead of through its PLT (the public names are
+ * exported by that library too, and a call to an exported name goes through the PLT); the
+ * public ones only forward. */
+int tt_sync_begin_(tt_session *s, tt_sync *op, tt_sync_kind kind, uint32_t site,
+                   const void *object) TT_HIDDEN;
+int tt_sync_end_(tt_session *s, tt_sync *op, int result, int took) TT_HIDDEN;
+
+int tt_sync_begin_(tt_session *s, tt_sync *op, tt_sync_kind kind, uint32_t site,
+                   const void *object)
 {
     op->kind = (uint32_t)kind;
     op->site = site;
@@ -34,7 +42,7 @@ int tt_sync_begin(tt_session *s, tt_sync *op, tt_sync_kind kind, uint32_t site,
     return s->be->sync_begin(s, t, op, e);
 }
 
-int tt_sync_end(tt_session *s, tt_sync *op, int result, int took)
+int tt_sync_end_(tt_session *s, tt_sync *op, int result, int took)
 {
     if (op->mode == TT_MODE_OFF || !tt_active_(s))
         return TT_OK;
@@ -51,6 +59,17 @@ void tt_sync_note_shared_(tt_session *s)
 {
     if (tt_active_(s) && s->head.mode == TT_MODE_RECORD)
         atomic_fetch_add_explicit(&s->sync.shared, 1, memory_order_relaxed);
+}
+
+int tt_sync_begin(tt_session *s, tt_sync *op, tt_sync_kind kind, uint32_t site,
+                  const void *object)
+{
+    return tt_sync_begin_(s, op, kind, site, object);
+}
+
+int tt_sync_end(tt_session *s, tt_sync *op, int result, int took)
+{
+    return tt_sync_end_(s, op, result, took);
 }
 
 uint64_t tt_sync_new_id(tt_session *s)

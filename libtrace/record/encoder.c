@@ -205,8 +205,18 @@ void tt_encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
             sr.function = last_id;
         }
         uint32_t site = 0;
+        uint64_t sync_id = 0, sync_seq = 0;
         if (sr.kind & TT_RAW_SYNC) {
-            site = sr.function; /* the compact sync form: no function, its site in that word */
+            if (sr.kind & TT_RAW_SYNC16) {
+                /* the 16-byte form: site in the kind word, seq for the function, id for the
+                 * time, which is 0 (the previous event's) */
+                site = sr.kind >> TT_RAW_SYNC16_SHIFT;
+                sync_seq = sr.function;
+                sync_id = sr.time;
+                sr.time = 0;
+            } else {
+                site = sr.function; /* the compact sync form: no function, its site in that word */
+            }
             sr.function = 0;
         }
         uint32_t kind = sr.kind & 0xFF, dir = (sr.kind >> 8) & 1;
@@ -255,12 +265,18 @@ void tt_encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
             continue;
         }
         if (sr.kind & TT_RAW_SYNC) {
-            struct tt_raw_sync ys;
-            memcpy(&ys, raw, sizeof ys);
-            raw += sizeof ys;
+            if (sr.kind & TT_RAW_SYNC16) {
+                raw += sizeof sr;
+            } else {
+                struct tt_raw_sync ys;
+                memcpy(&ys, raw, sizeof ys);
+                raw += sizeof ys;
+                sync_id = ys.arg;
+                sync_seq = ys.addr;
+            }
             o = tt_put_varint(o, site);
-            o = tt_put_varint(o, ys.arg);
-            o = tt_put_varint(o, ys.addr);
+            o = tt_put_varint(o, sync_id);
+            o = tt_put_varint(o, sync_seq);
             *o++ = 0; /* no payload */
             continue;
         }

@@ -75,16 +75,37 @@ void tt_writer_hand_over_locked(struct tt_writer *w, struct tt_rec_thread *t, bo
     pthread_cond_signal(&w->qcond);
 }
 
+/* Takes @v's buffer for the swapper unless @v is inside a recording call; true when it did.
+ * Under qlock.
+ *
+ * The owner stores busy (relaxed) and then loads steal; we store steal and run a process-wide
+ * barrier, then load busy: as in tt_writer_close, either we see the owner busy or its next call
+ * sees steal and waits on qlock (tt_writer_steal_ack_) before it touches pos. */
+static bool try_steal(struct tt_writer *w, struct tt_rec_thread *v)
+{
+    atomic_store_explicit(&v->steal, 1, memory_order_seq_cst);
+#if !defined(__SANITIZE_THREAD__) /* TSan: the seq_cst store and load order it (tt_rec_begin_) */
+    if (!w->membarrier_ok ||
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+        atomic_thread_fence(memory_order_seq_cst);
+#endif
+    if (atomic_load_explicit(&v->base.busy, memory_order_seq_cst)) {
+        atomic_store_explicit(&v->steal, 0, memory_order_relaxed);
+        return false;
+    }
+    /* steal stays set: the owner clears it under qlock (tt_writer_steal_ack_), which orders
+     * these writes before its next look at pos and end */
+    tt_writer_hand_over_locked(w, v, false);
+    w->steals++;
+    return true;
+}
+
 /* Every buffer is held by a recording thread, none is free or in flight: takes the buffer of
  * one thread (not @self) that is outside a recording call and queues it, so the swapper gives
  * it back to the waiters. Its owner finds pos == end == NULL on its next call and refills, the
  * way it does after a full buffer; the thread's chunks stay in order, since the stolen one is
  * queued before the owner can queue another. Under qlock; false if every holder is inside a
- * call (it hands its buffer over or leaves the call soon).
- *
- * The owner stores busy (relaxed) and then loads steal; we store steal and run a process-wide
- * barrier, then load busy: as in tt_writer_close, either we see the owner busy or its next call
- * sees steal and waits on qlock (tt_writer_steal_ack_) before it touches pos. */
+ * call (it hands its buffer over or leaves the call soon). */
 static bool steal_one(tt_session *s, struct tt_writer *w, struct tt_rec_thread *self)
 {
     pthread_mutex_lock(&s->lock);
@@ -93,22 +114,8 @@ static bool steal_one(tt_session *s, struct tt_writer *w, struct tt_rec_thread *
     for (uint32_t k = 0; k < n; k++) {
         uint32_t i = (w->steal_next + k) % n;
         struct tt_rec_thread *v = tt_rec_of(s->threads[i]);
-        if (v == self || !v->buf)
+        if (v == self || !v->buf || !try_steal(w, v))
             continue;
-        atomic_store_explicit(&v->steal, 1, memory_order_seq_cst);
-#if !defined(__SANITIZE_THREAD__) /* TSan: the seq_cst store and load order it (tt_rec_begin_) */
-        if (!w->membarrier_ok ||
-            syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
-            atomic_thread_fence(memory_order_seq_cst);
-#endif
-        if (atomic_load_explicit(&v->base.busy, memory_order_seq_cst)) {
-            atomic_store_explicit(&v->steal, 0, memory_order_relaxed);
-            continue;
-        }
-        /* steal stays set: the owner clears it under qlock, which orders these writes before
-         * its next look at pos and end */
-        tt_writer_hand_over_locked(w, v, false);
-        w->steals++;
         w->steal_next = i + 1;
         return true;
     }
@@ -137,23 +144,10 @@ void tt_writer_flush_all(tt_session *s, struct tt_rec_thread *self)
         struct tt_rec_thread *v = tt_rec_of(s->threads[i]);
         if (!v->buf || v->base.ended)
             continue;
-        if (v == self) {
+        if (v == self)
             tt_writer_hand_over_locked(w, v, false);
-            continue;
-        }
-        atomic_store_explicit(&v->steal, 1, memory_order_seq_cst);
-#if !defined(__SANITIZE_THREAD__)
-        if (!w->membarrier_ok ||
-            syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
-            atomic_thread_fence(memory_order_seq_cst);
-#endif
-        if (atomic_load_explicit(&v->base.busy, memory_order_seq_cst)) {
-            atomic_store_explicit(&v->steal, 0, memory_order_relaxed);
-            continue;
-        }
-        /* steal stays set: its owner clears it under qlock (tt_writer_steal_ack_) */
-        tt_writer_hand_over_locked(w, v, false);
-        w->steals++;
+        else
+            try_steal(w, v);
     }
     uint64_t ticket = w->handed;
     w->sync_waiters++;

@@ -42,6 +42,15 @@ struct tt_raw_sync {
     uint64_t arg;
     uint64_t addr;
 };
+/* The 16-byte form of one that takes the time of the thread's previous event (time 0: a release,
+ * a lock found free), whose site is at most TT_RAW_SYNC16_SITE_MAX and whose sequence number fits
+ * 32 bits: the kind word has TT_RAW_SYNC | TT_RAW_SYNC16 and the site in its bits 12..31, then
+ * the sequence number (32 bits) where the short form has the function, then the object id where
+ * it has the time. Most sync events are of this kind (an uncontended lock and its unlock), and
+ * half the bytes is half of what the recording thread writes and the swapper reads per event. */
+#define TT_RAW_SYNC16 0x800u
+#define TT_RAW_SYNC16_SHIFT 12
+#define TT_RAW_SYNC16_SITE_MAX ((UINT32_C(1) << (32 - TT_RAW_SYNC16_SHIFT)) - 1)
 
 struct tt_raw_long {
     uint32_t kind;

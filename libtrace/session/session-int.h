@@ -160,13 +160,22 @@ struct tt_sync_table {
 };
 struct tt_session;
 /* The entry of @addr (not NULL), made at its first touch; NULL when the table is full or could
- * not be mapped (then counted in untracked). */
-struct tt_sync_obj *tt_sync_obj_get_(struct tt_session *s, const void *addr);
+ * not be mapped (then counted in untracked). tt_sync_obj_get_ (below, inline) looks at the
+ * address's home slot first and calls this for anything else. */
+struct tt_sync_obj *tt_sync_obj_make_(struct tt_session *s, const void *addr);
 /* The entry of @addr if it has one, else NULL; never makes one. */
 struct tt_sync_obj *tt_sync_obj_find_(struct tt_session *s, const void *addr);
-/* Record: @e's id, given now (thread @tid's next object id) when it has none. */
-uint64_t tt_sync_obj_id_(struct tt_session *s, struct tt_sync_obj *e, uint32_t tid,
-                         uint32_t *next_k);
+/* Record: @e's id, given now (thread @tid's next object id) when it has none.
+ * tt_sync_obj_id_ (below, inline) reads an id already given and calls this for the rest. */
+uint64_t tt_sync_obj_name_(struct tt_session *s, struct tt_sync_obj *e, uint32_t tid,
+                           uint32_t *next_k);
+/* The slot an address is looked for first: Fibonacci hashing of the address without its low
+ * bits (objects are at least 4-aligned), the top 20 bits */
+static inline uint64_t tt_sync_slot_of_(uintptr_t key)
+{
+    return ((uint64_t)(key >> 2) * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - 20);
+}
+_Static_assert(TT_SYNC_SLOTS == 1u << 20, "tt_sync_slot_of_ takes the top 20 bits");
 void tt_sync_table_free_(struct tt_session *s);
 
 /* ---- checkpoints (checkpoint/) ---- */
@@ -318,6 +327,30 @@ static inline struct tt_thread *tt_thread_of(struct tt_session *s, int *rc)
     if (TT_LIKELY(tt_tls_cache[0].s == s && tt_tls_cache[0].uid == s->uid))
         return tt_tls_cache[0].t;
     return tt_thread_lookup_slow(s, rc);
+}
+
+/* The registry's lookup inline, for the cost of a recorded lock: an object found in its home
+ * slot (nearly all of them: the table is sparse) costs two loads and a multiply, not a call;
+ * the probe, a first touch and a full table are tt_sync_obj_make_'s. The acquire loads pair
+ * with the CASes that publish the table and the slot, as in the probe. */
+static inline struct tt_sync_obj *tt_sync_obj_get_(struct tt_session *s, const void *addr)
+{
+    struct tt_sync_obj *t = atomic_load_explicit(&s->sync.slots, memory_order_acquire);
+    uintptr_t key = (uintptr_t)addr;
+    if (TT_LIKELY(t != NULL && key != 0)) {
+        struct tt_sync_obj *e = &t[tt_sync_slot_of_(key)];
+        if (TT_LIKELY(atomic_load_explicit(&e->key, memory_order_acquire) == key))
+            return e;
+    }
+    return tt_sync_obj_make_(s, addr);
+}
+
+static inline uint64_t tt_sync_obj_id_(struct tt_session *s, struct tt_sync_obj *e, uint32_t tid,
+                                       uint32_t *next_k)
+{
+    /* acquire: as in tt_sync_obj_name_, which gives the id */
+    uint64_t id = atomic_load_explicit(&e->id, memory_order_acquire);
+    return TT_LIKELY(id != 0) ? id : tt_sync_obj_name_(s, e, tid, next_k);
 }
 
 /* The off session: every off-mode open returns it; it allocates nothing. */

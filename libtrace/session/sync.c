@@ -46,13 +46,6 @@ static struct tt_sync_obj *table_of(tt_session *s, bool make)
     return want;
 }
 
-static inline uint64_t slot_of(uintptr_t key)
-{
-    /* Fibonacci hashing of the address without its low bits (objects are at least 4-aligned) */
-    return ((uint64_t)(key >> 2) * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - 20);
-}
-_Static_assert(TT_SYNC_SLOTS == 1u << 20, "slot_of takes the top 20 bits");
-
 static struct tt_sync_obj *probe(tt_session *s, const void *addr, bool make)
 {
     uintptr_t key = (uintptr_t)addr;
@@ -64,7 +57,7 @@ static struct tt_sync_obj *probe(tt_session *s, const void *addr, bool make)
             return NULL; /* a lookup before the first operation: nothing there yet */
         goto full;
     }
-    uint64_t i = slot_of(key);
+    uint64_t i = tt_sync_slot_of_(key);
     for (unsigned n = 0; n < TT_SYNC_PROBE; n++, i = (i + 1) & (TT_SYNC_SLOTS - 1)) {
         struct tt_sync_obj *e = &t[i];
         /* acquire: pairs with the CAS below, so the slot's other fields are the table's */
@@ -87,7 +80,7 @@ full:
     return NULL;
 }
 
-struct tt_sync_obj *tt_sync_obj_get_(tt_session *s, const void *addr)
+struct tt_sync_obj *tt_sync_obj_make_(tt_session *s, const void *addr)
 {
     return probe(s, addr, true);
 }
@@ -97,7 +90,8 @@ struct tt_sync_obj *tt_sync_obj_find_(tt_session *s, const void *addr)
     return probe(s, addr, false);
 }
 
-uint64_t tt_sync_obj_id_(tt_session *s, struct tt_sync_obj *e, uint32_t tid, uint32_t *next_k)
+uint64_t tt_sync_obj_name_(tt_session *s, struct tt_sync_obj *e, uint32_t tid,
+                           uint32_t *next_k)
 {
     (void)s;
     uint64_t id = atomic_load_explicit(&e->id, memory_order_acquire);

@@ -16,18 +16,15 @@ const char *const tt_pl_site_names[S_COUNT_] = {
 #undef Y
 };
 
-/* Interned once per site and session (there is one session per process); relaxed: every
- * thread that interns computes the same id. */
-static _Atomic uint32_t site_ids[S_COUNT_];
+_Atomic uint32_t tt_pl_site_ids[S_COUNT_];
 
-uint32_t tt_pl_site_id(tt_session *s, enum site k)
+/* tt_pl_site_id's first use of @k */
+uint32_t tt_pl_site_intern_(tt_session *s, enum site k)
 {
-    uint32_t id = atomic_load_explicit(&site_ids[k], memory_order_relaxed);
-    if (UNLIKELY(!id)) {
-        if (tt_intern(s, TT_OBJ_SITE, tt_pl_site_names[k], &id) != TT_OK)
-            return 0;
-        atomic_store_explicit(&site_ids[k], id, memory_order_relaxed);
-    }
+    uint32_t id = 0;
+    if (tt_intern(s, TT_OBJ_SITE, tt_pl_site_names[k], &id) != TT_OK)
+        return 0;
+    atomic_store_explicit(&tt_pl_site_ids[k], id, memory_order_relaxed);
     return id;
 }
 

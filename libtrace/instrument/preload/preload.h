@@ -237,7 +237,23 @@ enum site {
 extern const char *const tt_pl_site_names[S_COUNT_];
 
 /* The id of site @k in session @s, interned at its first use; 0 when interning failed. */
-uint32_t tt_pl_site_id(tt_session *s, enum site k);
+uint32_t tt_pl_site_intern_(tt_session *s, enum site k);
+/* Interned once per site and session (there is one session per process); relaxed: every
+ * thread that interns computes the same id. */
+extern _Atomic uint32_t tt_pl_site_ids[S_COUNT_];
+
+/* @k's site id: inline, since every sync operation asks (interned at its first use) */
+static inline uint32_t tt_pl_site_id(tt_session *s, enum site k)
+{
+    uint32_t id = atomic_load_explicit(&tt_pl_site_ids[k], memory_order_relaxed);
+    return __builtin_expect(id != 0, 1) ? id : tt_pl_site_intern_(s, k);
+}
+
+/* The event layer's tt_sync_begin and tt_sync_end under their hidden names (event/sync.c): a
+ * direct call, not one through the PLT. */
+int tt_sync_begin_(tt_session *s, tt_sync *op, tt_sync_kind kind, uint32_t site,
+                   const void *object);
+int tt_sync_end_(tt_session *s, tt_sync *op, int result, int took);
 
 /* ---------------------------------------------------------------- entering an interposer */
 

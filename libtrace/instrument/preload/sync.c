@@ -60,7 +60,7 @@ static inline tt_session *sync_enter(tt_sync *op, tt_sync_kind kind, enum site k
     tt_session *s = tt_pl_enter();
     if (!s)
         return NULL;
-    int rc = tt_sync_begin(s, op, kind, tt_pl_site_id(s, k), obj);
+    int rc = tt_sync_begin_(s, op, kind, tt_pl_site_id(s, k), obj);
     if (rc != TT_OK) {
         tt_rt_failed(rc, tt_pl_site_names[k]);
         op->mode = TT_MODE_OFF; /* the runtime lets the program go on: live, unordered */
@@ -110,7 +110,7 @@ static inline bool rwlock_pshared(const void *l)
 
 static inline void sync_end(tt_session *s, tt_sync *op, enum site k, int result, int took)
 {
-    int rc = tt_sync_end(s, op, result, took);
+    int rc = tt_sync_end_(s, op, result, took);
     if (rc != TT_OK)
         tt_rt_failed(rc, tt_pl_site_names[k]);
 }
