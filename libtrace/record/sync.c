@@ -83,26 +83,26 @@ int tt_chaos_open(tt_session *s)
     return TT_OK;
 }
 
+/* A count the recording carries as the META name "KEY=N" (tools/meta.c reads it), unless 0. */
+static void note_count(tt_session *s, const char *key, _Atomic uint64_t *count)
+{
+    uint64_t n = atomic_load_explicit(count, memory_order_relaxed);
+    if (n == 0)
+        return;
+    char text[64];
+    uint32_t id;
+    snprintf(text, sizeof text, "%s=%" PRIu64, key, n);
+    tt_intern(s, TT_OBJ_META, text, &id);
+}
+
 void tt_chaos_note(tt_session *s)
 {
-    uint64_t untracked = atomic_load_explicit(&s->sync.untracked, memory_order_relaxed);
-    if (untracked) {
-        /* operations the registry had no room for: recorded on no object, not ordered in a
-         * replay, and the replay's verdict says so */
-        char text[64];
-        uint32_t id;
-        snprintf(text, sizeof text, "sync_untracked=%" PRIu64, untracked);
-        tt_intern(s, TT_OBJ_META, text, &id);
-    }
-    uint64_t shared = atomic_load_explicit(&s->sync.shared, memory_order_relaxed);
-    if (shared) {
-        /* operations on process-shared objects: ordered within this process only, their
-         * order between processes is not replayed; `info` says how many */
-        char text[64];
-        uint32_t id;
-        snprintf(text, sizeof text, "sync_shared=%" PRIu64, shared);
-        tt_intern(s, TT_OBJ_META, text, &id);
-    }
+    /* operations the registry had no room for: recorded on no object, not ordered in a replay,
+     * and the replay's verdict says so */
+    note_count(s, "sync_untracked", &s->sync.untracked);
+    /* operations on process-shared objects: ordered within this process only, their order
+     * between processes is not replayed; `info` says how many */
+    note_count(s, "sync_shared", &s->sync.shared);
     struct tt_chaos *c = s->w ? s->w->chaos : NULL;
     if (!c)
         return;
