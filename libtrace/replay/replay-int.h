@@ -35,6 +35,15 @@ static inline struct tt_rp_thread *tt_rp_of(struct tt_thread *t)
     return (struct tt_rp_thread *)(void *)t;
 }
 
+/* The limits a replay reads its recording within: the defaults, but the largest event and the
+ * number of threads the session's settings allow. */
+static inline void tt_rp_limits_(const tt_session *s, tt_reader_limits *lim)
+{
+    tt_reader_limits_default(lim);
+    lim->max_event = s->cfg.max_event;
+    lim->max_threads = (uint32_t)s->cfg.max_threads;
+}
+
 struct tt_replayer {
     /* ordered replay: per recorded thread, the time of its next non-structural event
      * (UINT64_MAX when it has none); written by that thread only */

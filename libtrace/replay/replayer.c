@@ -173,9 +173,7 @@ static int rp_open(tt_session *s, tt_error_info *err)
         rp->src = &rp->own_src;
     }
     tt_reader_limits lim;
-    tt_reader_limits_default(&lim);
-    lim.max_event = s->cfg.max_event;
-    lim.max_threads = (uint32_t)s->cfg.max_threads;
+    tt_rp_limits_(s, &lim);
     tt_manifest m;
     tt_reader_capacity cap;
     if ((rc = tt_reader_probe(rp->src, &lim, TT_CURSORS_PER_THREAD, &m, &cap, err)) != TT_OK)

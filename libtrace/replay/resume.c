@@ -51,9 +51,7 @@ static int side_open(tt_session *s, struct side *sd, tt_error_info *err)
 {
     struct tt_replayer *rp = s->rp;
     tt_reader_limits lim;
-    tt_reader_limits_default(&lim);
-    lim.max_event = s->cfg.max_event;
-    lim.max_threads = (uint32_t)s->cfg.max_threads;
+    tt_rp_limits_(s, &lim);
     tt_reader_capacity cap;
     sd->mem = NULL;
     sd->r = NULL;

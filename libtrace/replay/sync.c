@@ -46,9 +46,7 @@ static uint32_t turn_owner(tt_session *s, uint64_t id, uint64_t seq)
 {
     struct tt_replayer *rp = s->rp;
     tt_reader_limits lim;
-    tt_reader_limits_default(&lim);
-    lim.max_event = s->cfg.max_event;
-    lim.max_threads = (uint32_t)s->cfg.max_threads;
+    tt_rp_limits_(s, &lim);
     tt_manifest m;
     tt_reader_capacity cap;
     tt_error_info err;
