@@ -83,15 +83,17 @@ static uint32_t slot_of(const cp_writer *w, uint32_t parent, uint32_t function)
 static uint32_t make_node(cp_writer *w, uint32_t thread, uint32_t parent, uint32_t function)
 {
     cp_thread *t = &w->threads[thread];
-    uint32_t id = w->nodes + 1;
-    if (id == UINT32_MAX ||
-        grow((void **)&w->parent, &w->node_cap, id + 1, sizeof *w->parent) != 0)
+    uint32_t id = w->nodes + 1, cap = w->node_cap;
+    if (id == UINT32_MAX || grow((void **)&w->parent, &cap, id + 1, sizeof *w->parent) != 0)
         return 0;
-    /* function has the same capacity as parent: grown together */
-    uint32_t *fn = realloc(w->function, (size_t)w->node_cap * sizeof *fn);
-    if (fn == NULL)
-        return 0;
-    w->function = fn;
+    if (cap != w->node_cap) {
+        /* function has parent's capacity: grown with it */
+        uint32_t *fn = realloc(w->function, (size_t)cap * sizeof *fn);
+        if (fn == NULL)
+            return 0;
+        w->function = fn;
+        w->node_cap = cap;
+    }
     if (grow((void **)&t->fresh, &t->fresh_cap, t->nfresh + 1, sizeof *t->fresh) != 0)
         return 0;
     w->parent[id] = parent;
