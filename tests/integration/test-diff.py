@@ -24,6 +24,7 @@ Every check runs; failures are listed at the end and make the exit status 1. Eve
 in a fresh temporary directory, removed at the end.
 """
 
+import functools
 import json
 import os
 import re
@@ -37,12 +38,7 @@ TT, MKDIFF, MAXRSS = map(os.path.abspath, sys.argv[1:4])
 TIMEOUT = testwrap.timeout(240)
 THREADS, ITER = 4, 21000  # 4 * 21000 * 12 = 1 008 000 worker events
 check = ttproc.check
-
-
-def run(args, env=None):
-    p = subprocess.run([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=TIMEOUT, env=env)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+run = functools.partial(ttproc.run_text, timeout=TIMEOUT)
 
 
 def record(path, *opts, iterations=ITER, threads=THREADS):

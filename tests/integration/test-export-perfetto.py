@@ -22,6 +22,7 @@ Skipped (exit 77) when protoc is not installed. Everything happens in a fresh te
 directory, removed at the end.
 """
 
+import functools
 import json
 import os
 import shutil
@@ -38,12 +39,7 @@ if len(sys.argv) > 5 and sys.argv[5] == "--flaky":
     FLAKY, PRELOAD = map(os.path.abspath, sys.argv[6:8])
 TIMEOUT = testwrap.timeout(240)
 check = ttproc.check
-
-
-def run(args, env=None, stdin=None):
-    p = subprocess.run([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       input=stdin, env=env, timeout=TIMEOUT)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+run = functools.partial(ttproc.run_text, timeout=TIMEOUT)
 
 
 def parse_text(text):

@@ -29,11 +29,11 @@ Every check runs; failures are listed at the end and make the exit status 1. Eve
 in a fresh temporary directory, removed at the end.
 """
 
+import functools
 import json
 import os
 import re
 import stat
-import subprocess
 import sys
 from collections import Counter, defaultdict
 from decimal import Decimal
@@ -47,12 +47,7 @@ if len(sys.argv) > 5 and sys.argv[5] == "--flaky":
     FLAKY, PRELOAD = map(os.path.abspath, sys.argv[6:8])
 TIMEOUT = testwrap.timeout(240)
 check = ttproc.check
-
-
-def run(args, env=None, stdin=None):
-    p = subprocess.run([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=TIMEOUT, env=env, input=stdin)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+run = functools.partial(ttproc.run_text, timeout=TIMEOUT)
 
 
 def format_errors(doc):

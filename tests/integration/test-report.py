@@ -16,9 +16,9 @@ On mkdiff (five threads, recursion) and mkkinds (calls left open, unwound, aband
 Everything happens in a fresh temporary directory, removed at the end.
 """
 
+import functools
 import json
 import os
-import subprocess
 import sys
 from collections import Counter, defaultdict
 
@@ -28,12 +28,7 @@ import ttproc
 TT, MKKINDS, MKDIFF = map(os.path.abspath, sys.argv[1:4])
 TIMEOUT = testwrap.timeout(240)
 check = ttproc.check
-
-
-def run(args):
-    p = subprocess.run([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=TIMEOUT)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+run = functools.partial(ttproc.run_text, timeout=TIMEOUT)
 
 
 def jrun(args):

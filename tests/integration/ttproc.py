@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""What two integration tests share (test-diff.py, test-export.py): running a program with its
+"""What the tool's integration tests share (test-diff.py, test-export.py, test-export-perfetto.py,
+test-report.py): running a program for its exit code and text output (run_text), with its
 stderr on a pseudo-terminal, to see a progress line, and under maxrss, for its peak resident
 set; and the checks themselves: check() prints and records each one, run_main() runs the
 test in a temporary directory and exits 1 if any failed."""
@@ -40,6 +41,14 @@ def run_main(main, prefix):
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d failure(s)" % len(failures) if failures else "all checks passed")
     sys.exit(1 if failures else 0)
+
+
+def run_text(args, timeout, env=None, stdin=None):
+    """(exit code, stdout, stderr) of @args (any objects, as strings), the output decoded as
+    UTF-8 with invalid bytes replaced; @stdin: bytes for its standard input."""
+    p = subprocess.run([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       input=stdin, env=env, timeout=timeout)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
 def run_pty_stderr(args, env, timeout):
