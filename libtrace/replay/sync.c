@@ -5,7 +5,9 @@
  * An object's entry counts the ordered operations done on it in this replay (its seq); the
  * thread whose recorded operation has sequence number k may go when the count is k, and
  * passes the turn on by storing k + 1. Waiting spins briefly, then sleeps on the entry's
- * generation word (a futex) in slices, up to the order timeout. Every turn a thread waits for
+ * generation word (a futex) in slices, up to the order timeout; the thread that passes turn k
+ * wakes only the sleepers of turn k (a futex bitset on k % 32), and makes no system call when
+ * none sleeps. Every turn a thread waits for
  * was taken, in the recording, earlier than its own: replay never waits for something that
  * came later, so the waits cannot form a cycle as long as every thread replays its own
  * recorded operations.
@@ -30,7 +32,7 @@
 #include "replay-int.h"
 
 #define SPINS 64u
-#define YIELDS 64u
+#define YIELDS 4u /* more did not help once a wake is for one turn only */
 #define SLICE_NS 50000000L           /* a futex sleep, between two looks at the deadline */
 #define SCAN_MAX (UINT64_C(50000000)) /* events the owner search reads at most */
 
@@ -97,11 +99,21 @@ static int schedule_divergence(tt_session *s, struct tt_rp_thread *t, const tt_s
     return tt_rp_diverge_(s, t, TT_DIV_SCHEDULE, rec, &act, 0, msg);
 }
 
-/* Waits until @e's count is @op's seq (or, @at_least, has reached it). */
+/* The bit of turn @seq in an object's sleepers mask and in the futex bitset of its gen word. */
+static inline uint32_t turn_bit(uint64_t seq)
+{
+    return UINT32_C(1) << (seq & 31);
+}
+
+/* Waits until @e's count is @op's seq (or, @at_least, has reached it). A waiter spins a little,
+ * yields a little, then sleeps on the gen word with its turn's bit set in the object's sleepers
+ * mask, so that the thread that passes the turn to it wakes it, and only it (and the few whose
+ * turns share the bit, which look and sleep again). */
 static int wait_turn(tt_session *s, struct tt_rp_thread *t, const tt_sync *op,
                      struct tt_sync_obj *e, bool at_least, const tt_event *rec)
 {
     uint64_t want = op->seq, start = 0;
+    const uint32_t bit = turn_bit(want);
     for (unsigned n = 0;; n++) {
         uint64_t v = atomic_load_explicit(&e->seq, memory_order_acquire);
         if (v == want || (at_least && v > want))
@@ -121,29 +133,36 @@ static int wait_turn(tt_session *s, struct tt_rp_thread *t, const tt_sync *op,
             start = now;
         else if (now - start > s->cfg.order_timeout_ms * 1000000u)
             return schedule_divergence(s, t, op, rec, v, (now - start) / 1000000u);
-        atomic_fetch_add_explicit(&e->waiters, 1, memory_order_seq_cst);
+        atomic_fetch_or_explicit(&e->sleepers, bit, memory_order_seq_cst);
         uint32_t g = atomic_load_explicit(&e->gen, memory_order_seq_cst);
         v = atomic_load_explicit(&e->seq, memory_order_seq_cst);
         if (!(v == want || (at_least && v > want))) {
-            struct timespec ts = { 0, SLICE_NS };
-            syscall(SYS_futex, &e->gen, FUTEX_WAIT_PRIVATE, g, &ts, NULL, 0);
+            uint64_t until = now + SLICE_NS; /* FUTEX_WAIT_BITSET's deadline is absolute */
+            struct timespec ts = { (time_t)(until / 1000000000u), (long)(until % 1000000000u) };
+            syscall(SYS_futex, &e->gen, FUTEX_WAIT_BITSET_PRIVATE, g, &ts, NULL, bit);
         }
-        atomic_fetch_sub_explicit(&e->waiters, 1, memory_order_relaxed);
+        /* the bit stays: the waker clears it, and one that shares it sets it again */
     }
 }
 
 /* The waker's half of the sleep protocol: the exchange orders the new count before the load
- * of waiters (a full barrier), as the waiter's increment of waiters orders it before its load
- * of the count; so either the waiter sees the count, or the waker sees the waiter and bumps
- * gen, which its futex wait then finds changed. */
+ * of the sleepers mask (a full barrier), as the waiter's fetch-or orders its bit before its
+ * load of the count; so either the waiter sees the count, or the waker sees the bit, bumps gen
+ * (which the waiter's futex wait then finds changed, if it is not asleep yet) and wakes the
+ * sleepers of that bit. A count that jumps (past the numbers a checkpoint did) wakes all. */
 static void pass_turn(struct tt_sync_obj *e, uint64_t next)
 {
-    atomic_exchange_explicit(&e->seq, next, memory_order_seq_cst);
-    /* seq_cst: in the single order with the waiter's increment (a plain load on x86) */
-    if (atomic_load_explicit(&e->waiters, memory_order_seq_cst)) {
-        atomic_fetch_add_explicit(&e->gen, 1, memory_order_release);
-        syscall(SYS_futex, &e->gen, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-    }
+    uint64_t was = atomic_exchange_explicit(&e->seq, next, memory_order_seq_cst);
+    /* seq_cst: in the single order with the waiter's fetch-or (a plain load on x86) */
+    uint32_t mask = atomic_load_explicit(&e->sleepers, memory_order_seq_cst);
+    if (TT_LIKELY(mask == 0))
+        return;
+    uint32_t bits = next == was + 1 ? turn_bit(next) & mask : mask;
+    if (!bits)
+        return;
+    atomic_fetch_and_explicit(&e->sleepers, ~bits, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&e->gen, 1, memory_order_seq_cst);
+    syscall(SYS_futex, &e->gen, FUTEX_WAKE_BITSET_PRIVATE, INT_MAX, NULL, NULL, bits);
 }
 
 static bool waits_before(uint32_t kind)
