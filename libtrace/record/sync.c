@@ -261,9 +261,7 @@ static inline int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *
         /* the common case: a compact form, 16 bytes when the event takes the previous one's
          * time and its site and sequence number fit (record.h), else 32 */
         const uint64_t time = timed ? tt_ticks() : 0;
-        const bool small = time == 0 && op->site <= TT_RAW_SYNC16_SITE_MAX &&
-                           op->seq <= UINT32_MAX;
-        const size_t need = small ? sizeof(struct tt_raw_short) : sizeof(struct tt_raw_sync);
+        const size_t need = tt_rec_sync_size_(op->site, op->seq, time);
         /* the end the fast path sees first; the true one only when that is short (a false
          * end of schedule chaos is no reason to refill) */
         if (TT_UNLIKELY((size_t)(t->end - t->pos) < need) &&
@@ -272,30 +270,7 @@ static inline int append(tt_session *s, struct tt_rec_thread *t, const tt_sync *
             tt_rec_end_(t);
             return rc;
         }
-        /* field by field into the buffer: a record built on the stack and copied with one
-         * memcpy was read back by 16-byte loads from 4- and 8-byte stores, two store-forwarding
-         * stalls per event that were most of this function's time (perf annotate) */
-        uint8_t *p = t->pos;
-        /* the buffers are used in turn (pool.c), so the line a record goes to is cold: ask for
-         * it for writing 8 lines ahead, so that the store, and the lock instruction after it
-         * that waits for the store buffer to drain, do not wait for it (a prefetch never
-         * faults, past the buffer's end included) */
-        __builtin_prefetch(p + 512, 1, 3);
-        if (TT_LIKELY(small)) {
-            const uint32_t w0 = kind | TT_RAW_SYNC | TT_RAW_SYNC16 | op->site << TT_RAW_SYNC16_SHIFT;
-            const uint32_t seq32 = (uint32_t)op->seq;
-            memcpy(p, &w0, 4);
-            memcpy(p + 4, &seq32, 4);
-            memcpy(p + 8, &op->id, 8);
-        } else {
-            const uint32_t w0 = kind | TT_RAW_SYNC;
-            memcpy(p, &w0, 4);
-            memcpy(p + 4, &op->site, 4);
-            memcpy(p + 8, &time, 8);
-            memcpy(p + 16, &op->id, 8);
-            memcpy(p + 24, &op->seq, 8);
-        }
-        t->pos = p + need;
+        tt_rec_put_sync_(t, kind, op->site, op->id, op->seq, time, need);
         if (TT_UNLIKELY(t->pos > t->end))
             tt_chaos_arm_(s->w, t, false); /* it passed a false end (chaos only) */
         tt_rec_end_(t);

@@ -12,6 +12,10 @@
  *   spin      4 threads take a spinlock 10 times each
  *   once      4 threads race to pthread_once; which one ran the routine
  *   trylock   4 threads trylock a mutex in a loop; how many tries failed for each
+ *   kinds     4 threads take a recursive mutex twice, an error-checking one (twice: the second
+ *             fails with EDEADLK) and a robust one, whose first holder, a fifth thread, ended
+ *             holding it; who took them in which order, and who found the robust one's owner
+ *             dead (EOWNERDEAD: "!")
  *   timedwait a timed wait that times out, then one that is signalled: prints both results
  *   sleep     sleeps 5 x 1 s and prints the time after each
  */
@@ -63,6 +67,8 @@ static pthread_spinlock_t spin;
 /* once */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static __thread int me;
+/* kinds */
+static pthread_mutex_t rec, chk, rob;
 static int once_runner = -1;
 static void once_routine(void)
 {
@@ -141,6 +147,21 @@ static void *worker(void *p)
     } else if (!strcmp(mode, "once")) {
         nap(&seed, 300);
         pthread_once(&once, once_routine);
+    } else if (!strcmp(mode, "kinds")) {
+        for (int i = 0; i < 5; i++) {
+            nap(&seed, 300);
+            pthread_mutex_lock(&rec);
+            pthread_mutex_lock(&rec);
+            int dl = pthread_mutex_lock(&chk) == 0 && pthread_mutex_lock(&chk) == EDEADLK;
+            int r = pthread_mutex_lock(&rob);
+            if (r == EOWNERDEAD)
+                pthread_mutex_consistent(&rob);
+            put("%c%c", 'A' + id, r == EOWNERDEAD ? '!' : r == 0 && dl ? '.' : '?');
+            pthread_mutex_unlock(&rob);
+            pthread_mutex_unlock(&chk);
+            pthread_mutex_unlock(&rec);
+            pthread_mutex_unlock(&rec);
+        }
     } else if (!strcmp(mode, "trylock")) {
         int fails = 0;
         for (int got = 0; got < 5;) {
@@ -159,6 +180,29 @@ static void *worker(void *p)
         pthread_mutex_unlock(&m);
     }
     return NULL;
+}
+
+/* kinds: takes the robust mutex at a random time and ends holding it */
+static void *dier(void *p)
+{
+    unsigned seed = seed_of((int)(long)p);
+    nap(&seed, 1500);
+    pthread_mutex_lock(&rob);
+    return NULL;
+}
+
+static void kinds_init(void)
+{
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&rec, &a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
+    pthread_mutex_init(&chk, &a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_NORMAL);
+    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&rob, &a);
+    pthread_mutexattr_destroy(&a);
 }
 
 static void *signaller(void *p)
@@ -217,6 +261,11 @@ int main(int argc, char **argv)
     pthread_barrier_init(&bar, NULL, N);
     pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE);
     int nt = !strcmp(mode, "cond") ? 3 : N;
+    pthread_t d;
+    if (!strcmp(mode, "kinds")) {
+        kinds_init();
+        pthread_create(&d, NULL, dier, (void *)(long)N);
+    }
     for (long i = 0; i < nt; i++)
         pthread_create(&t[i], NULL, worker, (void *)i);
     if (!strcmp(mode, "cond")) {
@@ -235,6 +284,8 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < nt; i++)
         pthread_join(t[i], NULL);
+    if (!strcmp(mode, "kinds"))
+        pthread_join(d, NULL);
     if (!strcmp(mode, "once"))
         put("ran by %c", 'A' + once_runner, 0);
     printf("%s\n", out);

@@ -63,7 +63,8 @@ def native_varies(cwd, args, tries=12):
 
 def modes(d):
     for mode, n in (("mutex", 100), ("cond", 100), ("sem", 100), ("rwlock", 100),
-                    ("barrier", 20), ("spin", 20), ("once", 20), ("trylock", 20)):
+                    ("barrier", 20), ("spin", 20), ("once", 20), ("trylock", 20),
+                    ("kinds", 100)):
         work = os.path.join(d, mode)
         os.mkdir(work)
         # the order varies natively (once: which thread ran the routine may not, on an idle

@@ -52,6 +52,8 @@
 #include <semaphore.h>
 #include <time.h>
 
+#include "event-int.h"
+
 /* ---------------------------------------------------------------- the common shape */
 
 static inline tt_session *sync_enter(tt_sync *op, tt_sync_kind kind, enum site k,
@@ -213,11 +215,50 @@ static int acquire(const struct acquisition *a, void *obj, clockid_t clk,
     static const struct acquisition a = { S_##site_, kind_, form_, RF_##call_, RF_##take_,    \
                                           try_, held_, pshared_of(RF_##take_) }
 
-TT_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+/* ---- the fast path of a default mutex (event-int.h's tt_sync_fast_) ----
+ * A lock of a default mutex that its trylock takes at once, and the unlock of one, recording:
+ * the same events as acquire() and pthread_mutex_unlock's full path (a take that did not wait,
+ * a release recorded before it happens), without filling a tt_sync or saving errno (a default
+ * mutex's trylock and unlock never set it). A default mutex is one of kind 0
+ * (PTHREAD_MUTEX_NORMAL or DEFAULT, private, not robust): its trylock returns 0 or EBUSY, and
+ * EBUSY changed nothing, so the full path may try again. Every other case, the other kinds
+ * included, is the full path's. */
+static inline bool fast_enter(const pthread_mutex_t *m, enum site k, struct tt_sync_fast_ *f)
+{
+    if (m == NULL || m->__data.__kind != 0)
+        return false;
+    uint32_t site = atomic_load_explicit(&tt_pl_site_ids[k], memory_order_relaxed);
+    if (TT_UNLIKELY(site == 0) || !tt_rt_guard_enter())
+        return false;
+    /* acquire: as tt_rt_session_hot, which this is without its slow path */
+    tt_session *s = atomic_load_explicit(&tt_rt_live, memory_order_acquire);
+    if (TT_LIKELY(s != NULL) && TT_LIKELY(tt_sync_fast_begin_(s, m, site, f)))
+        return true;
+    tt_rt_guard_leave();
+    return false;
+}
+
+/* The full paths out of line, so that the fast path keeps no frame for a tt_sync */
+static __attribute__((noinline)) int mutex_lock_full(pthread_mutex_t *m)
 {
     ACQUISITION(pthread_mutex_lock, TT_SYNC_LOCK, PLAIN, pthread_mutex_lock, pthread_mutex_lock,
                 RF_pthread_mutex_trylock, mutex_held);
     return acquire(&a, m, 0, NULL);
+}
+
+TT_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    struct tt_sync_fast_ f;
+    if (fast_enter(m, S_pthread_mutex_lock, &f)) {
+        if (REAL(pthread_mutex_trylock, mutex_fn)(m) == 0) {
+            tt_sync_fast_end_(&f);
+            tt_rt_guard_leave();
+            return 0;
+        }
+        tt_sync_fast_cancel_(&f);
+        tt_rt_guard_leave();
+    }
+    return mutex_lock_full(m);
 }
 
 TT_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
@@ -241,7 +282,7 @@ TT_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk, const s
     return acquire(&a, m, clk, at);
 }
 
-TT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+static __attribute__((noinline)) int mutex_unlock_full(pthread_mutex_t *m)
 {
     mutex_fn f = REAL(pthread_mutex_unlock, mutex_fn);
     int e0 = errno;
@@ -254,6 +295,18 @@ TT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
     sync_end(s, &op, S_pthread_mutex_unlock, r, 1);
     sync_leave(e0);
     return r;
+}
+
+TT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+    struct tt_sync_fast_ f;
+    if (fast_enter(m, S_pthread_mutex_unlock, &f)) {
+        tt_sync_fast_end_(&f);
+        int r = REAL(pthread_mutex_unlock, mutex_fn)(m);
+        tt_rt_guard_leave();
+        return r;
+    }
+    return mutex_unlock_full(m);
 }
 
 /* init and destroy: the memory is a new object from now on (errno as the caller left it) */
