@@ -17,6 +17,7 @@
 #include <grp.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -502,6 +503,55 @@ Test(config, from_env_refuses_a_negative_memory_budget_naming_the_variable)
 Test(config, from_env_refuses_an_unknown_divergence_policy_naming_the_variable)
 {
     expect_env_refused("TINYTRACE_DIVERGENCE", "maybe");
+}
+
+Test(config, from_env_refuses_a_sync_that_is_not_0_or_1_naming_the_variable)
+{
+    expect_env_refused("TINYTRACE_SYNC", "2");
+}
+
+/* The writer's fdatasync, counted: this program's definition is the one the library, linked
+ * into it, calls. */
+static _Atomic unsigned datasyncs;
+
+int fdatasync(int fd)
+{
+    datasyncs++;
+    return (int)syscall(SYS_fdatasync, fd);
+}
+
+/* Records a few events with TINYTRACE_SYNC set to @sync (NULL: unset); the fdatasyncs made. */
+static unsigned datasyncs_of_a_recording(const char *sync, const char *name)
+{
+    clear_tinytrace_env();
+    setenv("TINYTRACE_MODE", "record", 1);
+    setenv("TINYTRACE_FILE", tt_test_path(name), 1);
+    if (sync)
+        setenv("TINYTRACE_SYNC", sync, 1);
+    tt_config cfg;
+    tt_error_info err = {0};
+    tt_config_init(&cfg);
+    int rc = tt_config_from_env(&cfg, &err);
+    cr_assert_eq(rc, TT_OK, "%s: %s", tt_error_name(rc), err.message);
+    uint64_t v = 2;
+    cr_assert_eq(tt_config_get(&cfg, TT_PARAM_SYNC, &v), TT_OK);
+    cr_assert_eq(v, sync ? (uint64_t)atoi(sync) : 1u, "TT_PARAM_SYNC %llu", (unsigned long long)v);
+    tt_session *s;
+    cr_assert_eq(tt_session_open(&cfg, &s, &err), TT_OK, "%s", err.message);
+    record_some(s, 11, 20);
+    unsigned before = datasyncs;
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+    struct stat st;
+    cr_assert_eq(stat(tt_test_path(name), &st), 0, "the trace was not given its name");
+    clear_tinytrace_env();
+    return datasyncs - before;
+}
+
+Test(config, sync_0_closes_without_fdatasync_and_the_default_syncs)
+{
+    cr_assert_eq(datasyncs_of_a_recording("0", "nosync.tt"), 0u);
+    cr_assert_geq(datasyncs_of_a_recording(NULL, "sync.tt"), 1u);
+    cr_assert_geq(datasyncs_of_a_recording("1", "sync1.tt"), 1u);
 }
 
 Test(config, from_env_reads_good_values)

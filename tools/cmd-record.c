@@ -345,7 +345,10 @@ static int set_environment(const struct record *o, const char *abs, const char *
         tool_setenv(TT_ENV_REPORT_FD, NULL) || tool_setenv(TT_ENV_KEEP_GOING, NULL) ||
         tool_setenv(TT_ENV_PID, NULL) || tool_setenv(TT_ENV_TREE, "1") ||
         tool_setenv(TT_ENV_PROCESS, NULL) || tool_setenv(TT_ENV_REPORT_NONCE, NULL) ||
-        tool_setenv(TT_ENV_OUTSIDE_FIFO, NULL))
+        tool_setenv(TT_ENV_OUTSIDE_FIFO, NULL) ||
+        /* no process of the tree waits for the disk at its exit: the tool makes every trace
+         * durable once the program has ended (tool_procs_sync) */
+        tool_setenv("TINYTRACE_SYNC", "0"))
         return TOOL_EXIT_SYSTEM;
     snprintf(num, sizeof num, "%" PRIu64, o->depth);
     if (tool_setenv("TINYTRACE_FILTER", o->filter[0] ? o->filter : NULL) ||
@@ -459,6 +462,7 @@ int cmd_record(int argc, char **argv)
         tool_procs_remove(abs);
         return rc;
     }
+    tool_procs_sync(abs); /* reported; the traces are there all the same */
     rc = summarize(&o, o.output, abs, &before, pid, status);
     if (rc < 0) {
         tool_auth_sign(abs); /* a trace without it still is one: replay asks for --trust */

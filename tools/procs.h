@@ -44,6 +44,13 @@ int tool_procs_read(const char *file, tool_proc **out, size_t *n);
  * removes FILE.procs when the program started no process. Returns 0 or an errno (reported). */
 int tool_procs_finish(const char *file, const long *pids, const int *statuses, size_t nreaped);
 
+/* Record: makes FILE and every file of FILE.procs durable, once the program has ended (the
+ * processes do not, TINYTRACE_SYNC=0: a fork's child would wait for the disk at its exit,
+ * in the tree's critical path). Writeback starts on every file first, then each is waited for,
+ * so the files go to the disk together; then the folder. Returns 0 or the first errno
+ * (reported). */
+int tool_procs_sync(const char *file);
+
 /* Record: empties FILE.procs of an earlier recording of the same name (its traces, partial
  * files and manifest), or makes it. Returns 0 or an errno (reported). */
 int tool_procs_prepare(const char *file);

@@ -747,7 +747,8 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 
     if (w->file) {
-        if (!werr)
+        /* durable before it has its name, unless the caller said it makes it so itself */
+        if (!werr && s->cfg.sync)
             werr = file_sync(w);
         int cerr = file_close(w);
         if (!werr)

@@ -34,6 +34,7 @@ void tt_config_init(tt_config *cfg)
     c->order_timeout_ms = 10000;
     c->chaos_depth = 3;
     c->chaos_delay_us = 1000;
+    c->sync = 1;
 }
 
 static const char *param_name(tt_param p)
@@ -54,6 +55,7 @@ static const char *param_name(tt_param p)
     case TT_PARAM_CHAOS_DEPTH: return "TT_PARAM_CHAOS_DEPTH";
     case TT_PARAM_CHAOS_DELAY_US: return "TT_PARAM_CHAOS_DELAY_US";
     case TT_PARAM_REAL_SLEEP: return "TT_PARAM_REAL_SLEEP";
+    case TT_PARAM_SYNC: return "TT_PARAM_SYNC";
     default: return "unknown parameter";
     }
 }
@@ -104,6 +106,7 @@ static int check(tt_param p, uint64_t v, const char *name, tt_error_info *err)
         return range(err, name, v, 1, 3600u * 1000u);
     case TT_PARAM_CHAOS:
     case TT_PARAM_REAL_SLEEP:
+    case TT_PARAM_SYNC:
         return range(err, name, v, 0, 1);
     case TT_PARAM_CHAOS_SEED:
         return TT_OK;
@@ -133,6 +136,7 @@ static uint64_t *slot(struct tt_config_impl *c, tt_param p)
     case TT_PARAM_CHAOS_DEPTH: return &c->chaos_depth;
     case TT_PARAM_CHAOS_DELAY_US: return &c->chaos_delay_us;
     case TT_PARAM_REAL_SLEEP: return &c->real_sleep;
+    case TT_PARAM_SYNC: return &c->sync;
     default: return NULL;
     }
 }
@@ -325,7 +329,7 @@ static const char *const known_vars[] = {
     "MAX_THREADS", "ORDERED", "ORDER_TIMEOUT_MS", "DIVERGENCE", "ALLOC", "CHECK_OUTPUT",
     "KEEP_GOING", "PID", "PRELOAD", "PROGRESS_MS", "REPORT_FD", "RT", "CHAOS", "CHAOS_DEPTH",
     "CHAOS_DELAY_US", "REAL_SLEEP", "REPLAY_FROM", "STOP_AT", "GDB", "TREE", "PROCESS",
-    "REPORT_NONCE", "OUTSIDE_FIFO", "FILTER", "NOTRACE", "DEPTH", "DEBUGINFO_PATH",
+    "REPORT_NONCE", "OUTSIDE_FIFO", "FILTER", "NOTRACE", "DEPTH", "DEBUGINFO_PATH", "SYNC",
 };
 
 static int check_names(tt_error_info *err)
@@ -416,7 +420,8 @@ int tt_config_from_env(tt_config *cfg, tt_error_info *err)
         (rc = env_num(&tmp, "TINYTRACE_ORDER_TIMEOUT_MS", TT_PARAM_ORDER_TIMEOUT_MS, 1, err)) ||
         (rc = env_num(&tmp, "TINYTRACE_CHAOS_DEPTH", TT_PARAM_CHAOS_DEPTH, 1, err)) ||
         (rc = env_num(&tmp, "TINYTRACE_CHAOS_DELAY_US", TT_PARAM_CHAOS_DELAY_US, 1, err)) ||
-        (rc = env_num(&tmp, "TINYTRACE_REAL_SLEEP", TT_PARAM_REAL_SLEEP, 1, err)))
+        (rc = env_num(&tmp, "TINYTRACE_REAL_SLEEP", TT_PARAM_REAL_SLEEP, 1, err)) ||
+        (rc = env_num(&tmp, "TINYTRACE_SYNC", TT_PARAM_SYNC, 1, err)))
         return rc;
     /* TINYTRACE_CHAOS=SEED: chaos on, with that seed */
     if (tt_setting_("TINYTRACE_CHAOS")) {

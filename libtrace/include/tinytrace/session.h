@@ -85,6 +85,10 @@ typedef enum tt_param {
                                    * default 1000 */
     TT_PARAM_REAL_SLEEP,          /* replay: 1 = the sleeps sleep for real (default: they
                                    * return at once with the recorded result) */
+    TT_PARAM_SYNC,                /* record: 1 (default) = close makes the file durable
+                                   * (fdatasync) before it renames it to its name; 0 = not: the
+                                   * caller does (`tinytrace record` does, once for each file of
+                                   * the tree, when the program has ended) */
     TT_PARAM_PARAM_MAX_
 } tt_param;
 
