@@ -49,6 +49,14 @@ struct tt_calib {
     uint64_t ns0, t0;
 };
 void tt_calib_begin(struct tt_calib *c);
+/* The process's anchor: the first point any tt_calib_begin took, or one handed down by the
+ * process that started this one (the runtime's TT_ENV_RT: a tree's processes share the
+ * root's), which every later tt_calib_begin starts from, so that the rate of a short-lived
+ * process is measured over the tree's life and close need not wait out @min_ns. Its ticks
+ * are the same TSC's (an anchor whose ticks are ahead of now, a TSC reset, is caught by
+ * tt_calib_end, which measures afresh). get: false when there is none (*ns, *ticks 0). */
+void tt_calib_anchor_set(uint64_t ns, uint64_t ticks);
+bool tt_calib_anchor_get(uint64_t *ns, uint64_t *ticks);
 uint64_t tt_calib_end(const struct tt_calib *c, uint64_t min_ns, uint64_t expect);
 uint64_t tt_mono_ns(void);
 bool tt_ticks_are_tsc(void);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Clocks, the build identity of the running executable, and the tracer's per-thread flag. */
 #include <elf.h>
+#include <stdatomic.h>
 #include <link.h>
 #include <string.h>
 #include <time.h>
@@ -55,9 +56,29 @@ static void calib_point(uint64_t *ns, uint64_t *ticks)
     }
 }
 
+/* ns then ticks; written once, before any thread but the first runs (the runtime's start, a
+ * session's open) or in a fork child, so relaxed atomics say enough */
+static _Atomic uint64_t anchor_ns, anchor_ticks;
+
+void tt_calib_anchor_set(uint64_t ns, uint64_t ticks)
+{
+    atomic_store_explicit(&anchor_ticks, ticks, memory_order_relaxed);
+    atomic_store_explicit(&anchor_ns, ns, memory_order_release);
+}
+
+bool tt_calib_anchor_get(uint64_t *ns, uint64_t *ticks)
+{
+    *ns = atomic_load_explicit(&anchor_ns, memory_order_acquire);
+    *ticks = atomic_load_explicit(&anchor_ticks, memory_order_relaxed);
+    return *ns != 0 && *ticks != 0;
+}
+
 void tt_calib_begin(struct tt_calib *c)
 {
+    if (tt_calib_anchor_get(&c->ns0, &c->t0))
+        return;
     calib_point(&c->ns0, &c->t0);
+    tt_calib_anchor_set(c->ns0, c->t0);
 }
 
 /* The rate between @c's point and one taken now (at least @min_ns later); 0 when it makes no
@@ -83,9 +104,10 @@ uint64_t tt_calib_end(const struct tt_calib *c, uint64_t min_ns, uint64_t expect
     if (!tt_ticks_are_tsc())
         return 1000000000u;
     uint64_t v = calib_rate(c, min_ns, expect);
-    if (v == 0) { /* measure here and now instead, on this thread alone, whatever it gives */
+    if (v == 0) { /* measure here and now instead, on this thread alone, whatever it gives
+                   * (from a point of its own, not the anchor) */
         struct tt_calib here;
-        tt_calib_begin(&here);
+        calib_point(&here.ns0, &here.t0);
         v = calib_rate(&here, min_ns, 0);
     }
     return v ? v : 1000000000u; /* a clock that never moves forward: ticks taken as ns */

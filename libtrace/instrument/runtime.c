@@ -64,7 +64,9 @@ _Atomic int g_trap;
  * first child root started (fork, vfork, clone, posix_spawn, system, popen), "root/1/2" for
  * the second child of that one; each exec starts a new image of the same process, generation
  * 1, 2, ... The path travels to a fork child in memory and to an exec'd program in TT_ENV_RT
- * ("<fd>:<path>:<gen>:<children so far>"), whose length is the same in record and replay. */
+ * ("<fd>:<path>:<gen>:<children so far>:<anchor ns>:<anchor ticks>", the last two twenty digits
+ * each: the clock calibration's anchor, base.h, zeros in replay, which calibrates nothing), whose
+ * length is the same in record and replay. */
 bool g_tree;                 /* following children: settings from the tool */
 bool g_alone;                /* replay --process: this process runs alone, no children */
 char g_path[200] = "root";   /* this process's creation path */
@@ -93,7 +95,8 @@ int rt_fd_move(void *ctx, int fd)
     return hi < 0 ? errno : 0;
 }
 
-/* "<path>:<gen>:<children>" from TT_ENV_RT; false when it does not parse. */
+/* "<path>:<gen>:<children>[:<anchor ns>:<anchor ticks>]" from TT_ENV_RT; false when it does
+ * not parse. */
 static bool proc_identity_parse(const char *v)
 {
     const char *c1 = strchr(v, ':');
@@ -104,8 +107,17 @@ static bool proc_identity_parse(const char *v)
     if (*end != ':')
         return false;
     unsigned long n = strtoul(end + 1, &end, 10);
+    unsigned long long a_ns = 0, a_ticks = 0;
+    if (*end == ':') {
+        a_ns = strtoull(end + 1, &end, 10);
+        if (*end != ':')
+            return false;
+        a_ticks = strtoull(end + 1, &end, 10);
+    }
     if (*end || gen > 1000000 || n > UINT32_MAX)
         return false;
+    if (a_ns && a_ticks) /* the root's point: this process's rate is measured from it */
+        tt_calib_anchor_set(a_ns, a_ticks);
     memcpy(g_path, v, (size_t)(c1 - v));
     g_path[c1 - v] = '\0';
     g_gen = (unsigned)gen;
@@ -387,14 +399,23 @@ static char *const *env_with_rt(char *const envp[], const char *value)
     return e;
 }
 
+/* ":<ns>:<ticks>" of the calibration's anchor, fixed width (zeros when there is none) */
+static void anchor_text(char *out, size_t cap)
+{
+    uint64_t ns, ticks;
+    tt_calib_anchor_get(&ns, &ticks);
+    snprintf(out, cap, ":%020" PRIu64 ":%020" PRIu64, ns, ticks);
+}
+
 char *const *tt_rt_exec_env(char *const envp[])
 {
     if (g_rt_fd < 0 || (!g_tree && !tt_rt_is_traced_process()))
         return envp;
-    char value[sizeof g_path + 64];
+    char value[sizeof g_path + 112], anchor[48];
+    anchor_text(anchor, sizeof anchor);
     if (g_tree)
-        snprintf(value, sizeof value, "%010d:%s:%u:%u", g_rt_fd, g_path, g_gen + 1,
-                 atomic_load_explicit(&g_nchild, memory_order_relaxed));
+        snprintf(value, sizeof value, "%010d:%s:%u:%u%s", g_rt_fd, g_path, g_gen + 1,
+                 atomic_load_explicit(&g_nchild, memory_order_relaxed), anchor);
     else
         snprintf(value, sizeof value, "%010d", g_rt_fd);
     return env_with_rt(envp, value);
@@ -404,8 +425,9 @@ char *const *tt_rt_spawn_env(char *const envp[], unsigned n)
 {
     if (g_rt_fd < 0 || !g_tree)
         return envp;
-    char value[sizeof g_path + 64];
-    snprintf(value, sizeof value, "%010d:%s/%u:0:0", g_rt_fd, g_path, n);
+    char value[sizeof g_path + 112], anchor[48];
+    anchor_text(anchor, sizeof anchor);
+    snprintf(value, sizeof value, "%010d:%s/%u:0:0%s", g_rt_fd, g_path, n, anchor);
     return env_with_rt(envp, value);
 }
 

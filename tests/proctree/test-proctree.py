@@ -87,6 +87,15 @@ def pipeline_replays_byte_identically():
         check(all(rows[n]["ppid"] == root_pid and rows[n]["status"] == "exit 0"
                   for n in rows if n.endswith("@1")) and root_pid,
               "... its parent (the shell's pid) and its exit status", rows)
+        # every process's tick rate is measured from the root's calibration point (handed down
+        # in TT_ENV_RT), so even a process of a few hundred microseconds agrees with the root's
+        rates = {}
+        for f in ["p.tt"] + ["p.tt.procs/" + x for x in procs if x.endswith(".tt")]:
+            j = c.tt("info", "--json", f)
+            rates[f] = json.loads(j.stdout)["manifest"]["ticks_per_sec"] if j.returncode == 0 else 0
+        root_rate = rates["p.tt"]
+        check(root_rate > 0 and all(abs(v - root_rate) <= root_rate / 1000 for v in rates.values()),
+              "... each process's tick rate is within 0.1% of the root's", rates)
         text = c.tt("info", "p.tt").stdout
         check("processes:" in text and "root/2@1" in text and "shuf" in text,
               "info lists the tree as text", text[-800:])
