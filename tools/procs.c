@@ -426,77 +426,56 @@ size_t tool_reap_orphans(long *pids, int *statuses, size_t cap)
     return n;
 }
 
-#define SYNC_FDS_MAX 4096
-
-/* Opens @path for a sync and starts its writeback: the descriptor, or -1 (errno set). */
-static int sync_start(const char *path)
+/* Starts the writeback of @name in folder @dir (AT_FDCWD: @name is a path), or, @wait, waits
+ * until it is on the disk. 0, or the errno of what failed; a file gone since the listing (a
+ * partial file its process renamed) is nothing to sync. */
+static int sync_at(int dir, const char *name, bool wait)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd >= 0)
-        sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* advisory: fdatasync says */
-    return fd;
+    int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : errno;
+    struct stat st;
+    int e = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        if (!wait)
+            sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* advisory: the wait says */
+        else if (fdatasync(fd) != 0)
+            e = errno;
+    }
+    close(fd);
+    return e;
 }
 
-static int sync_wait(int fd, const char *what, int first)
+/* Keeps the first error in *@e, and says it. */
+static void sync_failed(int *e, int r, const char *dir, const char *name)
 {
-    if (fd < 0)
-        return first;
-    int e = fdatasync(fd) != 0 ? errno : 0;
-    close(fd);
-    if (e && !first) {
-        tool_error("cannot make %s durable: %s", what, strerror(e));
-        return e;
+    if (r && !*e) {
+        *e = r;
+        tool_error("cannot make %s%s%s durable: %s", dir, dir[0] ? "/" : "", name, strerror(r));
     }
-    return first;
 }
 
 int tool_procs_sync(const char *file)
 {
     char dir[PATH_MAX];
+    DIR *d = tool_procs_dir(file, dir, sizeof dir) == 0 ? opendir(dir) : NULL; /* NULL: FILE alone */
     int e = 0;
-    int root = sync_start(file);
-    if (root < 0 && errno != ENOENT) {
-        e = errno;
-        tool_error("cannot open %s: %s", file, strerror(e));
-    }
-    if (tool_procs_dir(file, dir, sizeof dir) != 0)
-        return sync_wait(root, file, e);
-    DIR *d = opendir(dir);
-    if (!d)
-        return sync_wait(root, file, e); /* no tree: FILE alone */
-    int *fds = malloc(SYNC_FDS_MAX * sizeof *fds);
-    size_t n = 0;
-    struct dirent *de;
-    while (fds && (de = readdir(d)) != NULL && n < SYNC_FDS_MAX) {
-        if (de->d_name[0] == '.')
+    /* two passes: every file's writeback starts, then each is waited for */
+    for (int wait = 0; wait < 2; wait++) {
+        sync_failed(&e, sync_at(AT_FDCWD, file, wait), "", file);
+        if (!d)
             continue;
-        int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-            continue; /* gone (a partial file renamed by its process): nothing of ours */
-        struct stat st;
-        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-            close(fd);
-            continue;
-        }
-        sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-        fds[n++] = fd;
+        rewinddir(d);
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL)
+            if (de->d_name[0] != '.')
+                sync_failed(&e, sync_at(dirfd(d), de->d_name, wait), dir, de->d_name);
     }
-    e = sync_wait(root, file, e);
-    for (size_t i = 0; i < n; i++)
-        e = sync_wait(fds[i], dir, e);
-    free(fds);
-    /* more files than descriptors kept: the rest one by one */
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        e = sync_wait(fd, dir, e);
+    if (d) {
+        if (fsync(dirfd(d)) != 0)
+            sync_failed(&e, errno, "", dir);
+        closedir(d);
     }
-    if (fsync(dirfd(d)) != 0 && !e) {
-        e = errno;
-        tool_error("cannot make %s durable: %s", dir, strerror(e));
-    }
-    closedir(d);
     return e;
 }
 

@@ -56,8 +56,9 @@ static void calib_point(uint64_t *ns, uint64_t *ticks)
     }
 }
 
-/* ns then ticks; written once, before any thread but the first runs (the runtime's start, a
- * session's open) or in a fork child, so relaxed atomics say enough */
+/* The anchor: set once (the runtime's start, a process's first session open, or a fork child's
+ * copy); ticks are stored first and ns published after them, so a reader that sees ns sees
+ * its ticks */
 static _Atomic uint64_t anchor_ns, anchor_ticks;
 
 void tt_calib_anchor_set(uint64_t ns, uint64_t ticks)
