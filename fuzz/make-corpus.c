@@ -9,7 +9,8 @@
  * several threads with payloads of many sizes; payloads split over several chunks; a trace
  * finalized after a crash event; a trace cut short by a write error (ENOSPC, marked incomplete);
  * the partial file of a run that never closed, and the trace tt_recover makes from it; an empty
- * session. Every finalized trace is checked with tt_verify before it is written, so a seed that is
+ * session; synchronization operations on a few objects (sync events in both of their encodings,
+ * FORMAT.md §5.2). Every finalized trace is checked with tt_verify before it is written, so a seed that is
  * not a valid trace fails the build of the corpus.
  */
 #include <errno.h>
@@ -385,6 +386,38 @@ static void trace_crash(void)
     free(mem.data);
 }
 
+/* Locks and unlocks on three objects, a failed trylock (a payload) and an operation that takes
+ * no turn (a step back): kind 14 and kind 16 ("sync again") events, steps up and down. */
+static void trace_sync(void)
+{
+    tt_memory_sink mem = { 0 };
+    tt_session *s = open_session(&mem, NULL, 4096);
+    uint32_t lock, unlock, note;
+    tt_intern(s, TT_OBJ_SITE, "pthread_mutex_lock", &lock);
+    tt_intern(s, TT_OBJ_SITE, "pthread_mutex_unlock", &unlock);
+    tt_intern(s, TT_OBJ_SITE, "sched_yield", &note);
+    static int obj[3];
+    for (int i = 0; i < 200; i++) {
+        const void *o = &obj[i % 7 == 0 ? 2 : i % 2];
+        tt_sync op;
+        tt_sync_begin(s, &op, TT_SYNC_LOCK, lock, o);
+        tt_sync_end(s, &op, 0, 1);
+        tt_sync_begin(s, &op, TT_SYNC_UNLOCK, unlock, o);
+        tt_sync_end(s, &op, 0, 1);
+        if (i % 5 == 0) {
+            tt_sync_begin(s, &op, TT_SYNC_LOCK, lock, &obj[0]);
+            tt_sync_end(s, &op, EBUSY, 0); /* a failed trylock: its result is a payload */
+        }
+        if (i % 3 == 0) {
+            tt_sync_begin(s, &op, TT_SYNC_NOTE, note, o);
+            tt_sync_end(s, &op, 0, 0); /* no turn: addr 0, a step back */
+        }
+    }
+    close_session(s, TT_OK);
+    emit_valid("sync", mem.data, mem.len);
+    free(mem.data);
+}
+
 static void trace_empty(void)
 {
     tt_memory_sink mem = { 0 };
@@ -564,6 +597,7 @@ int main(int argc, char **argv)
     trace_threads();
     trace_split();
     trace_crash();
+    trace_sync();
     trace_empty();
     trace_incomplete();
     trace_partial();

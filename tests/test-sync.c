@@ -107,6 +107,96 @@ Test(sync, objects_get_stable_ids_and_each_counts_its_own_operations)
     free(ms.data);
 }
 
+/* The "sync again" form (FORMAT.md §5.2): a loop of locks and unlocks on one mutex, now and
+ * then another, a failed trylock (a payload: the long form) and an operation without a turn
+ * (addr 0: a step back), each decoded with its own object, seq, site and result, in under 6
+ * bytes an event; verified, and replayed. */
+#define AGAIN_ROUNDS 3000
+Test(sync, repeated_operations_on_one_object_take_four_bytes_and_decode_to_their_own_values)
+{
+    tt_memory_sink ms, empty;
+    tt_session *s;
+    tt_error_info err;
+    cr_assert_eq(tt_test_open_record_mem(&empty, &s, &err), TT_OK, "%s", err.message);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+
+    static struct want { uint32_t site; uint64_t id, addr; uint8_t dir, result; } w[4 * AGAIN_ROUNDS];
+    size_t nw = 0;
+    int a, b;
+    uint64_t seq[3] = { 0, 0, 0 };
+    cr_assert_eq(tt_test_open_record_mem(&ms, &s, &err), TT_OK, "%s", err.message);
+    uint32_t lock = site_of(s, "lock"), unlock = site_of(s, "unlock"), note = site_of(s, "note");
+    for (int i = 0; i < AGAIN_ROUNDS; i++) {
+        const void *o = i % 10 == 9 ? (const void *)&b : (const void *)&a;
+        uint64_t id = o == &a ? 1 : 2; /* thread 0's first and second objects */
+        op(s, TT_SYNC_LOCK, lock, o, 0, 1);
+        w[nw++] = (struct want){ lock, id, seq[id]++, 1, 0 };
+        op(s, TT_SYNC_UNLOCK, unlock, o, 0, 1);
+        w[nw++] = (struct want){ unlock, id, seq[id]++, 1, 0 };
+        if (i % 7 == 3) {
+            op(s, TT_SYNC_LOCK, lock, &a, EBUSY, 0);
+            w[nw++] = (struct want){ lock, 1, 0, 0, EBUSY };
+        }
+        if (i % 5 == 1) {
+            op(s, TT_SYNC_NOTE, note, o, 0, 0);
+            w[nw++] = (struct want){ note, id, 0, 0, 0 };
+        }
+    }
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+    /* a lock or unlock on the object before it: tag, dt, site, step, 4 bytes (13 in the long
+     * form); the changes of object, the payloads, the steps back to 0 and the chunk headers and
+     * index tables make the mix about 5.1 */
+    cr_assert_lt(ms.len - empty.len, 6 * nw, "%zu bytes for %zu sync events", ms.len - empty.len,
+                 nw);
+
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_mem(&tr, ms.data, ms.len, TT_CURSORS_PER_THREAD, &err), TT_OK);
+    tt_test_events e;
+    tt_test_read_cursor(&tr, 0, &e);
+    size_t k = 0;
+    for (size_t i = 0; i < e.n; i++) {
+        const tt_event *ev = &e.v[i].ev;
+        if (ev->kind != TT_EV_SYNC)
+            continue;
+        cr_assert_lt(k, nw, "more sync events than recorded");
+        const struct want *x = &w[k];
+        cr_assert(ev->sp.site == x->site && ev->arg == x->id && ev->dir == x->dir,
+                  "sync event %zu: site %u object %llu ordered %u, expected %u %llu %u", k,
+                  ev->sp.site, (unsigned long long)ev->arg, ev->dir, x->site,
+                  (unsigned long long)x->id, x->dir);
+        cr_assert_eq(ev->addr, x->addr, "sync event %zu: addr %llu, expected %llu", k,
+                     (unsigned long long)ev->addr, (unsigned long long)x->addr);
+        cr_assert_eq(ev->payload_len, x->result ? 4u : 0u, "sync event %zu: payload %llu", k,
+                     (unsigned long long)ev->payload_len);
+        k++;
+    }
+    cr_assert_eq(k, nw, "%zu sync events read, %zu recorded", k, nw);
+    tt_test_events_free(&e);
+    tt_test_reader_close(&tr);
+    tt_verify_result vr;
+    tt_source vsrc;
+    tt_source_memory(&vsrc, ms.data, ms.len);
+    cr_assert_eq(tt_verify_ex(&vsrc, NULL, TT_VERIFY_FRAMES, &vr), TT_OK, "%s", vr.message);
+
+    /* replay: each operation in turn, with its recorded result */
+    tt_source src;
+    cr_assert_eq(tt_test_open_replay_mem(&src, ms.data, ms.len, &s, &err), TT_OK, "%s",
+                 err.message);
+    for (size_t i = 0; i < nw; i++) {
+        tt_sync o;
+        const void *obj = w[i].id == 1 ? (const void *)&a : (const void *)&b;
+        tt_sync_kind kind = w[i].site == note ? TT_SYNC_NOTE
+                            : w[i].site == lock ? TT_SYNC_LOCK : TT_SYNC_UNLOCK;
+        cr_assert_eq(tt_sync_begin(s, &o, kind, w[i].site, obj), TT_OK, "op %zu", i);
+        cr_assert_eq(o.result, w[i].result, "op %zu: result %d", i, o.result);
+        cr_assert_eq(o.ordered, w[i].dir, "op %zu: ordered %d", i, o.ordered);
+        cr_assert_eq(tt_sync_end(s, &o, o.result, o.ordered), TT_OK);
+    }
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+    free(ms.data);
+    free(empty.data);
+}
+
 Test(sync, a_replay_on_another_object_diverges)
 {
     tt_memory_sink ms;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The tinytrace file format, version 4 (normative text: docs/FORMAT.md).
+/* The tinytrace file format, version 5 (normative text: docs/FORMAT.md).
  *
  * A trace file is a 512-byte manifest followed by a data area of framed chunks. All integers are
  * little-endian. Varints are unsigned LEB128 of at most 10 bytes.
@@ -25,7 +25,10 @@
  * Version 3 adds the sync event kind (14). Version 4 adds the restore kind (15) and the
  * checkpoint table (FORMAT.md §15: one chunk of type 9 in the data area, written at close, that
  * lists every checkpoint and restore; manifest bytes 432-455 say where it is and how many rows
- * it has), from which a reader knows each event's epoch. Readers accept versions 1 to 4.
+ * it has), from which a reader knows each event's epoch. Version 5 adds the tag kind 16, "sync
+ * again": a payload-less sync event on the same object as the chunk's previous sync event, with
+ * its sequence number as a signed step from that event's (FORMAT.md §5.2); it decodes as kind
+ * 14. Readers accept versions 1 to 5.
  *
  * Every chunk is self-describing: a 48-byte header, then body_len bytes of body.
  *
@@ -118,11 +121,33 @@ static inline unsigned tt_kind_max(uint32_t version)
     return version >= 4 ? 15u : version >= 3 ? 14u : 13u;
 }
 
+/* Version 5's tag kind 16, "sync again" (FORMAT.md §5.2): an event of kind 14 whose object is
+ * the one of the chunk's previous sync event and whose payload is empty. After the tag, dt and
+ * function come site and zigzag(addr - the previous sync event's addr); nothing else. */
+#define TT_TAG_SYNC_AGAIN 16u
+
+/* The kinds a tag byte of @version may carry: the event kinds, and from version 5 also 16. */
+static inline unsigned tt_tag_kind_max(uint32_t version)
+{
+    return version >= 5 ? TT_TAG_SYNC_AGAIN : tt_kind_max(version);
+}
+
 /* The OUT bit of a full tag: io (TT_IO_OUT) and sync (the operation took its object's turn);
  * on any other kind it is corrupt. */
 static inline int tt_out_allowed(unsigned kind)
 {
-    return kind == 10 /* TT_EV_IO */ || kind == 14 /* TT_EV_SYNC */;
+    return kind == 10 /* TT_EV_IO */ || kind == 14 /* TT_EV_SYNC */ || kind == TT_TAG_SYNC_AGAIN;
+}
+
+/* Zigzag: a signed step as an unsigned varint value (0, -1, 1, -2 ... -> 0, 1, 2, 3 ...). */
+static inline uint64_t tt_zigzag(uint64_t delta)
+{
+    return (delta << 1) ^ (0 - (delta >> 63));
+}
+
+static inline uint64_t tt_unzigzag(uint64_t v)
+{
+    return (v >> 1) ^ (0 - (v & 1));
 }
 
 #define TT_THREAD_ROW 48u

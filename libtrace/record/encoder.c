@@ -183,6 +183,7 @@ void tt_encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
     bool has_time = t->has_time, split = t->pending != 0;
     uint64_t last_addr = 0; /* the last address-form function and its id */
     uint32_t last_id = 0;
+    uint64_t prev_obj = 0, prev_ord = 0; /* the chunk's previous sync event: object, addr */
     while (!split && raw + sizeof(struct tt_raw_short) <= end) {
         struct tt_raw_short sr;
         uint64_t raw_word; /* kind and function as recorded, for leaf_run */
@@ -233,7 +234,7 @@ void tt_encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
             prev_time = rel;
             first = false;
         }
-        uint8_t tag = (uint8_t)kind | (dir ? TT_TAG_OUT : 0);
+        uint8_t tag = (uint8_t)kind | (dir ? TT_TAG_OUT : 0), *tagp = o;
         bool same = sr.function == prev_fn;
         uint64_t step = rel - prev_time;
         prev_time = rel;
@@ -275,14 +276,26 @@ void tt_encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
                 sync_seq = ys.addr;
             }
             o = tt_put_varint(o, site);
-            o = tt_put_varint(o, sync_id);
-            o = tt_put_varint(o, sync_seq);
-            *o++ = 0; /* no payload */
+            if (sync_id == prev_obj) {
+                /* the object of the sync event before: "sync again", its seq as a step */
+                *tagp = (uint8_t)((*tagp & ~TT_TAG_KIND) | TT_TAG_SYNC_AGAIN);
+                o = tt_put_varint(o, tt_zigzag(sync_seq - prev_ord));
+            } else {
+                o = tt_put_varint(o, sync_id);
+                o = tt_put_varint(o, sync_seq);
+                *o++ = 0; /* no payload */
+                prev_obj = sync_id;
+            }
+            prev_ord = sync_seq;
             continue;
         }
         struct tt_raw_long lr;
         memcpy(&lr, raw, sizeof lr);
         raw += sizeof lr;
+        if (kind == TT_EV_SYNC) {
+            prev_obj = lr.arg; /* a sync event with a payload: the next may be "sync again" */
+            prev_ord = lr.addr;
+        }
         o = tt_put_varint(o, lr.site);
         o = tt_put_varint(o, lr.arg);
         o = tt_put_varint(o, lr.addr);

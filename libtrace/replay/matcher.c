@@ -106,6 +106,8 @@ int tt_reader_find_ahead_(tt_reader *r, uint32_t cursor, int max,
         c.left = c.pleft;
         c.prev_time = c.ptime;
         c.prev_fn = c.pfn;
+        c.prev_obj = c.pobj;
+        c.prev_ord = c.pord;
     }
     return -1;
 }

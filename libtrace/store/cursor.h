@@ -36,6 +36,7 @@ struct tt_cursor {
     uint32_t left;
     uint64_t prev_time;
     uint32_t prev_fn;
+    uint64_t prev_obj, prev_ord; /* the chunk's previous sync event (kind 16, FORMAT.md §5.2) */
     uint64_t seq;          /* per-thread cursor: next sequence number */
     uint64_t pending;      /* per-thread cursor: continuation bytes still to skip */
     bool loaded;
@@ -47,6 +48,7 @@ struct tt_cursor {
     uint32_t pleft;
     uint64_t ptime;
     uint32_t pfn;
+    uint64_t pobj, pord;
     uint64_t pavail;       /* bytes of a split payload that were in the current chunk */
     uint32_t ep_next;      /* epochs: the first restore after the last event decoded */
 };

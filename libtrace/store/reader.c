@@ -554,6 +554,7 @@ static int load_next(tt_reader *r, struct tt_cursor *c, tt_error_info *err)
         c->left = h.count;
         c->prev_time = h.base_time;
         c->prev_fn = 0;
+        c->prev_obj = c->prev_ord = 0;
         c->loaded = true;
         if (c->left)
             return TT_OK;
@@ -599,7 +600,7 @@ static int decode(tt_reader *r, struct tt_cursor *c, tt_event *ev, tt_error_info
     const uint8_t *p = c->p, *end = c->end;
     const char *nm = r->src.name;
     uint64_t at = c->chunk_off + TT_CHUNK_HEADER + (uint64_t)(p - c->chunk);
-    uint64_t v, dt;
+    uint64_t v, dt = 0;
     memset(ev, 0, sizeof *ev);
     if (p >= end)
         goto bad;
@@ -607,7 +608,7 @@ static int decode(tt_reader *r, struct tt_cursor *c, tt_event *ev, tt_error_info
     bool short_tag = (tag & TT_TAG_SHORT) != 0;
     tag = tt_tag_full(tag, &dt);
     uint8_t kind = tag & TT_TAG_KIND;
-    if (kind == 0 || kind > tt_kind_max(r->m.version))
+    if (kind == 0 || kind > tt_tag_kind_max(r->m.version))
         goto bad;
     if ((!short_tag && tt_get_varint(&p, end, &dt) != 0) || dt > UINT64_MAX - c->prev_time)
         goto bad;
@@ -622,9 +623,20 @@ static int decode(tt_reader *r, struct tt_cursor *c, tt_event *ev, tt_error_info
     ev->sp.function = fn;
     ev->tp.thread = c->h.thread;
     ev->tp.seq = c->h.first_seq + (c->h.count - c->left);
+    uint64_t sobj = c->prev_obj, sord = c->prev_ord;
     if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
         if (tag & TT_TAG_OUT)
             goto bad;
+    } else if (kind == TT_TAG_SYNC_AGAIN) {
+        uint64_t site, step;
+        if (tt_get_varint(&p, end, &site) != 0 || site > UINT32_MAX ||
+            tt_get_varint(&p, end, &step) != 0)
+            goto bad;
+        ev->kind = TT_EV_SYNC;
+        ev->sp.site = (uint32_t)site;
+        ev->dir = (tag & TT_TAG_OUT) ? TT_IO_OUT : TT_IO_IN;
+        ev->arg = sobj;
+        ev->addr = sord += tt_unzigzag(step);
     } else {
         uint64_t site, len;
         if (tt_get_varint(&p, end, &site) != 0 || site > UINT32_MAX ||
@@ -640,6 +652,10 @@ static int decode(tt_reader *r, struct tt_cursor *c, tt_event *ev, tt_error_info
         ev->sp.site = (uint32_t)site;
         ev->dir = (tag & TT_TAG_OUT) ? TT_IO_OUT : TT_IO_IN;
         ev->payload_len = len;
+        if (kind == TT_EV_SYNC) {
+            sobj = ev->arg;
+            sord = ev->addr;
+        }
         uint64_t avail = (uint64_t)(end - p);
         if (len <= avail) {
             ev->payload = len ? p : NULL;
@@ -669,6 +685,8 @@ static int decode(tt_reader *r, struct tt_cursor *c, tt_event *ev, tt_error_info
     c->pleft = c->left - 1;
     c->ptime = ev->time;
     c->pfn = fn;
+    c->pobj = sobj;
+    c->pord = sord;
     if (TT_UNLIKELY(r->nrest != 0))
         ev->tp.epoch = tt_reader_epoch_of_(r, c, ev);
     return TT_OK;
@@ -729,6 +747,8 @@ static void consume(tt_reader *r, struct tt_cursor *c, const tt_event *ev)
     c->left = c->pleft;
     c->prev_time = c->ptime;
     c->prev_fn = c->pfn;
+    c->prev_obj = c->pobj;
+    c->prev_ord = c->pord;
     bool split = ev->payload_len && ev->payload == c->split;
     if (seq_mode(c)) {
         struct thread_state *t = &r->ts[ev->tp.thread];

@@ -67,7 +67,7 @@ static const char *walk(const uint8_t *body, const struct tt_chunk_header *h, st
         if (p >= end)
             return "its events run past its body";
         uint8_t raw = *p++, tag = tt_tag_full(raw, &dt), kind = tag & TT_TAG_KIND;
-        if (kind == 0 || kind > TT_EV_KIND_MAX ||
+        if (kind == 0 || kind > TT_TAG_SYNC_AGAIN ||
             (!(raw & TT_TAG_SHORT) && tt_get_varint(&p, end, &dt) != 0) || dt > UINT64_MAX - time)
             return "an event is malformed";
         if (!(tag & TT_TAG_FSAME)) {
@@ -81,6 +81,13 @@ static const char *walk(const uint8_t *body, const struct tt_chunk_header *h, st
             k->first_time = time;
         if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
             if (tag & TT_TAG_OUT)
+                return "an event is malformed";
+            continue;
+        }
+        if (kind == TT_TAG_SYNC_AGAIN) { /* site and a step, no payload (FORMAT.md §5.2) */
+            uint64_t site, step;
+            if (tt_get_varint(&p, end, &site) != 0 || site > UINT32_MAX ||
+                tt_get_varint(&p, end, &step) != 0)
                 return "an event is malformed";
             continue;
         }

@@ -130,6 +130,7 @@ static int skim_chunk(tt_reader *r, struct tt_cursor *c, uint64_t *events, tt_er
     pthread_once(&skim_once, skim_table_init);
     const uint8_t *p = c->p, *end = c->end;
     uint32_t left = c->left, fn = c->prev_fn;
+    uint64_t sobj = c->prev_obj, sord = c->prev_ord;
     uint64_t time = c->prev_time, payload = 0, largest = r->largest_event, n = 0;
     const uint64_t max_event = r->m.largest_event;
     const bool cont_out = (c->h.flags & TT_CF_CONT_OUT) != 0;
@@ -174,13 +175,14 @@ static int skim_chunk(tt_reader *r, struct tt_cursor *c, uint64_t *events, tt_er
         const uint8_t *q = p;
         uint64_t dt = 0, v, len = 0; /* dt is set on every path below; gcc cannot tell */
         uint32_t efn = fn;
+        uint64_t eobj = sobj, eord = sord;
         if (q >= end)
             goto bad;
         uint8_t tag = *q++;
         bool short_tag = (tag & TT_TAG_SHORT) != 0;
         tag = tt_tag_full(tag, &dt);
         uint8_t kind = tag & TT_TAG_KIND;
-        if (kind == 0 || kind > tt_kind_max(r->m.version))
+        if (kind == 0 || kind > tt_tag_kind_max(r->m.version))
             goto bad;
         if (short_tag)
             ; /* the step came with the tag */
@@ -198,6 +200,12 @@ static int skim_chunk(tt_reader *r, struct tt_cursor *c, uint64_t *events, tt_er
         if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
             if (tag & TT_TAG_OUT)
                 goto bad;
+        } else if (kind == TT_TAG_SYNC_AGAIN) {
+            uint64_t site, step;
+            if (tt_get_varint(&q, end, &site) != 0 || site > UINT32_MAX ||
+                tt_get_varint(&q, end, &step) != 0)
+                goto bad;
+            eord += tt_unzigzag(step);
         } else {
             uint64_t site, arg, addr;
             if (tt_get_varint(&q, end, &site) != 0 || site > UINT32_MAX ||
@@ -209,11 +217,17 @@ static int skim_chunk(tt_reader *r, struct tt_cursor *c, uint64_t *events, tt_er
             if (len > max_event || len > (uint64_t)(end - q))
                 break; /* decode() reports it in its own words */
             q += len;
+            if (kind == TT_EV_SYNC) {
+                eobj = arg;
+                eord = addr;
+            }
         }
         if (left == 1 && q != end)
             break; /* bytes after the last event: decode() reports it */
         p = q;
         fn = efn;
+        sobj = eobj;
+        sord = eord;
         time += dt;
         payload += len;
         if (len > largest)
@@ -230,6 +244,8 @@ static int skim_chunk(tt_reader *r, struct tt_cursor *c, uint64_t *events, tt_er
     c->left = left;
     c->prev_time = time;
     c->prev_fn = fn;
+    c->prev_obj = sobj;
+    c->prev_ord = sord;
     if (n) {
         struct thread_state *t = &r->ts[c->h.thread];
         t->seq += n;

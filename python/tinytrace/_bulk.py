@@ -247,6 +247,28 @@ def _numpy(trace, order):
     return EventArrays(trace, cols, long_rows=lrows, long_values=lvals, split=split)
 
 
+def _sync_again(kinds, chunk, again, arg, addr, b, step_at):
+    """Fills in the object (arg) and addr of the "sync again" events (kind 16, §5.2) among
+    long events of @kinds in event order, whose chunks are @chunk: each takes the object of
+    its chunk's previous sync event (0 if none) and adds its step to that event's addr."""
+    si = np.flatnonzero((kinds == F.SYNC) | again)      # the sync events, in order
+    ag = again[si]
+    step = np.zeros(len(si), dtype=np.uint64)
+    v, _ = _varint_at(b, step_at[si[ag]])
+    step[ag] = (v >> np.uint64(1)) ^ (np.uint64(0) - (v & np.uint64(1)))
+    ch = chunk[si]
+    first = np.r_[True, ch[1:] != ch[:-1]]
+    src = np.maximum.accumulate(np.where(~ag | first, np.arange(len(si)), 0))
+    with np.errstate(over="ignore"):
+        cs = np.cumsum(step, dtype=np.uint64)
+        base = np.where(ag[src], np.uint64(0), addr[si[src]])
+        obj = np.where(ag[src], np.uint64(0), arg[si[src]])
+        val = base + (cs - (cs[src] - step[src]))
+    w = si[ag]
+    arg[w] = obj[ag]
+    addr[w] = val[ag]
+
+
 def _decode(trace, chunks):
     """The events of @chunks (a batch, in file order): (columns, payload offsets, split
     payloads by index)."""
@@ -287,9 +309,13 @@ def _decode(trace, chunks):
     p2[-1] = N - 1
     p3 = np.where(fsame, p2, after[p2])               # after the function
     nxt = np.where(term, p3, ar + i32(1))
-    kmax = trace.kind_max
+    kmax = F.tag_kind_max(trace._m["version"])
     cand = np.flatnonzero(term & (kind >= 1) & (kind <= kmax) & (kind != 5) &
-                          (kind != 6))
+                          (kind != 6) & (kind != F.SYNC_AGAIN))
+    if kmax >= F.SYNC_AGAIN:                          # site and step, no payload (§5.2)
+        ag = np.flatnonzero(term & (kind == F.SYNC_AGAIN))
+        nxt[ag] = after[after[p3[ag]]]
+        del ag
     q = after[after[after[p3[cand]]]]                 # site, arg, addr: at the length
     ln, lnlen = _varint_at(b, q)
     raw = q.astype(np.int64) + lnlen + np.minimum(ln, np.uint64(N)).astype(np.int64)
@@ -361,7 +387,8 @@ def _decode(trace, chunks):
     kindE = np.where(short, 5 + ((tag >> 6) & 1), tag & 0x1F).astype(np.uint8)
     outE = (tag & 0x40) != 0
     if (fullE & ((kindE < 1) | (kindE > kmax) |
-                  (outE & (kindE != F.IO) & (kindE != F.SYNC)))).any():
+                  (outE & (kindE != F.IO) & (kindE != F.SYNC) &
+                   (kindE != F.SYNC_AGAIN)))).any():
         corrupt("a bad event tag")
     dirE = (fullE & outE).astype(np.uint8)
     dt = (tag & np.uint8(0x3F)).astype(np.uint64)
@@ -384,14 +411,27 @@ def _decode(trace, chunks):
     with np.errstate(over="ignore"):
         cs = np.cumsum(dt, dtype=np.uint64)
         time = cs + np.repeat(base[live_c] - (cs[fpos] - dt[fpos]), cnt)
-    # long kinds: site, arg, addr, payload length and where the payload begins
+    # long kinds: site, arg, addr, payload length and where the payload begins; a "sync again"
+    # (kind 16) has site and a step of addr from the chunk's previous sync event, whose object
+    # it shares, and no payload
     li = np.flatnonzero(fullE & (kindE != 5) & (kindE != 6))
     at = p3[E[li]].astype(np.int64)
     site, n1 = _varint_at(b, at)
-    arg, n2 = _varint_at(b, at + n1)
-    addr, n3 = _varint_at(b, at + n1 + n2)
-    plen, n4 = _varint_at(b, at + n1 + n2 + n3)
-    pstart = at + n1 + n2 + n3 + n4
+    again = kindE[li] == F.SYNC_AGAIN
+    arg = np.zeros(len(li), dtype=np.uint64)
+    addr = np.zeros(len(li), dtype=np.uint64)
+    plen = np.zeros(len(li), dtype=np.uint64)
+    pstart = at + n1
+    nl = np.flatnonzero(~again)
+    q = at[nl] + n1[nl]
+    arg[nl], n2 = _varint_at(b, q)
+    addr[nl], n3 = _varint_at(b, q + n2)
+    plen[nl], n4 = _varint_at(b, q + n2 + n3)
+    pstart[nl] = q + n2 + n3 + n4
+    if again.any():
+        _sync_again(kindE[li], ec[li], again, arg, addr, b, at + n1)
+        kindE[li[again]] = F.SYNC
+    del nl, q
     body_off = np.array([h.offset + F.HEADER_SIZE for h in chunks], dtype=np.int64)
     poff = body_off[ec[li]] + (pstart - starts[ec[li]])
     if (site > np.uint64(0xFFFFFFFF)).any() or \

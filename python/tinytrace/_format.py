@@ -11,7 +11,7 @@ MAGIC = b"TINYTRCE"
 MANIFEST_SIZE = 512
 CHUNK_MAGIC = 0x4B435454  # "TTCK"
 HEADER_SIZE = 48
-VERSION_MIN, VERSION_MAX = 1, 4
+VERSION_MIN, VERSION_MAX = 1, 5
 
 # manifest flags (§3.2)
 MF_FINALIZED, MF_INCOMPLETE, MF_RECOVERED, MF_CRASHED, MF_TSC = 0x1, 0x2, 0x4, 0x8, 0x10
@@ -35,6 +35,21 @@ ENTER, EXIT, IO, CHECKPOINT, SYNC, RESTORE = 5, 6, 10, 11, 14, 15
 def kind_max(version):
     """The largest event kind of a file of format @version."""
     return 15 if version >= 4 else 14 if version >= 3 else 13
+
+
+# version 5's tag kind 16, "sync again" (§5.2): a kind-14 event on the object of the chunk's
+# previous sync event, with no payload; after dt and function, site and zigzag(addr step)
+SYNC_AGAIN = 16
+
+
+def tag_kind_max(version):
+    """The largest kind a tag byte of a file of format @version may carry."""
+    return SYNC_AGAIN if version >= 5 else kind_max(version)
+
+
+def unzigzag(v):
+    """A signed step from its zigzag varint value, modulo 2**64."""
+    return ((v >> 1) ^ -(v & 1)) & 0xFFFFFFFFFFFFFFFF
 
 
 def chunk_type_max(version):

@@ -505,7 +505,7 @@ class Trace:
 
     def _thread_events_raw(self, t):
         varint = F.varint
-        kmax = self.kind_max
+        kmax = F.tag_kind_max(self._m["version"])
         pending = None
         n = 0
         for h in self._chunks[t]:
@@ -537,6 +537,7 @@ class Trace:
                     self._fail(F.CorruptError, "an empty chunk", h.offset)
                 continue
             seq, tm, fn = h.first_seq, h.base_time, 0
+            sobj = sord = 0  # the chunk's previous sync event: object and addr
             for i in range(h.count):
                 if pos >= end:
                     self._fail(F.CorruptError, "an event starts past its chunk", h.offset)
@@ -548,7 +549,8 @@ class Trace:
                     seq += 1
                     continue
                 kind = tag & 0x1F
-                if not 1 <= kind <= kmax or (tag & 0x40 and kind != F.IO and kind != F.SYNC):
+                if not 1 <= kind <= kmax or (tag & 0x40 and kind != F.IO and kind != F.SYNC
+                                             and kind != F.SYNC_AGAIN):
                     self._fail(F.CorruptError, "a bad event tag 0x%02x" % tag, h.offset)
                 r = varint(body, pos, end)
                 if r is None:
@@ -564,6 +566,21 @@ class Trace:
                     yield Event(seq, t, tm, kind, 0, fn, 0, 0, 0, b"")
                     seq += 1
                     continue
+                if kind == F.SYNC_AGAIN:
+                    vals = []
+                    for _ in range(2):
+                        r = varint(body, pos, end)
+                        if r is None:
+                            self._fail(F.CorruptError, "a bad varint", h.offset)
+                        vals.append(r[0])
+                        pos = r[1]
+                    if vals[0] > 0xFFFFFFFF:
+                        self._fail(F.CorruptError, "a site id out of range", h.offset)
+                    sord = (sord + F.unzigzag(vals[1])) & 0xFFFFFFFFFFFFFFFF
+                    yield Event(seq, t, tm, F.SYNC, 1 if tag & 0x40 else 0, fn, vals[0], sobj,
+                                sord, b"")
+                    seq += 1
+                    continue
                 vals = []
                 for _ in range(4):
                     r = varint(body, pos, end)
@@ -572,6 +589,8 @@ class Trace:
                     vals.append(r[0])
                     pos = r[1]
                 site, arg, addr, ln = vals
+                if kind == F.SYNC:
+                    sobj, sord = arg, addr
                 if site > 0xFFFFFFFF or ln > self._m["largest_event"]:
                     self._fail(F.CorruptError, "a site id or payload length out of range",
                                h.offset)

@@ -4,7 +4,11 @@
  * Thread 0 "main" records, per iteration i of 40, nested calls outer > middle > inner (inner only
  * on odd i, so siblings and depths vary), and at the innermost level a safepoint, an alloc and
  * its free, an io in and an io out, a user event and a checkpoint (a provider whose state is
- * 12 bytes derived from i). Every value depends on i.
+ * 12 bytes derived from i), then synchronization operations on two objects: a lock and an unlock
+ * of A, on every third i a trylock of B that fails (EBUSY, a payload), a lock and an unlock of
+ * B, and an operation on A that takes no turn (its addr 0 after A's seq: a step back), so that
+ * sync events come in both encodings (FORMAT.md §5.2), with steps up and down. Every value
+ * depends on i.
  * Thread 1, named with characters JSON must escape (a quote, a backslash, a newline, a control
  * byte, UTF-8 and an invalid byte), calls a function whose name needs the same escaping, then
  * records a crash event (signal 11, a backtrace-like text) inside two calls it never leaves: its
@@ -19,6 +23,7 @@
  * "open_at_end", "unwound_by_crash", "left_without_exit", "unmatched_exits",
  * "instants": {kind: count}}.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +38,9 @@ static uint32_t fn_outer, fn_middle, fn_inner, fn_weird, fn_doomed, fn_open1, fn
 static uint32_t fn_j1, fn_j2, fn_j3, fn_never;
 static uint32_t site_a, site_b;
 static unsigned long frames, returned, open_at_end, unwound, left, unmatched;
-static unsigned long n_safepoint, n_alloc, n_free, n_io, n_user, n_checkpoint, n_crash;
+static unsigned long n_safepoint, n_alloc, n_free, n_io, n_user, n_checkpoint, n_crash, n_sync;
+static uint32_t site_lock, site_unlock, site_trylock, site_note;
+static int obj_a, obj_b;
 static unsigned state_i;
 
 static const char weird_thread[] = "t\"q\\\n\x01\xc3\xa9\xff";
@@ -45,6 +52,14 @@ static void check(const char *what, int rc)
         fprintf(stderr, "mkkinds: %s: %s (%s)\n", what, tt_strerror(rc), tt_error_name(rc));
         exit(1);
     }
+}
+
+static void sync_op(tt_sync_kind kind, uint32_t site, const void *obj, int result, int took)
+{
+    tt_sync o;
+    check("sync begin", tt_sync_begin(session, &o, kind, site, obj));
+    check("sync end", tt_sync_end(session, &o, result, took));
+    n_sync++;
 }
 
 static size_t cp_size(void *ctx)
@@ -150,6 +165,10 @@ int main(int argc, char **argv)
     check("intern", tt_intern(session, TT_OBJ_FUNCTION, "never", &fn_never));
     check("intern", tt_intern(session, TT_OBJ_SITE, "site.a", &site_a));
     check("intern", tt_intern(session, TT_OBJ_SITE, "site.b", &site_b));
+    check("intern", tt_intern(session, TT_OBJ_SITE, "pthread_mutex_lock", &site_lock));
+    check("intern", tt_intern(session, TT_OBJ_SITE, "pthread_mutex_unlock", &site_unlock));
+    check("intern", tt_intern(session, TT_OBJ_SITE, "pthread_mutex_trylock", &site_trylock));
+    check("intern", tt_intern(session, TT_OBJ_SITE, "site.note", &site_note));
 
     for (unsigned i = 0; i < ITERATIONS; i++) {
         char in[16], out[16];
@@ -175,6 +194,13 @@ int main(int argc, char **argv)
         check("checkpoint", tt_checkpoint(session, site_a));
         check("free", tt_free(session, site_b, p));
         free(p);
+        sync_op(TT_SYNC_LOCK, site_lock, &obj_a, 0, 1);
+        sync_op(TT_SYNC_UNLOCK, site_unlock, &obj_a, 0, 1);
+        if (i % 3 == 0)
+            sync_op(TT_SYNC_LOCK, site_trylock, &obj_b, EBUSY, 0);
+        sync_op(TT_SYNC_LOCK, site_lock, &obj_b, 0, 1);
+        sync_op(TT_SYNC_UNLOCK, site_unlock, &obj_b, 0, 1);
+        sync_op(TT_SYNC_NOTE, site_note, &obj_a, 0, 0);
         if (i % 2) {
             check("exit", tt_exit(session, fn_inner));
             frames++;
@@ -215,7 +241,7 @@ int main(int argc, char **argv)
            "\"left_without_exit\": %lu, \"unmatched_exits\": %lu, ",
            frames, returned, open_at_end, unwound, left, unmatched);
     printf("\"instants\": {\"safepoint\": %lu, \"alloc\": %lu, \"free\": %lu, \"io\": %lu, "
-           "\"user\": %lu, \"checkpoint\": %lu, \"crash\": %lu}}\n",
-           n_safepoint, n_alloc, n_free, n_io, n_user, n_checkpoint, n_crash);
+           "\"user\": %lu, \"checkpoint\": %lu, \"crash\": %lu, \"sync\": %lu}}\n",
+           n_safepoint, n_alloc, n_free, n_io, n_user, n_checkpoint, n_crash, n_sync);
     return 0;
 }

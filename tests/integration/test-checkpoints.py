@@ -49,7 +49,7 @@ def info_lists_the_checkpoints_and_the_restores(d):
     assert r.returncode == 0, r.stderr
     info = json.loads(r.stdout)
     m = info["manifest"]
-    assert m["version"] == 4, m["version"]
+    assert m["version"] == 5, m["version"]
     assert m["checkpoint_count"] == len(want["checkpoints"]), m
     assert m["restore_count"] == len(want["restores"]), m
     got = [{"number": c["number"], "thread": c["thread"], "epoch": c["epoch"],

@@ -275,8 +275,8 @@ def refusals(tinytrace, d, good, mkrecord):
     refused("cut.tt", data[:len(data) - 7], tinytrace.TruncatedError)
     refused("short.tt", data[:300], tinytrace.TruncatedError)
     m = bytearray(data)
-    m[8] = 5
-    refused("v5.tt", bytes(m), tinytrace.VersionError)
+    m[8] = 6
+    refused("v6.tt", bytes(m), tinytrace.VersionError)
     refused("text.tt", b"not a trace at all " * 40, tinytrace.FormatError)
     p = run([mkrecord, "--fail-after", 65536, os.path.join(d, "incomplete.tt")], cwd=d)
     if check(p.returncode == 0, "mkrecord --fail-after", p.err):

@@ -48,8 +48,10 @@ extern "C" {
  * index directory lists after the other 13; version 4 is version 3 plus the parent row of the
  * frame blocks (docs/FORMAT.md §14.3), with runs of repeated leaves of at most 63 rows, and the
  * restore kind (15) and the checkpoint table (§15), which lists every checkpoint and restore
- * and gives each event its epoch. */
-#define TT_FORMAT_VERSION 4u
+ * and gives each event its epoch; version 5 is version 4 plus the tag kind 16 (docs/FORMAT.md
+ * §5.2), a short form of a sync event on the same object as the one before it, which readers
+ * decode as kind 14. */
+#define TT_FORMAT_VERSION 5u
 #define TT_FORMAT_VERSION_MIN 1u
 #define TT_MANIFEST_SIZE 512u
 #define TT_BUILD_ID_MAX 32u
