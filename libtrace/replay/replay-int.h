@@ -90,7 +90,8 @@ void tt_report_history_push(struct tt_rp_thread *t, const tt_event *ev);
 /* replayer.c, for sync.c: the next recorded event of @t that a call meets, in *@ev (binding
  * @t first; in an ordered replay, waiting for its turn); a divergence when there is none
  * (@act: the call, for the report) */
-int tt_rp_peek_(tt_session *s, struct tt_rp_thread *t, const tt_event *act, tt_event *ev);
+int tt_rp_peek_(tt_session *s, struct tt_rp_thread *t, const tt_event *act,
+                const tt_event **ev);
 /* ... and its consumption, once the call matched it */
 int tt_rp_consume_(tt_session *s, struct tt_rp_thread *t, const tt_event *ev);
 /* A divergence of @t (the report, the count, the re-alignment of the COUNT policy); @message

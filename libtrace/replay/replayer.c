@@ -467,56 +467,56 @@ static int replay_fn(tt_session *s, struct tt_rp_thread *t, uint8_t k, uint32_t 
 static int replay_event(tt_session *s, struct tt_rp_thread *t, const tt_event *act,
                         void *in_buf, size_t in_cap, size_t *in_len)
 {
-    tt_event ev;
+    const tt_event *ev;
     int rc;
     if ((rc = tt_rp_peek_(s, t, act, &ev)) != TT_OK)
         return rc;
     uint8_t k = act->kind;
     tt_diverge_reason why = TT_DIV_NONE;
     uint64_t diff = 0;
-    if (ev.kind != k)
+    if (ev->kind != k)
         why = TT_DIV_KIND;
     else if ((k == TT_EV_ENTER || k == TT_EV_EXIT || k == TT_EV_SAFEPOINT) &&
-             ev.sp.function != act->sp.function)
+             ev->sp.function != act->sp.function)
         why = TT_DIV_FUNCTION;
-    else if (k != TT_EV_ENTER && k != TT_EV_EXIT && ev.sp.site != act->sp.site)
+    else if (k != TT_EV_ENTER && k != TT_EV_EXIT && ev->sp.site != act->sp.site)
         why = TT_DIV_SITE;
-    else if (k == TT_EV_ALLOC && ev.arg != act->arg)
+    else if (k == TT_EV_ALLOC && ev->arg != act->arg)
         why = TT_DIV_SIZE;
-    else if ((k == TT_EV_IO || k == TT_EV_USER) && ev.arg != act->arg)
+    else if ((k == TT_EV_IO || k == TT_EV_USER) && ev->arg != act->arg)
         why = TT_DIV_ARG;
-    else if (k == TT_EV_IO && ev.dir != act->dir)
+    else if (k == TT_EV_IO && ev->dir != act->dir)
         why = TT_DIV_DIRECTION;
     else if (k == TT_EV_IO && act->dir == TT_IO_IN) {
-        if (ev.payload_len > in_cap)
+        if (ev->payload_len > in_cap)
             why = TT_DIV_LENGTH;
     } else if (k == TT_EV_CRASH) {
         /* the same signal at the same point; the backtrace text holds addresses, not compared */
-        if (ev.arg != act->arg)
+        if (ev->arg != act->arg)
             why = TT_DIV_ARG;
-    } else if (ev.payload_len != act->payload_len) {
+    } else if (ev->payload_len != act->payload_len) {
         why = TT_DIV_LENGTH;
-    } else if (ev.payload_len) {
-        diff = first_difference(ev.payload, act->payload, ev.payload_len);
-        if (diff < ev.payload_len)
+    } else if (ev->payload_len) {
+        diff = first_difference(ev->payload, act->payload, ev->payload_len);
+        if (diff < ev->payload_len)
             why = TT_DIV_PAYLOAD;
     }
     if (why != TT_DIV_NONE)
-        return tt_rp_diverge_(s, t, why, &ev, act, diff, NULL);
+        return tt_rp_diverge_(s, t, why, ev, act, diff, NULL);
 
     if (k == TT_EV_IO && act->dir == TT_IO_IN) {
-        if (ev.payload_len)
-            memcpy(in_buf, ev.payload, ev.payload_len);
+        if (ev->payload_len)
+            memcpy(in_buf, ev->payload, ev->payload_len);
         if (in_len)
-            *in_len = ev.payload_len;
+            *in_len = ev->payload_len;
     }
     if (k == TT_EV_CHECKPOINT) {
         /* tt_checkpoint holds cp_lock. From version 4 the event carries its number; before,
          * checkpoints were numbered only by their order */
-        uint64_t number = tt_reader_manifest(s->rp->r)->version >= 4 ? ev.arg : s->cp_count;
-        tt_checkpoint_retain(s, ev.payload, ev.payload_len, ev.tp, number);
+        uint64_t number = tt_reader_manifest(s->rp->r)->version >= 4 ? ev->arg : s->cp_count;
+        tt_checkpoint_retain(s, ev->payload, ev->payload_len, ev->tp, number);
     }
-    return tt_rp_consume_(s, t, &ev);
+    return tt_rp_consume_(s, t, ev);
 }
 
 /* A thread whose recording ends without its end: in the recording the process exited (or
@@ -531,8 +531,9 @@ static _Noreturn void stop_at_exit(tt_session *s, struct tt_rp_thread *t)
         pause();
 }
 
-int tt_rp_peek_(tt_session *s, struct tt_rp_thread *t, const tt_event *act, tt_event *ev)
+int tt_rp_peek_(tt_session *s, struct tt_rp_thread *t, const tt_event *act, const tt_event **evp)
 {
+    const tt_event *ev;
     struct tt_replayer *rp = s->rp;
     tt_error_info err;
     int rc;
@@ -541,7 +542,9 @@ int tt_rp_peek_(tt_session *s, struct tt_rp_thread *t, const tt_event *act, tt_e
     if (t->rec == UINT32_MAX && !bind_by_order(rp, t))
         return tt_rp_diverge_(s, t, TT_DIV_THREAD, NULL, act, 0, NULL);
     for (;;) {
-        rc = tt_reader_peek(rp->r, t->rec, ev, &err);
+        /* the cursor's own event, not a copy: copying what decode just stored field by field
+         * waits for those stores */
+        rc = tt_reader_peek_ref(rp->r, t->rec, &ev, &err);
         if (rc == TT_E_END && !t->rec_ended && rp->stop_at_exit)
             stop_at_exit(s, t);
         if (rc == TT_E_END)
@@ -555,6 +558,7 @@ int tt_rp_peek_(tt_session *s, struct tt_rp_thread *t, const tt_event *act, tt_e
         count_tracer(rp, t, ev);
         tt_reader_advance(rp->r, t->rec);
     }
+    *evp = ev;
     if (rp->ordered && ev->kind != TT_EV_SYNC && !wait_turn(s, t->rec, ev->time))
         return tt_rp_diverge_(s, t, TT_DIV_ORDER, ev, act, 0, NULL);
     return TT_OK;

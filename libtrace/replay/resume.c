@@ -457,22 +457,22 @@ int tt_rp_restore_check(tt_session *s, struct tt_thread *bt, struct tt_restore_o
     if ((rc = tt_rp_busy_begin_(t)) != TT_OK)
         return tt_fail(err, rc, 0, UINT64_MAX, "a restore inside another call");
     tt_event act = { .kind = TT_EV_RESTORE, .sp = { 0, op->site }, .addr = op->number };
-    tt_event ev;
+    const tt_event *ev;
     rc = tt_rp_peek_(s, t, &act, &ev);
     if (rc == TT_OK) {
-        tt_diverge_reason why = ev.kind != TT_EV_RESTORE    ? TT_DIV_KIND
-                                : ev.sp.site != op->site     ? TT_DIV_SITE
-                                : ev.addr != op->number      ? TT_DIV_RESTORE
+        tt_diverge_reason why = ev->kind != TT_EV_RESTORE    ? TT_DIV_KIND
+                                : ev->sp.site != op->site     ? TT_DIV_SITE
+                                : ev->addr != op->number      ? TT_DIV_RESTORE
                                                              : TT_DIV_NONE;
         if (why != TT_DIV_NONE) {
             char msg[160];
             if (why == TT_DIV_RESTORE)
                 snprintf(msg, sizeof msg, "the recording restored checkpoint %" PRIu64
-                         " here, not %" PRIu64, ev.addr, op->number);
-            rc = tt_rp_diverge_(s, t, why, &ev, &act, 0, why == TT_DIV_RESTORE ? msg : NULL);
+                         " here, not %" PRIu64, ev->addr, op->number);
+            rc = tt_rp_diverge_(s, t, why, ev, &act, 0, why == TT_DIV_RESTORE ? msg : NULL);
         } else {
             /* the recording's epoch: the restores of every thread before this one */
-            op->epoch = ev.tp.epoch ? ev.tp.epoch
+            op->epoch = ev->tp.epoch ? ev->tp.epoch
                                     : atomic_load_explicit(&s->epoch, memory_order_relaxed) + 1;
         }
     }

@@ -179,30 +179,30 @@ int tt_rp_sync_begin(tt_session *s, struct tt_thread *bt, tt_sync *op, struct tt
         return rc;
     uint64_t live_id = e ? atomic_load_explicit(&e->id, memory_order_acquire) : 0;
     tt_event act = { .kind = TT_EV_SYNC, .sp = { 0, op->site }, .arg = live_id };
-    tt_event ev;
+    const tt_event *ev;
     if ((rc = tt_rp_peek_(s, t, &act, &ev)) != TT_OK)
         goto out;
     tt_diverge_reason why = TT_DIV_NONE;
     const char *msg = NULL;
-    if (ev.kind != TT_EV_SYNC)
+    if (ev->kind != TT_EV_SYNC)
         why = TT_DIV_KIND;
-    else if (ev.sp.site != op->site)
+    else if (ev->sp.site != op->site)
         why = TT_DIV_SITE;
-    else if (ev.payload_len != 0 && (ev.payload_len < 4 || ev.payload_len > 4 + TT_SYNC_DATA_MAX))
+    else if (ev->payload_len != 0 && (ev->payload_len < 4 || ev->payload_len > 4 + TT_SYNC_DATA_MAX))
         why = TT_DIV_LENGTH;
     if (why == TT_DIV_NONE && e) {
         /* the object gets the recording's id at its first operation of this replay (and, in
          * a replay from a checkpoint, the turn where the recording was there: resume.c) */
         if (!live_id) {
-            if (atomic_compare_exchange_strong_explicit(&e->id, &live_id, ev.arg,
+            if (atomic_compare_exchange_strong_explicit(&e->id, &live_id, ev->arg,
                                                         memory_order_acq_rel,
                                                         memory_order_acquire)) {
                 if (TT_UNLIKELY(s->rp->resume != NULL))
-                    tt_rp_resume_turn_(s, e, ev.arg);
-            } else if (live_id != ev.arg) {
+                    tt_rp_resume_turn_(s, e, ev->arg);
+            } else if (live_id != ev->arg) {
                 why = TT_DIV_ARG;
             }
-        } else if (live_id != ev.arg) {
+        } else if (live_id != ev->arg) {
             why = TT_DIV_ARG;
         }
         if (why == TT_DIV_ARG) {
@@ -211,20 +211,20 @@ int tt_rp_sync_begin(tt_session *s, struct tt_thread *bt, tt_sync *op, struct tt
         }
     }
     if (why != TT_DIV_NONE) {
-        rc = tt_rp_diverge_(s, t, why, &ev, &act, 0, msg);
+        rc = tt_rp_diverge_(s, t, why, ev, &act, 0, msg);
         goto out;
     }
-    op->id = ev.arg;
-    op->seq = ev.addr;
-    op->ordered = ev.dir != 0;
-    op->result = ev.payload_len ? (int32_t)tt_get32(ev.payload) : 0;
-    op->data_len = ev.payload_len ? (uint32_t)ev.payload_len - 4 : 0;
+    op->id = ev->arg;
+    op->seq = ev->addr;
+    op->ordered = ev->dir != 0;
+    op->result = ev->payload_len ? (int32_t)tt_get32(ev->payload) : 0;
+    op->data_len = ev->payload_len ? (uint32_t)ev->payload_len - 4 : 0;
     if (op->data_len)
-        memcpy(op->data, (const uint8_t *)ev.payload + 4, op->data_len);
-    tt_event rec = ev;
-    rec.payload = NULL;
-    rec.payload_len = 0;
-    if ((rc = tt_rp_consume_(s, t, &ev)) != TT_OK)
+        memcpy(op->data, (const uint8_t *)ev->payload + 4, op->data_len);
+    /* field by field, without the payload: what a schedule divergence reports */
+    tt_event rec = { .kind = ev->kind, .dir = ev->dir, .tp = ev->tp, .time = ev->time,
+                     .sp = ev->sp, .arg = ev->arg, .addr = ev->addr };
+    if ((rc = tt_rp_consume_(s, t, ev)) != TT_OK)
         goto out;
     tt_rp_busy_end_(t);
     /* outside the nesting guard: a wait may be long, and a signal handler's events are its own */
