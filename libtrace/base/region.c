@@ -12,7 +12,9 @@
  *
  * Pages are committed with mprotect as they are handed out and given back with
  * MADV_DONTNEED + PROT_NONE onto a free list of runs. Small blocks (up to 32 KiB) come from
- * size classes of powers of two, carved from 64 KiB runs; each block has a 16-byte header that
+ * size classes of powers of two, carved from 64 KiB runs a block at a time as they are first
+ * needed (threading a new run's free list through all its blocks faulted in every page of it:
+ * a short traced process paid a hundred page faults for runs it barely used); each block has a 16-byte header that
  * says its class (or, for a large block, its run). One mutex: this is the tracer's own memory,
  * off every hot path (the recording thread's buffers are allocated once).
  */
@@ -71,7 +73,8 @@ static void lock_give(int was)
 static uintptr_t top;                          /* first never-used byte (lock) */
 static struct free_run runs[1024];             /* freed runs, first fit (lock) */
 static unsigned nruns;
-static void *free_lists[NCLASS];               /* small blocks (lock) */
+static void *free_lists[NCLASS];               /* small blocks given back (lock) */
+static uint8_t *carve[NCLASS], *carve_end[NCLASS]; /* each class's run being carved (lock) */
 
 /* A fork while another thread (the swapper, growing a table) holds the lock would leave the
  * child a lock no thread of it can give back: its first allocation, the environment of its
@@ -182,26 +185,33 @@ static unsigned class_of(size_t n)
     return c;
 }
 
-void *tt_region_malloc(size_t n)
+/* A block of @n bytes; *@fresh says whether its bytes after the header are still the zeros of
+ * their pages (never used since pages_locked), which calloc then need not clear. */
+static void *region_alloc(size_t n, bool *fresh)
 {
     if (n > SIZE_MAX - RUN)
         return NULL;
     size_t need = n + HEADER;
     struct header *h;
+    *fresh = true;
     int was = lock_take();
     if (need <= ((size_t)1 << MAX_SHIFT)) {
         unsigned c = class_of(need);
         size_t bs = (size_t)1 << (c + MIN_SHIFT);
-        if (!free_lists[c]) {
-            uint8_t *run = pages_locked(RUN);
-            for (size_t o = 0; run && o + bs <= RUN; o += bs) {
-                *(void **)(void *)(run + o) = free_lists[c];
-                free_lists[c] = run + o;
-            }
-        }
         h = free_lists[c];
         if (h) {
             free_lists[c] = *(void **)(void *)h;
+            *fresh = false;
+        } else {
+            if (!carve[c] || (size_t)(carve_end[c] - carve[c]) < bs) {
+                carve[c] = pages_locked(RUN);
+                carve_end[c] = carve[c] ? carve[c] + RUN : NULL;
+            }
+            h = (struct header *)(void *)carve[c];
+            if (h)
+                carve[c] += bs;
+        }
+        if (h) {
             h->tag = c;
             h->len = bs;
         }
@@ -215,6 +225,12 @@ void *tt_region_malloc(size_t n)
     }
     lock_give(was);
     return h ? (uint8_t *)h + HEADER : NULL;
+}
+
+void *tt_region_malloc(size_t n)
+{
+    bool fresh;
+    return region_alloc(n, &fresh);
 }
 
 size_t tt_region_usable(const void *p)
@@ -249,9 +265,10 @@ void *tt_region_calloc(size_t n, size_t k)
 {
     if (k && n > SIZE_MAX / k)
         return NULL;
-    void *p = tt_region_malloc(n * k);
-    if (p)
-        memset(p, 0, n * k); /* a small block may be a reused one */
+    bool fresh;
+    void *p = region_alloc(n * k, &fresh);
+    if (p && !fresh)
+        memset(p, 0, n * k); /* a reused small block; fresh pages are zero untouched */
     return p;
 }
 

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "record.h"
 
@@ -21,9 +22,12 @@
 
 /* How many buffers past the ones carved (pool_used) the idle swapper faults in. Buffers are
  * reused from the free list, so a run whose swapper keeps up carves a handful and never needs
- * the rest: a short process (each of a tree's) then pays for 4 or 5 buffers, 1.25 MiB at the
- * default size, not for the whole 8 MiB budget, about 5 ms of system time on these VMs. */
+ * the rest. It starts once a thread handed a buffer over, or TT_POOL_DELAY_NS after the
+ * swapper started: a process that ends sooner and never filled its first buffer (most of a
+ * tree's: a shell's /bin/true, a compiler's helpers) never needs a second, and faulting in 4 of
+ * them cost it a millisecond of system time and its close a wait for the fault-in under way. */
 #define TT_POOL_AHEAD 4
+#define TT_POOL_DELAY_NS 20000000u
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
@@ -43,16 +47,32 @@ static void *swapper_main(void *arg)
     tt_session *s = arg;
     struct tt_writer *w = s->w;
     tt_in_tracer = 1; /* never trace the swapper (its malloc, its symbol lookups) */
+    struct timespec ahead_at; /* qcond's clock: the default, CLOCK_REALTIME */
+    clock_gettime(CLOCK_REALTIME, &ahead_at);
+    ahead_at.tv_nsec += TT_POOL_DELAY_NS;
+    if (ahead_at.tv_nsec >= 1000000000) {
+        ahead_at.tv_sec++;
+        ahead_at.tv_nsec -= 1000000000;
+    }
+    bool ahead = false;
     pthread_mutex_lock(&w->qlock);
     for (;;) {
         while (!w->qhead && !w->stop) {
-            if (w->pool_ready < w->pool_len &&
+            bool more = w->pool_ready < w->pool_len;
+            if (more && !ahead && !w->handed) {
+                /* a young session that filled no buffer yet: it may end before it needs one */
+                if (pthread_cond_timedwait(&w->qcond, &w->qlock, &ahead_at) == ETIMEDOUT)
+                    ahead = true;
+                continue;
+            }
+            if (more &&
                 w->pool_ready < w->pool_used + TT_POOL_AHEAD * w->buffer_bytes) {
-                /* idle: fault in the next buffer of the pool (pool_map), up to TT_POOL_AHEAD
-                 * buffers past those carved so far */
+                /* idle: fault in the rest of the pool's buffer at pool_ready (pool_map), up to
+                 * TT_POOL_AHEAD buffers past those carved so far */
+                uint64_t n = w->buffer_bytes - w->pool_ready % w->buffer_bytes;
                 pthread_mutex_unlock(&w->qlock);
-                bool ok = tt_pool_populate(w, w->pool_ready, w->buffer_bytes);
-                w->pool_ready = ok ? w->pool_ready + w->buffer_bytes : w->pool_len;
+                bool ok = tt_pool_populate(w, w->pool_ready, n);
+                w->pool_ready = ok ? w->pool_ready + n : w->pool_len;
                 pthread_mutex_lock(&w->qlock);
                 continue;
             }

@@ -410,13 +410,16 @@ static int manifest_write(struct tt_writer *w)
 }
 
 /* Maps the whole memory budget for the buffers at open, so the recording's footprint is fixed:
- * it does not grow with the length of the run. Only the first buffer is faulted in here; the
- * swapper faults in the next ones a buffer at a time while it has nothing else to do, a few
- * ahead of those handed out (swapper.c, TT_POOL_AHEAD), in the order buf_new hands them out. A first touch of a page costs several microseconds on
+ * it does not grow with the length of the run. Only the first TT_POOL_FIRST bytes of the first
+ * buffer are faulted in here (a short process writes less: a whole buffer cost it 64 faults);
+ * once a buffer was handed over, the swapper faults in the rest and the next ones a buffer at a
+ * time while it has nothing else to do, a few ahead of those handed out (swapper.c,
+ * TT_POOL_AHEAD), in the order buf_new hands them out. A first touch of a page costs several microseconds on
  * virtual machines (7 us measured on ours: 450 us per 256 KiB buffer), so this keeps it off the
  * recording threads, and opening a session does not wait for the whole budget (8 MiB took about
  * 5 ms) nor does a short run pay for buffers it never uses. Buffers are carved from the pool as
  * they are first needed and reused from the free list, so no page is faulted twice. */
+#define TT_POOL_FIRST (16u << 10)
 static int pool_map(struct tt_writer *w)
 {
     w->pool_len = w->nbufs_max * w->buffer_bytes;
@@ -432,8 +435,8 @@ static int pool_map(struct tt_writer *w)
     if (p == MAP_FAILED)
         return -1;
     w->pool = p;
-    w->pool_ready = w->buffer_bytes;
-    if (!tt_pool_populate(w, 0, w->buffer_bytes)) {
+    w->pool_ready = w->buffer_bytes < TT_POOL_FIRST ? w->buffer_bytes : TT_POOL_FIRST;
+    if (!tt_pool_populate(w, 0, w->pool_ready)) {
         /* an older kernel: touch every page now, before any thread writes there */
         long page = sysconf(_SC_PAGESIZE);
         for (uint64_t at = 0; at < w->pool_len; at += (uint64_t)(page > 0 ? page : 4096))
