@@ -84,7 +84,10 @@ typedef enum tt_event_kind {
 /* The function of the tracer's own frames (docs/FORMAT.md §5.7): a recording thread that
  * waited for the memory budget records the wait as an enter and an exit of this function, so a
  * reader shows it as a call of its own (the tracer's time), not as time in the function it
- * interrupted. Replay and `tinytrace diff` step over it. No C function has this name. */
+ * interrupted. Replay and `tinytrace diff` step over it. No C function has this name. Its id is
+ * the one tt_intern gives it at the first wait: a program that passes function ids of its own
+ * instead of interned ones must keep them clear of the session's object ids, or replay steps
+ * over its calls of that id too (readers tell the frame by its id alone). */
 #define TT_STALL_FUNCTION "tinytrace:buffer-wait"
 
 /* Direction of an io event. IN: bytes the program received (replay hands them back). OUT: bytes
