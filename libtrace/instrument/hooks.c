@@ -157,8 +157,9 @@ static inline uint32_t fn_id(tt_session *s, void *fn)
 void __cyg_profile_func_enter(void *fn, void *call_site);
 void __cyg_profile_func_exit(void *fn, void *call_site);
 
-__attribute__((no_instrument_function, always_inline)) static inline void hook(uint32_t kind,
-                                                                                void *fn)
+/* Everything but the common case: the guard, a session not yet live, the filters, replay, a
+ * function above TT_RAW_ADDR_END, a thread not in the first TLS way, a full buffer. */
+__attribute__((no_instrument_function, noinline)) static void hook_slow(uint32_t kind, void *fn)
 {
     if (TT_UNLIKELY(!tt_rt_guard_enter()))
         return;
@@ -177,6 +178,42 @@ __attribute__((no_instrument_function, always_inline)) static inline void hook(u
             tt_rt_failed(rc, kind == TT_EV_ENTER ? "function entry" : "function exit");
     }
     tt_rt_guard_leave();
+}
+
+__attribute__((no_instrument_function, noinline)) static void hook_failed(uint32_t kind, int rc)
+{
+    if (!tt_rt_guard_enter())
+        return;
+    tt_rt_failed(rc, kind == TT_EV_ENTER ? "function entry" : "function exit");
+    tt_rt_guard_leave();
+}
+
+/* The common case inline and with no call, so that the hook saves no registers (with the slow
+ * path inline, gcc pushed and popped six on every event): a live recording session, no filter,
+ * the guard free, the thread in the first TLS way with room in its buffer. Anything else goes
+ * to hook_slow, which does it all again from the start; a failure of the append to
+ * hook_failed. */
+__attribute__((no_instrument_function, always_inline)) static inline void hook(uint32_t kind,
+                                                                                void *fn)
+{
+    /* acquire: as tt_rt_session_hot */
+    tt_session *s = atomic_load_explicit(&tt_rt_live, memory_order_acquire);
+    const uint64_t a = (uint64_t)(uintptr_t)fn;
+    if (TT_LIKELY(s != NULL && !tt_in_tracer && !tt_filter_on &&
+                  s->head.mode == TT_MODE_RECORD && a < TT_RAW_ADDR_END)) {
+        tt_in_tracer = 1;
+        atomic_signal_fence(memory_order_seq_cst);
+        int rc = tt_record_fn_fast_(s, kind | TT_RAW_ADDR | (uint32_t)(a >> 32) << 16,
+                                    (uint32_t)a, tt_ticks());
+        tt_rt_guard_leave();
+        if (TT_LIKELY(rc == TT_OK))
+            return;
+        if (rc != TT_RECORD_SLOW_) {
+            hook_failed(kind, rc);
+            return;
+        }
+    }
+    hook_slow(kind, fn);
 }
 
 __attribute__((visibility("default"), no_instrument_function)) void
