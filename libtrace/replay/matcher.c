@@ -80,6 +80,61 @@ bool tt_reader_match_fn_(tt_reader *r, uint32_t cursor, uint8_t kind, uint32_t f
     return true;
 }
 
+/* Replay's fast path for a sync event of the common forms: a "sync again" (kind 16) or a kind
+ * 14 without a payload, not the last of its chunk (whose end and CONT_OUT decode() checks), in
+ * a file without restores (whose epochs decode() works out). Parsed straight from the bytes,
+ * with decode()'s bounds; anything else, or another site or object, is left to the general
+ * path, which reports what differs. */
+bool tt_reader_match_sync_(tt_reader *r, uint32_t cursor, uint32_t site, uint64_t id,
+                           uint64_t *ord, uint8_t *dir, uint64_t *seq, uint64_t *time)
+{
+    struct tt_cursor *c = &r->cursors[cursor];
+    if (TT_UNLIKELY(c->peeked || c->left <= 1 || !c->loaded || c->p >= c->end || r->nrest))
+        return false;
+    const uint8_t *p = c->p, *end = c->end;
+    uint8_t tag = *p++;
+    unsigned kind = tag & TT_TAG_KIND;
+    if ((tag & TT_TAG_SHORT) || (kind != TT_TAG_SYNC_AGAIN && kind != TT_EV_SYNC) ||
+        (kind == TT_TAG_SYNC_AGAIN && r->m.version < 5))
+        return false;
+    uint64_t dt, v, fs, obj, o;
+    uint32_t fn = c->prev_fn;
+    if (tt_get_varint(&p, end, &dt) != 0 || dt > UINT64_MAX - c->prev_time)
+        return false;
+    if (!(tag & TT_TAG_FSAME)) {
+        if (tt_get_varint(&p, end, &v) != 0 || v > UINT32_MAX)
+            return false;
+        fn = (uint32_t)v;
+    }
+    if (tt_get_varint(&p, end, &fs) != 0 || fs != site)
+        return false;
+    if (kind == TT_TAG_SYNC_AGAIN) {
+        if (tt_get_varint(&p, end, &v) != 0)
+            return false;
+        obj = c->prev_obj;
+        o = c->prev_ord + tt_unzigzag(v);
+    } else {
+        uint64_t len;
+        if (tt_get_varint(&p, end, &obj) != 0 || tt_get_varint(&p, end, &o) != 0 ||
+            tt_get_varint(&p, end, &len) != 0 || len != 0)
+            return false;
+    }
+    if (obj != id || p > end)
+        return false;
+    *ord = o;
+    *dir = (tag & TT_TAG_OUT) ? TT_IO_OUT : TT_IO_IN;
+    *seq = c->seq;
+    *time = c->prev_time + dt;
+    c->p = p;
+    c->left--;
+    c->prev_time += dt;
+    c->prev_fn = fn;
+    c->prev_obj = obj;
+    c->prev_ord = o;
+    c->seq++;
+    return true;
+}
+
 /* Counting replay's re-alignment: the index (0 = the next event) of the first of the next @max
  * events of @cursor, within its current chunk, for which @match says yes; -1 if none. Nothing
  * moves. Payloads split over chunks end the search (following them would move buffers). */

@@ -178,6 +178,40 @@ int tt_rp_sync_begin(tt_session *s, struct tt_thread *bt, tt_sync *op, struct tt
     if ((rc = tt_rp_busy_begin_(t)) != TT_OK)
         return rc;
     uint64_t live_id = e ? atomic_load_explicit(&e->id, memory_order_acquire) : 0;
+    struct tt_replayer *rp = s->rp;
+    uint64_t ord, seq, time;
+    uint8_t dir;
+    /* the common case straight from the bytes (matcher.c): an object that has its id, a sync
+     * event without a payload at this site on it, an unordered replay; the history gets the
+     * fields its lines show, as replay_fn's */
+    if (TT_LIKELY(live_id != 0 && t->rec != UINT32_MAX && !t->base.ended && !rp->ordered) &&
+        tt_reader_match_sync_(rp->r, t->rec, op->site, live_id, &ord, &dir, &seq, &time)) {
+        op->id = live_id;
+        op->seq = ord;
+        op->ordered = dir != 0;
+        op->result = 0;
+        op->data_len = 0;
+        tt_report_event *h = &t->hist[t->hist_pos];
+        h->ev = (tt_event){ .kind = TT_EV_SYNC, .dir = dir, .time = time, .sp = { 0, op->site },
+                            .arg = live_id, .addr = ord };
+        h->ev.tp.thread = t->rec;
+        h->ev.tp.epoch = atomic_load_explicit(&s->epoch, memory_order_relaxed);
+        h->ev.tp.seq = seq;
+        h->preview_len = 0;
+        t->hist_pos = (t->hist_pos + 1) % TT_REPORT_HISTORY;
+        if (t->hist_len < TT_REPORT_HISTORY)
+            t->hist_len++;
+        atomic_store_explicit(&t->matched, t->matched + 1, memory_order_relaxed);
+        if (TT_UNLIKELY(rp->stop_fn != NULL) && seq == rp->stop_seq && t->rec == rp->stop_thread)
+            rp->stop_fn(s, &h->ev);
+        tt_event rec = h->ev;
+        tt_rp_busy_end_(t);
+        if (op->ordered && waits_before(op->kind))
+            return wait_turn(s, t, op, e, false, &rec);
+        if (op->kind == TT_SYNC_OBSERVE && op->seq)
+            return wait_turn(s, t, op, e, true, &rec);
+        return TT_OK;
+    }
     tt_event act = { .kind = TT_EV_SYNC, .sp = { 0, op->site }, .arg = live_id };
     const tt_event *ev;
     if ((rc = tt_rp_peek_(s, t, &act, &ev)) != TT_OK)

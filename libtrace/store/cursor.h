@@ -105,6 +105,11 @@ bool tt_reader_match_fn_(tt_reader *r, uint32_t cursor, uint8_t kind, uint32_t f
                          uint64_t *seq, uint64_t *time);
 int tt_reader_find_ahead_(tt_reader *r, uint32_t cursor, int max,
                           bool (*match)(const tt_event *ev, void *ctx), void *ctx);
+/* replay's sync fast path: the next event of @cursor is a sync event without a payload at
+ * @site on object @id; consumed, with its place in the object's order (*@ord), OUT (*@dir),
+ * seq and time. False, nothing moved, whenever the general path must look. */
+bool tt_reader_match_sync_(tt_reader *r, uint32_t cursor, uint32_t site, uint64_t id,
+                           uint64_t *ord, uint8_t *dir, uint64_t *seq, uint64_t *time);
 
 /* source.c: a memory source's read function (its ctx is the source itself, so a reader's copy
  * of the source points its ctx at the copy) */
