@@ -180,19 +180,11 @@ __attribute__((no_instrument_function, noinline)) static void hook_slow(uint32_t
     tt_rt_guard_leave();
 }
 
-__attribute__((no_instrument_function, noinline)) static void hook_failed(uint32_t kind, int rc)
-{
-    if (!tt_rt_guard_enter())
-        return;
-    tt_rt_failed(rc, kind == TT_EV_ENTER ? "function entry" : "function exit");
-    tt_rt_guard_leave();
-}
-
 /* The common case inline and with no call, so that the hook saves no registers (with the slow
  * path inline, gcc pushed and popped six on every event): a live recording session, no filter,
  * the guard free, the thread in the first TLS way with room in its buffer. Anything else goes
- * to hook_slow, which does it all again from the start; a failure of the append to
- * hook_failed. */
+ * to hook_slow, which does it all again from the start: a failure of the append (a nested
+ * call, a closing session) fails there the same way and is reported. */
 __attribute__((no_instrument_function, always_inline)) static inline void hook(uint32_t kind,
                                                                                 void *fn)
 {
@@ -208,10 +200,6 @@ __attribute__((no_instrument_function, always_inline)) static inline void hook(u
         tt_rt_guard_leave();
         if (TT_LIKELY(rc == TT_OK))
             return;
-        if (rc != TT_RECORD_SLOW_) {
-            hook_failed(kind, rc);
-            return;
-        }
     }
     hook_slow(kind, fn);
 }

@@ -94,6 +94,24 @@ int tt_rp_peek_(tt_session *s, struct tt_rp_thread *t, const tt_event *act,
                 const tt_event **ev);
 /* ... and its consumption, once the call matched it */
 int tt_rp_consume_(tt_session *s, struct tt_rp_thread *t, const tt_event *ev);
+
+/* The fast paths' match straight from the bytes (replay_fn, tt_rp_sync_begin): the caller has
+ * filled the history slot @h = &t->hist[t->hist_pos] with the fields a line shows (kind, dir,
+ * time, sp, arg, addr, payload_len and tp.seq); this completes it, takes it, counts the match
+ * and makes a --stop-at stop there. No event is built and nothing is copied. */
+static inline void tt_rp_matched_fast_(tt_session *s, struct tt_rp_thread *t, tt_report_event *h)
+{
+    h->ev.tp.thread = t->rec;
+    h->ev.tp.epoch = atomic_load_explicit(&s->epoch, memory_order_relaxed);
+    h->preview_len = 0;
+    t->hist_pos = (t->hist_pos + 1) % TT_REPORT_HISTORY;
+    if (t->hist_len < TT_REPORT_HISTORY)
+        t->hist_len++;
+    atomic_store_explicit(&t->matched, t->matched + 1, memory_order_relaxed);
+    if (TT_UNLIKELY(s->rp->stop_fn != NULL) && h->ev.tp.seq == s->rp->stop_seq &&
+        t->rec == s->rp->stop_thread)
+        s->rp->stop_fn(s, &h->ev);
+}
 /* A divergence of @t (the report, the count, the re-alignment of the COUNT policy); @message
  * replaces the reason's text when not NULL. Returns TT_E_DIVERGED. */
 int tt_rp_diverge_(tt_session *s, struct tt_rp_thread *t, tt_diverge_reason why,

@@ -439,25 +439,16 @@ static int replay_fn(tt_session *s, struct tt_rp_thread *t, uint8_t k, uint32_t 
     uint64_t seq, time;
     if (TT_LIKELY(rt->rec != UINT32_MAX && !t->base.ended && !s->rp->ordered) &&
         tt_reader_match_fn_(s->rp->r, rt->rec, k, function, &seq, &time)) {
-        /* only the fields a history line shows; the slot's payload preview is cleared */
+        /* only the fields a history line shows */
         tt_report_event *h = &rt->hist[rt->hist_pos];
         h->ev.kind = k;
         h->ev.dir = 0;
-        h->ev.tp.thread = rt->rec;
-        h->ev.tp.epoch = atomic_load_explicit(&s->epoch, memory_order_relaxed);
         h->ev.tp.seq = seq;
         h->ev.time = time;
         h->ev.sp.function = function;
         h->ev.sp.site = 0;
         h->ev.arg = h->ev.addr = h->ev.payload_len = 0;
-        h->preview_len = 0;
-        rt->hist_pos = (rt->hist_pos + 1) % TT_REPORT_HISTORY;
-        if (rt->hist_len < TT_REPORT_HISTORY)
-            rt->hist_len++;
-        atomic_store_explicit(&rt->matched, rt->matched + 1, memory_order_relaxed);
-        if (TT_UNLIKELY(s->rp->stop_fn != NULL) && seq == s->rp->stop_seq &&
-            rt->rec == s->rp->stop_thread)
-            s->rp->stop_fn(s, &h->ev);
+        tt_rp_matched_fast_(s, rt, h);
         return TT_OK;
     }
     tt_event ev = { .kind = k, .sp = { function, 0 } };

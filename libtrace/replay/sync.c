@@ -194,16 +194,8 @@ int tt_rp_sync_begin(tt_session *s, struct tt_thread *bt, tt_sync *op, struct tt
         tt_report_event *h = &t->hist[t->hist_pos];
         h->ev = (tt_event){ .kind = TT_EV_SYNC, .dir = dir, .time = time, .sp = { 0, op->site },
                             .arg = live_id, .addr = ord };
-        h->ev.tp.thread = t->rec;
-        h->ev.tp.epoch = atomic_load_explicit(&s->epoch, memory_order_relaxed);
         h->ev.tp.seq = seq;
-        h->preview_len = 0;
-        t->hist_pos = (t->hist_pos + 1) % TT_REPORT_HISTORY;
-        if (t->hist_len < TT_REPORT_HISTORY)
-            t->hist_len++;
-        atomic_store_explicit(&t->matched, t->matched + 1, memory_order_relaxed);
-        if (TT_UNLIKELY(rp->stop_fn != NULL) && seq == rp->stop_seq && t->rec == rp->stop_thread)
-            rp->stop_fn(s, &h->ev);
+        tt_rp_matched_fast_(s, t, h);
         tt_event rec = h->ev;
         tt_rp_busy_end_(t);
         if (op->ordered && waits_before(op->kind))

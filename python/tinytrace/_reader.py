@@ -566,14 +566,15 @@ class Trace:
                     yield Event(seq, t, tm, kind, 0, fn, 0, 0, 0, b"")
                     seq += 1
                     continue
+                # site, arg, addr, len; a "sync again" has site and a step of addr (§5.2)
+                vals = []
+                for _ in range(2 if kind == F.SYNC_AGAIN else 4):
+                    r = varint(body, pos, end)
+                    if r is None:
+                        self._fail(F.CorruptError, "a bad varint", h.offset)
+                    vals.append(r[0])
+                    pos = r[1]
                 if kind == F.SYNC_AGAIN:
-                    vals = []
-                    for _ in range(2):
-                        r = varint(body, pos, end)
-                        if r is None:
-                            self._fail(F.CorruptError, "a bad varint", h.offset)
-                        vals.append(r[0])
-                        pos = r[1]
                     if vals[0] > 0xFFFFFFFF:
                         self._fail(F.CorruptError, "a site id out of range", h.offset)
                     sord = (sord + F.unzigzag(vals[1])) & 0xFFFFFFFFFFFFFFFF
@@ -581,13 +582,6 @@ class Trace:
                                 sord, b"")
                     seq += 1
                     continue
-                vals = []
-                for _ in range(4):
-                    r = varint(body, pos, end)
-                    if r is None:
-                        self._fail(F.CorruptError, "a bad varint", h.offset)
-                    vals.append(r[0])
-                    pos = r[1]
                 site, arg, addr, ln = vals
                 if kind == F.SYNC:
                     sobj, sord = arg, addr
