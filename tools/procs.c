@@ -57,6 +57,7 @@ static int name_of_file(const char *base, tool_proc *p)
 struct reaped {
     long pid;
     int status;
+    size_t seq; /* the order noted: of one pid's, the last counts */
 };
 
 struct scan {
@@ -100,6 +101,7 @@ static void add_reaped(struct scan *sc, long pid, int status)
         sc->rcap = nc;
     }
     sc->r[sc->nr].pid = pid;
+    sc->r[sc->nr].seq = sc->nr;
     sc->r[sc->nr++].status = status;
 }
 
@@ -122,6 +124,13 @@ static void add_child(struct scan *sc, const char *v, const char *parent_cmd)
     c->pid = pid;
     snprintf(c->how, sizeof c->how, "%s", how);
     snprintf(c->parent_cmd, sizeof c->parent_cmd, "%s", parent_cmd);
+}
+
+/* Whether the META object @e is named @prefix... */
+static bool meta_is(const tt_object_entry *e, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return e->name_len >= n && memcmp(e->name, prefix, n) == 0;
 }
 
 /* The trace at @path into @p (its identity, build and command line), its notes into @sc.
@@ -153,18 +162,25 @@ static void read_trace(struct scan *sc, tool_proc *p, const char *path)
         p->build_id[2 * i + 2] = '\0';
     }
     /* the command line first (children's notes name it), then the rest; the last of each
-     * identity object wins (a fork child's table begins with its parent's) */
-    int argc = -1;
+     * identity object wins (a fork child's table begins with its parent's). A fork child's
+     * copy of its parent's table ends before its own "proc.path=": the notes of children and
+     * reaps before it are its parent's, which the parent's trace has (skipping them keeps a
+     * shell's loop of N children from reading N^2 notes). */
+    char own_path[sizeof p->path + 16];
+    size_t own_len = (size_t)snprintf(own_path, sizeof own_path, "proc.path=%s", p->path);
+    uint32_t own = 0;
     size_t o = 0;
     for (uint32_t id = 1; id <= t.m.object_count; id++) {
         tt_object_entry e;
         if (tt_reader_object(t.r, id, &e) != TT_OK || e.kind != TT_OBJ_META)
             continue;
+        if (e.name_len == own_len && !memcmp(e.name, own_path, own_len))
+            own = id;
+        if (!meta_is(&e, "argv["))
+            continue;
         char v[1024];
         snprintf(v, sizeof v, "%.*s", (int)e.name_len, e.name);
-        if (!strncmp(v, "argc=", 5))
-            argc = atoi(v + 5);
-        else if (!strncmp(v, "argv[", 5) && o + 2 < sizeof p->cmd) {
+        if (o + 2 < sizeof p->cmd) {
             const char *eq = strchr(v, '=');
             if (eq && atoi(v + 5) == 0)
                 o = 0; /* a fork child's table may repeat its parent's */
@@ -175,10 +191,11 @@ static void read_trace(struct scan *sc, tool_proc *p, const char *path)
                 o = sizeof p->cmd - 1;
         }
     }
-    (void)argc;
     for (uint32_t id = 1; id <= t.m.object_count; id++) {
         tt_object_entry e;
-        if (tt_reader_object(t.r, id, &e) != TT_OK || e.kind != TT_OBJ_META)
+        if (tt_reader_object(t.r, id, &e) != TT_OK || e.kind != TT_OBJ_META ||
+            !(meta_is(&e, "proc.") || meta_is(&e, "untraced=")) ||
+            (id < own && (meta_is(&e, "proc.child=") || meta_is(&e, "proc.reaped="))))
             continue;
         char v[1024];
         snprintf(v, sizeof v, "%.*s", (int)e.name_len, e.name);
@@ -202,11 +219,9 @@ static void read_trace(struct scan *sc, tool_proc *p, const char *path)
     tool_trace_close(&t);
 }
 
-static int cmp_proc(const void *a, const void *b)
+/* Paths compare by their numbers: root/2 before root/10. */
+static int cmp_path(const char *p, const char *q)
 {
-    const tool_proc *x = a, *y = b;
-    /* paths compare by their numbers: root/2 before root/10 */
-    const char *p = x->path, *q = y->path;
     while (*p && *q) {
         if (*p >= '0' && *p <= '9' && *q >= '0' && *q <= '9') {
             unsigned long u = strtoul(p, (char **)&p, 10), w = strtoul(q, (char **)&q, 10);
@@ -221,7 +236,61 @@ static int cmp_proc(const void *a, const void *b)
     }
     if (*p || *q)
         return *p ? 1 : -1;
+    return 0;
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+    const tool_proc *x = a, *y = b;
+    int c = cmp_path(x->path, y->path);
+    if (c)
+        return c;
     return x->gen < y->gen ? -1 : x->gen > y->gen;
+}
+
+static int cmp_child(const void *a, const void *b)
+{
+    return cmp_path(((const struct child *)a)->path, ((const struct child *)b)->path);
+}
+
+static int cmp_reaped(const void *a, const void *b)
+{
+    const struct reaped *x = a, *y = b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The first of @v[0..@n), sorted by path, whose path is not before @path. */
+static size_t first_proc(const tool_proc *v, size_t n, const char *path)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp_path(v[mid].path, path) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static size_t first_child(const struct child *c, size_t n, const char *path)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp_path(c[mid].path, path) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static bool forked(const struct child *c)
+{
+    return !strncmp(c->how, "fork", 4) || !strncmp(c->how, "clone", 5);
 }
 
 /* The tree from the traces themselves, with @nreaped statuses the tool reaped. */
@@ -269,53 +338,63 @@ static int scan_tree(const char *file, const long *pids, const int *statuses, si
     }
     if (d)
         closedir(d);
+    /* from here on, images and children are looked up by path: sorted and searched, so a
+     * tree of thousands of processes costs N log N, not N^2 */
+    qsort(sc->v, sc->n, sizeof *sc->v, cmp_proc);
+    qsort(sc->c, sc->nc, sizeof *sc->c, cmp_child);
+    qsort(sc->r, sc->nr, sizeof *sc->r, cmp_reaped);
+    size_t nv = sc->n; /* the images with a trace; those added below come after them */
     /* a fork that made no call left no trace: its parent names it */
     for (size_t i = 0; i < sc->nc; i++) {
-        bool known = false;
-        for (size_t j = 0; j < sc->n && !known; j++)
-            known = !strcmp(sc->v[j].path, sc->c[i].path) &&
-                    (sc->v[j].gen == 0 || sc->v[j].pid == sc->c[i].pid);
-        for (size_t j = 0; j < sc->n; j++)
-            if (!strcmp(sc->v[j].path, sc->c[i].path) && !sc->v[j].pid)
-                sc->v[j].pid = sc->c[i].pid;
+        const struct child *c = &sc->c[i];
+        if (i && !cmp_path(c->path, sc->c[i - 1].path))
+            continue; /* noted twice */
         bool gen0 = false;
-        for (size_t j = 0; j < sc->n && !gen0; j++)
-            gen0 = !strcmp(sc->v[j].path, sc->c[i].path) && sc->v[j].gen == 0;
-        if (gen0 || (known && strncmp(sc->c[i].how, "fork", 4) && strncmp(sc->c[i].how, "clone", 5)))
-            continue;
-        if (strncmp(sc->c[i].how, "fork", 4) && strncmp(sc->c[i].how, "clone", 5))
+        for (size_t j = first_proc(sc->v, nv, c->path);
+             j < nv && !cmp_path(sc->v[j].path, c->path); j++) {
+            gen0 |= sc->v[j].gen == 0;
+            if (!sc->v[j].pid)
+                sc->v[j].pid = c->pid;
+        }
+        if (gen0 || !forked(c))
             continue; /* a spawned child's first image is its program: known or not traced */
         tool_proc *p = add_proc(sc);
         if (!p)
             break;
-        snprintf(p->name, sizeof p->name, "%s", sc->c[i].path);
-        snprintf(p->path, sizeof p->path, "%s", sc->c[i].path);
-        p->pid = sc->c[i].pid;
-        snprintf(p->cmd, sizeof p->cmd, "%s", sc->c[i].parent_cmd);
+        snprintf(p->name, sizeof p->name, "%s", c->path);
+        snprintf(p->path, sizeof p->path, "%s", c->path);
+        p->pid = c->pid;
+        snprintf(p->cmd, sizeof p->cmd, "%s", c->parent_cmd);
         snprintf(p->note, sizeof p->note, "a %.40s that made no call before it exec'd or ended",
-                 sc->c[i].how);
+                 c->how);
     }
-    /* a fork's first image with a trace of its own: its parent's memory, said so */
-    for (size_t i = 0; i < sc->n; i++)
-        for (size_t j = 0; j < sc->nc; j++)
-            if (sc->v[i].gen == 0 && !sc->v[i].note[0] && !strcmp(sc->v[i].path, sc->c[j].path) &&
-                (!strncmp(sc->c[j].how, "fork", 4) || !strncmp(sc->c[j].how, "clone", 5)))
-                snprintf(sc->v[i].note, sizeof sc->v[i].note, "a %.40s of its parent",
-                         sc->c[j].how);
-    /* pids, parents and statuses across images of one process */
-    for (size_t i = 0; i < sc->n; i++) {
+    for (size_t i = 0; i < nv; i++) {
         tool_proc *p = &sc->v[i];
-        for (size_t j = 0; j < sc->n && !p->pid; j++)
-            if (!strcmp(sc->v[j].path, p->path) && sc->v[j].pid)
-                p->pid = sc->v[j].pid;
+        /* a fork's first image with a trace of its own: its parent's memory, said so */
+        for (size_t j = first_child(sc->c, sc->nc, p->path);
+             p->gen == 0 && !p->note[0] && j < sc->nc && !cmp_path(sc->c[j].path, p->path); j++)
+            if (forked(&sc->c[j]))
+                snprintf(p->note, sizeof p->note, "a %.40s of its parent", sc->c[j].how);
+        /* pids across images of one process */
+        for (size_t j = first_proc(sc->v, nv, p->path);
+             !p->pid && j < nv && !cmp_path(sc->v[j].path, p->path); j++)
+            p->pid = sc->v[j].pid;
     }
     for (size_t i = 0; i < sc->n; i++) {
         tool_proc *p = &sc->v[i];
-        /* the status is the process's, the last image's: the wait of its parent, or the tool's */
+        /* the status is the process's, the last image's: the wait of its parent (the last
+         * noted), or the tool's */
         int st = -1;
-        for (size_t j = 0; j < sc->nr && p->pid; j++)
-            if (sc->r[j].pid == p->pid)
-                st = sc->r[j].status;
+        size_t lo = 0, hi = sc->nr;
+        while (p->pid && lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (sc->r[mid].pid <= p->pid)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (p->pid && lo > 0 && sc->r[lo - 1].pid == p->pid)
+            st = sc->r[lo - 1].status;
         for (size_t j = 0; j < nreaped && p->pid; j++)
             if (pids[j] == p->pid)
                 st = statuses[j];
