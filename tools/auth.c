@@ -6,7 +6,7 @@
  * `tinytrace record` signs each trace it makes: HMAC-SHA256, with a key of this user's, over the
  * bytes the library says a MAC covers (tt_trace_auth_input: the manifest and the object table,
  * where the command line, the working directory and the environment summary are), stored in the
- * manifest (tt_trace_auth_set). `replay` runs a recorded command only when the MAC is this key's.
+ * manifest (tt_trace_auth_store). `replay` runs a recorded command only when the MAC is this key's.
  *
  * The key is 32 random bytes in $XDG_DATA_HOME/tinytrace/key (~/.local/share/tinytrace/key),
  * made at first use with mode 0600 in a directory of mode 0700. A key file that someone else
@@ -161,7 +161,7 @@ int tool_auth_sign(const char *path)
         tt_source_close(&src);
     }
     if (rc == TT_OK)
-        rc = tt_trace_auth_set(path, mac, &err);
+        rc = tt_trace_auth_store(path, mac, 0, &err);
     nettle_memxor(key, key, KEY_LEN); /* the key does not outlive its use */
     if (rc != TT_OK)
         return tool_report(path, "signing the trace", rc, &err);

@@ -462,11 +462,12 @@ int cmd_record(int argc, char **argv)
         tool_procs_remove(abs);
         return rc;
     }
-    tool_procs_sync(abs); /* reported; the traces are there all the same */
     rc = summarize(&o, o.output, abs, &before, pid, status);
     if (rc < 0) {
         tool_auth_sign(abs); /* a trace without it still is one: replay asks for --trust */
         tool_procs_finish(abs, pids, statuses, nreaped);
     }
+    /* after the MACs and the tree's manifest went in: each file waits for the disk once */
+    tool_procs_sync(abs); /* reported; the traces are there all the same */
     return rc >= 0 ? rc : tool_shell_status(status);
 }

@@ -508,7 +508,8 @@ int tool_child_env(char *const *recorded, char ***envp, int *fd);
 /* ---- trust (auth.c) ---- */
 
 /* Signs the finished trace at @path with this user's key (made at first use): its MAC goes into
- * the manifest. Reports a failure (a warning: the trace itself is fine) and returns its code. */
+ * the manifest, not synced (the caller makes the file durable: tool_procs_sync). Reports a
+ * failure (a warning: the trace itself is fine) and returns its code. */
 int tool_auth_sign(const char *path);
 /* 1 when the trace in @src (manifest @m) carries a MAC made with this user's key; else 0, with
  * the reason in @why. */

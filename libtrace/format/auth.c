@@ -58,6 +58,12 @@ int tt_trace_auth_input(const tt_source *src, tt_auth_visit_fn fn, void *ctx,
 
 int tt_trace_auth_set(const char *path, const uint8_t mac[TT_AUTH_LEN], tt_error_info *err)
 {
+    return tt_trace_auth_store(path, mac, 1, err);
+}
+
+int tt_trace_auth_store(const char *path, const uint8_t mac[TT_AUTH_LEN], int sync,
+                        tt_error_info *err)
+{
     int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         int e = errno;
@@ -78,7 +84,7 @@ int tt_trace_auth_set(const char *path, const uint8_t mac[TT_AUTH_LEN], tt_error
         } else {
             memcpy(m + TT_M_AUTH, mac, TT_AUTH_LEN);
             tt_put64(m + TT_M_CHECKSUM, tt_hash64(m, TT_M_CHECKSUM, 0));
-            if (pwrite(fd, m, sizeof m, 0) != (ssize_t)sizeof m || fdatasync(fd) != 0)
+            if (pwrite(fd, m, sizeof m, 0) != (ssize_t)sizeof m || (sync && fdatasync(fd) != 0))
                 rc = tt_fail(err, TT_E_IO, errno, 0, "%s: cannot write its manifest: %s", path,
                              strerror(errno));
         }

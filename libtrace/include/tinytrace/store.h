@@ -341,6 +341,10 @@ TT_API int tt_trace_auth_input(const tt_source *src, tt_auth_visit_fn fn, void *
  * manifest checksum made anew, and syncs it. */
 TT_API int tt_trace_auth_set(const char *path, const uint8_t mac[TT_AUTH_LEN],
                              tt_error_info *err);
+/* The same, syncing only when @sync is not 0: a caller that makes many files durable together
+ * afterwards (`tinytrace record` with a tree's traces) waits for the disk once per file. */
+TT_API int tt_trace_auth_store(const char *path, const uint8_t mac[TT_AUTH_LEN], int sync,
+                               tt_error_info *err);
 
 /* ---- writer limits, capacity and storage ---- */
 
