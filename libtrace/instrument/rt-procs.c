@@ -103,9 +103,23 @@ void first_child_cmd(char *out, size_t cap)
     pthread_mutex_unlock(&g_child_lock);
 }
 
-/* Record: the counts into the manifest and the first line as a META object, before close. */
+/* The notes of the children this image started and reaped ("proc.child=", "proc.reaped="),
+ * kept here and interned at close (note_processes). A fork child's recording begins with a
+ * copy of its parent's names (rt_open): notes interned as they came would be copied into every
+ * later child, and a shell's N children would write N^2 of them. Names reach the file only at
+ * close anyway (a dead run's are lost, store/recover.c), so waiting loses nothing. The buffer
+ * is the tracer's memory (the guard is held); a fork child starts with none. */
+static pthread_mutex_t g_note_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *g_notes; /* NUL-terminated notes, one after the other (g_note_lock) */
+static size_t g_notes_len, g_notes_cap;
+
+static void notes_intern(tt_session *s);
+
+/* Record: the notes kept (tt_rt_note), the counts into the manifest and the first line as a
+ * META object, before close. */
 void note_processes(tt_session *s)
 {
+    notes_intern(s);
     uint32_t n = atomic_load_explicit(&g_children, memory_order_relaxed);
     uint32_t u = atomic_load_explicit(&g_untraceable, memory_order_relaxed);
     if (!n && !u)
@@ -181,6 +195,10 @@ void tt_rt_fork_child(tt_session *parent, unsigned n)
     atomic_store_explicit(&g_untraceable, 0, memory_order_relaxed);
     pthread_mutex_init(&g_child_lock, NULL);
     pthread_mutex_init(&g_open_lock, NULL);
+    /* the parent's notes are the parent's (its copy here is left: the tracer's memory) */
+    pthread_mutex_init(&g_note_lock, NULL);
+    g_notes = NULL;
+    g_notes_len = g_notes_cap = 0;
     g_first_cmd[0] = '\0';
     g_first_is_fork = false;
     g_exit_status = -1;
@@ -209,9 +227,38 @@ long tt_rt_wait_ms(void)
 void tt_rt_note(const char *meta)
 {
     tt_session *s = cur();
+    if (!s || g_mode != TT_MODE_RECORD)
+        return;
+    size_t n = strlen(meta) + 1;
+    pthread_mutex_lock(&g_note_lock);
+    if (g_notes_cap - g_notes_len < n) {
+        size_t cap = g_notes_cap ? g_notes_cap : 4096;
+        while (cap - g_notes_len < n)
+            cap *= 2;
+        char *p = realloc(g_notes, cap);
+        if (!p) {
+            pthread_mutex_unlock(&g_note_lock);
+            uint32_t id; /* no room to keep it: interned now, as it was before */
+            tt_intern(s, TT_OBJ_META, meta, &id);
+            return;
+        }
+        g_notes = p;
+        g_notes_cap = cap;
+    }
+    memcpy(g_notes + g_notes_len, meta, n);
+    g_notes_len += n;
+    pthread_mutex_unlock(&g_note_lock);
+}
+
+/* The notes kept so far into @s's names, in the order they came. */
+static void notes_intern(tt_session *s)
+{
     uint32_t id;
-    if (s && g_mode == TT_MODE_RECORD)
-        tt_intern(s, TT_OBJ_META, meta, &id);
+    pthread_mutex_lock(&g_note_lock);
+    for (size_t o = 0; o < g_notes_len; o += strlen(g_notes + o) + 1)
+        tt_intern(s, TT_OBJ_META, g_notes + o, &id);
+    g_notes_len = 0;
+    pthread_mutex_unlock(&g_note_lock);
 }
 
 void tt_rt_note_child(unsigned n, long pid, const char *how)

@@ -412,6 +412,33 @@ def an_untraceable_child_is_named_and_runs_live():
               "%d %r %s" % (rep.returncode, rep.stdout, rep.stderr[-800:]))
 
 
+def a_shells_children_do_not_carry_their_siblings_notes():
+    """bash forks a child for every command, and each child makes calls before it execs, so
+    each has a trace that begins with a copy of the shell's names. The shell's notes of the
+    children it started and reaped are not among them: the 30th child's trace holds as many
+    objects as the 2nd's (it held 56 more), every child is listed with its pid and status, and
+    the loop replays."""
+    with Case("siblings") as c:
+        r = c.tt("record", "-o", "b.tt", "--", "bash", "-c",
+                 "for i in $(seq 30); do /bin/true; done; echo done")
+        check(r.returncode == 0 and r.stdout == "done\n", "record a bash loop of 30 children",
+              r.stdout + r.stderr)
+        procs = c.path("b.tt.procs")
+        objects = {}
+        for n in (2, 30):
+            info = c.tt("info", os.path.join(procs, "root.%d.tt" % n))
+            m = re.search(r"^objects:\s+(\d+)", info.stdout, re.M)
+            objects[n] = int(m.group(1)) if m else -1
+        check(objects[2] > 0 and objects[30] == objects[2],
+              "the 30th fork child's trace has as many objects as the 2nd's", objects)
+        info = c.tt("info", "b.tt")
+        rows = [l.split() for l in info.stdout.splitlines() if re.match(r"root/\d+@1 ", l)]
+        check(len(rows) == 31 and all(int(x[1]) > 0 and x[3:5] == ["exit", "0"] for x in rows),
+              "info lists the 31 programs with their pids and exit 0", info.stdout[-1500:])
+        rep = c.tt("replay", "b.tt")
+        check(matched(rep) and rep.stdout == r.stdout, "the loop replays", rep.stderr[-1500:])
+
+
 def single_process_recordings_have_no_tree():
     """A program that starts nothing leaves no FILE.procs, and info lists no tree."""
     with Case("single") as c:
@@ -432,6 +459,7 @@ for case in (pipeline_replays_byte_identically, make_recipe_replays_byte_identic
              a_process_killed_in_the_tree_leaves_the_rest_verifying,
              a_multiprocessing_pool_never_replays_a_lie,
              an_untraceable_child_is_named_and_runs_live,
+             a_shells_children_do_not_carry_their_siblings_notes,
              single_process_recordings_have_no_tree):
     print("# " + case.__name__)
     try:
