@@ -13,6 +13,7 @@
 #include "common.h"
 
 #include "harness.h"
+#include "session-int.h" /* lazy_swapper */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -192,11 +193,13 @@ static void check_worker(tt_test_reader *tr, const struct worker *w)
     tt_test_events_free(&ev);
 }
 
-static tt_session *open_mem(tt_memory_sink *sink, uint64_t buffer, uint64_t budget)
+/* @lazy: the swapper starts at the first full buffer, as in the runtime's processes */
+static tt_session *open_mem_as(tt_memory_sink *sink, uint64_t buffer, uint64_t budget, bool lazy)
 {
     tt_config cfg;
     tt_error_info err;
     tt_config_init(&cfg);
+    ((struct tt_config_impl *)(void *)&cfg)->lazy_swapper = lazy;
     cr_assert_eq(tt_config_set(&cfg, TT_PARAM_MODE, TT_MODE_RECORD, &err), TT_OK);
     cr_assert_eq(tt_config_set(&cfg, TT_PARAM_BUFFER_BYTES, buffer, &err), TT_OK, "%s",
                  err.message);
@@ -206,6 +209,11 @@ static tt_session *open_mem(tt_memory_sink *sink, uint64_t buffer, uint64_t budg
     tt_session *s;
     cr_assert_eq(tt_session_open(&cfg, &s, &err), TT_OK, "%s", err.message);
     return s;
+}
+
+static tt_session *open_mem(tt_memory_sink *sink, uint64_t buffer, uint64_t budget)
+{
+    return open_mem_as(sink, buffer, budget, false);
 }
 
 static void read_back(tt_test_reader *tr, const void *data, size_t len)
@@ -245,6 +253,37 @@ Test(stress, eight_threads_with_random_payload_sizes_every_event_read_back)
     }
     tt_test_reader_close(&tr);
     free(sink.data);
+}
+
+/* The runtime's processes start their swapper at the first full buffer (record/swapper.c):
+ * eight threads fill theirs at once and race to start it; with buffers they never fill, close
+ * encodes everything on the closing thread. Every event is read back either way. */
+Test(stress, a_swapper_started_at_the_first_full_buffer_or_never_loses_nothing)
+{
+    seed_init("lazy_swapper");
+    for (int fill = 1; fill >= 0; fill--) {
+        tt_memory_sink sink;
+        tt_session *s = open_mem_as(&sink, fill ? 16384 : 1u << 20, fill ? 256 * 1024 : 32u << 20,
+                                    true);
+        pthread_t th[8];
+        for (uint32_t i = 0; i < 8; i++) {
+            W[i] = (struct worker){ .s = s, .n = i, .want = fill ? 600 + 100 * i : 5 + i,
+                                    .end_thread = i % 2 };
+            start(&th[i], &W[i]);
+        }
+        for (uint32_t i = 0; i < 8; i++)
+            pthread_join(th[i], NULL);
+        tt_error_info err;
+        cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+        tt_test_reader tr;
+        read_back(&tr, sink.data, sink.len);
+        for (uint32_t i = 0; i < 8; i++) {
+            cr_assert_eq(W[i].ok, W[i].want, "fill %d, thread %u", fill, i);
+            check_worker(&tr, &W[i]);
+        }
+        tt_test_reader_close(&tr);
+        free(sink.data);
+    }
 }
 
 Test(stress, threads_that_start_after_others_ended_and_threads_that_exit_half_full)

@@ -137,6 +137,7 @@ static void crash_handler(int sig, siginfo_t *info, void *uctx)
         atomic_store(&g_crash_tid, me);
         arm_watchdog(sig);
         guard = 1;
+        tt_session_swapper_(s, false); /* no thread starts in a crash: close encodes */
         char bt[4096];
         size_t n = tt_backtrace(bt, sizeof bt, 1);
         tt_event ev = { .kind = TT_EV_CRASH, .arg = (uint64_t)sig, .payload = bt,

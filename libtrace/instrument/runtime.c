@@ -208,6 +208,17 @@ tt_session *tt_rt_session(void)
     return s;
 }
 
+/* Whether the program installed a signal handler (a fork child inherits its parent's). */
+static _Atomic bool g_handlers;
+
+void tt_rt_handler_installed(void)
+{
+    atomic_store_explicit(&g_handlers, true, memory_order_relaxed);
+    tt_session *s = cur();
+    if (s)
+        tt_session_swapper_(s, true);
+}
+
 bool tt_rt_record_allocs(void)
 {
     return opt_alloc;
@@ -543,6 +554,13 @@ static int rt_open(const char *cfg_file, tt_session *copy, tt_session **sp, tt_e
         rc = tt_config_set(&cfg, TT_PARAM_DIVERGENCE, TT_DIVERGE_COUNT, err);
     if (rc == TT_OK && cfg_file)
         rc = tt_config_set_str(&cfg, TT_PARAM_FILE, cfg_file, err);
+#ifdef TT_RT_PRELOAD
+    /* Most of a tree's processes end before they fill a buffer: the swapper starts at the
+     * first buffer a thread hands over, unless the program has a signal handler, inside
+     * which one could fill, and where no thread may be started (tt_rt_handler_installed) */
+    if (!atomic_load_explicit(&g_handlers, memory_order_relaxed))
+        ((struct tt_config_impl *)(void *)&cfg)->lazy_swapper = 1;
+#endif
     if (rc == TT_OK)
         rc = tt_session_open(&cfg, sp, err);
     if (rc == TT_OK && copy && tt_session_mode(*sp) == TT_MODE_RECORD) {

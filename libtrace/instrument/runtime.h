@@ -86,6 +86,11 @@ static inline void tt_rt_guard_leave(void)
     tt_in_tracer = 0;
 }
 
+/* The program installed a signal handler (preload/signal.c), from now on a buffer may fill
+ * inside one: a recording whose swapper waits for its first buffer starts it now. The
+ * guard is held. */
+void tt_rt_handler_installed(void);
+
 /* Options from the environment, read once at start. */
 bool tt_rt_record_allocs(void);
 bool tt_rt_check_output(void);

@@ -189,6 +189,19 @@ static void rec_mark_crashed(tt_session *s)
         s->w->m.flags |= TT_MF_CRASHED;
 }
 
+void tt_session_swapper_(tt_session *s, bool now)
+{
+    if (!s || s->head.mode != TT_MODE_RECORD || !s->w || !s->w->swapper_lazy)
+        return;
+    if (now) {
+        tt_swapper_ensure(s, s->w);
+        return;
+    }
+    pthread_mutex_lock(&s->w->encode_lock);
+    s->w->swapper_failed = true;
+    pthread_mutex_unlock(&s->w->encode_lock);
+}
+
 void tt_session_flush_all_(tt_session *s)
 {
     if (!s || s->head.mode != TT_MODE_RECORD || !s->w || !tt_active_(s))

@@ -134,7 +134,7 @@ static bool steal_one(tt_session *s, struct tt_writer *w, struct tt_rec_thread *
 void tt_writer_flush_all(tt_session *s, struct tt_rec_thread *self)
 {
     struct tt_writer *w = s->w;
-    if (!w || !w->swapper_started)
+    if (!w || (!w->swapper_started && !w->swapper_lazy))
         return;
     pthread_mutex_lock(&w->qlock);
     pthread_mutex_lock(&s->lock);
@@ -150,6 +150,7 @@ void tt_writer_flush_all(tt_session *s, struct tt_rec_thread *self)
             try_steal(w, v);
     }
     uint64_t ticket = w->handed;
+    tt_swapper_encode_here_locked(s, w); /* no swapper runs: this thread encodes them */
     w->sync_waiters++;
     while ((w->encoded < ticket || w->qhead) && !w->stopped)
         pthread_cond_wait(&w->scond, &w->qlock);
@@ -184,12 +185,30 @@ static void stall_frame(tt_session *s, struct tt_rec_thread *t, uint64_t t0, uin
     t->pos += sizeof r;
 }
 
+/* Buffers are queued and no swapper runs: it starts now, the first time a thread hands a buffer
+ * over (a full one, or its last; most of a tree's processes never do before close); when it
+ * cannot, this thread encodes the queue. Under qlock, which it lets go meanwhile. */
+static void need_swapper_locked(tt_session *s, struct tt_writer *w)
+{
+    if (w->swapper_started || !w->qhead)
+        return;
+    if (w->swapper_lazy) {
+        pthread_mutex_unlock(&w->qlock);
+        tt_swapper_ensure(s, w);
+        pthread_mutex_lock(&w->qlock);
+    }
+    tt_swapper_encode_here_locked(s, w);
+}
+
 /* @frame_ok: the new buffer may begin with the stall frame (not while a payload runs on). */
 static int refill(tt_session *s, struct tt_rec_thread *t, bool last, bool frame_ok)
 {
     struct tt_writer *w = s->w;
     pthread_mutex_lock(&w->qlock);
+    bool full = t->buf != NULL; /* else a thread's first buffer */
     tt_writer_hand_over_locked(w, t, last);
+    if (full) /* a buffer handed over reaches the file soon, safe from a SIGKILL after */
+        need_swapper_locked(s, w);
     if (last) {
         pthread_mutex_unlock(&w->qlock);
         return TT_OK;
@@ -223,6 +242,9 @@ static int refill(tt_session *s, struct tt_rec_thread *t, bool last, bool frame_
         uint64_t t0 = tt_mono_ns();
         atomic_fetch_add_explicit(&w->stalls, 1, memory_order_relaxed);
         while (!w->free_list && !w->stopped) {
+            need_swapper_locked(s, w); /* a buffer queued, no swapper yet */
+            if (w->free_list)
+                break;
             if (w->inflight || steal_one(s, w, t)) {
                 pthread_cond_wait(&w->fcond, &w->qlock);
             } else {
@@ -376,6 +398,7 @@ int tt_writer_sync_thread(tt_session *s, struct tt_rec_thread *t)
     pthread_mutex_lock(&w->qlock);
     tt_writer_hand_over_locked(w, t, false);
     uint64_t ticket = w->handed;
+    tt_swapper_encode_here_locked(s, w);
     w->sync_waiters++;
     while (w->encoded < ticket && !w->stopped)
         pthread_cond_wait(&w->scond, &w->qlock);

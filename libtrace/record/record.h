@@ -152,7 +152,15 @@ struct tt_writer {
     uint64_t threads_used, threads_len;
     bool stop;
     pthread_t swapper;
-    bool swapper_started;
+    /* The swapper starts at open, or, for the runtime's processes (swapper_lazy), when first
+     * needed (tt_swapper_ensure): most of a tree's processes end before they fill a buffer and
+     * never need a thread of their own. Until then, a thread that waits for the queue encodes
+     * it itself (tt_swapper_encode_here_locked). swapper_started is written under encode_lock
+     * and qlock, read under either; encode_lock is taken before qlock. */
+    _Atomic bool swapper_started;
+    bool swapper_lazy;         /* set at open */
+    bool swapper_failed;       /* under encode_lock: no start is tried again */
+    pthread_mutex_t encode_lock;
     bool membarrier_ok;
 
     /* swapper state */
@@ -256,6 +264,13 @@ void tt_chaos_fn_point_(tt_session *s, struct tt_rec_thread *t) TT_HIDDEN;
 
 /* ---- swapper.c ---- */
 int tt_swapper_start(tt_session *s, struct tt_writer *w);
+/* Starts the swapper unless it runs (or could not start: then swapper_failed); true when it
+ * runs. Takes encode_lock, then qlock: not under qlock. */
+bool tt_swapper_ensure(tt_session *s, struct tt_writer *w);
+/* With no swapper running: encodes every queued buffer on the calling thread, as the swapper
+ * would, under encode_lock; does nothing once the swapper runs. Called and returns with qlock
+ * held, which it lets go meanwhile. */
+void tt_swapper_encode_here_locked(tt_session *s, struct tt_writer *w);
 /* Lets the swapper drain the queue and waits for it to end; idempotent. */
 void tt_swapper_stop(struct tt_writer *w);
 /* Faults in [off, off + len) of the pool; false when the kernel cannot (before Linux 5.14). */

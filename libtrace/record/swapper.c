@@ -41,6 +41,51 @@ bool tt_pool_populate(struct tt_writer *w, uint64_t off, uint64_t len)
     return madvise(w->pool + off, len, MADV_POPULATE_WRITE) == 0;
 }
 
+/* The first buffer of the queue, taken off it. Under qlock; the queue is not empty. */
+static struct tt_buf *take_locked(struct tt_writer *w)
+{
+    struct tt_buf *b = w->qhead;
+    w->qhead = b->next;
+    if (!w->qhead)
+        w->qtail = NULL;
+    return b;
+}
+
+/* After @b was encoded (and, the queue empty, the partial block written): its counts
+ * published, its waiters woken, the buffer back on the free list. Under qlock. */
+static void buffer_done_locked(struct tt_writer *w, struct tt_buf *b)
+{
+    w->pub_events = w->m.event_count;
+    w->pub_payload = w->m.payload_bytes;
+    w->pub_chunks = w->m.chunk_count;
+    w->pub_bytes = w->bytes_written;
+    w->pub_errno = w->write_errno;
+    w->inflight--;
+    w->encoded++;
+    if (w->sync_waiters)
+        pthread_cond_broadcast(&w->scond);
+    if (w->write_errno) {
+        /* nothing more reaches the file: keep the buffer (the budget bounds them all) and
+         * wake every waiter, who will be refused once no free buffer is left */
+        b->next = w->held;
+        w->held = b;
+        w->stopped = true;
+        pthread_cond_broadcast(&w->fcond);
+        return;
+    }
+    b->next = NULL;
+    if (w->free_list)
+        w->free_tail->next = b;
+    else
+        w->free_list = b;
+    w->free_tail = b;
+    /* the last buffer in flight: a waiter that does not get this one must look for a
+     * buffer to take (steal_one) instead of waiting for one more from here */
+    if (w->inflight)
+        pthread_cond_signal(&w->fcond);
+    else
+        pthread_cond_broadcast(&w->fcond);
+}
 
 static void *swapper_main(void *arg)
 {
@@ -78,12 +123,9 @@ static void *swapper_main(void *arg)
             }
             pthread_cond_wait(&w->qcond, &w->qlock);
         }
-        struct tt_buf *b = w->qhead;
-        if (!b)
-            break;
-        w->qhead = b->next;
         if (!w->qhead)
-            w->qtail = NULL;
+            break;
+        struct tt_buf *b = take_locked(w);
         pthread_mutex_unlock(&w->qlock);
 
         tt_encode_buffer(s, w, b);
@@ -98,39 +140,43 @@ static void *swapper_main(void *arg)
             tt_writer_block_flush(w);
 
         pthread_mutex_lock(&w->qlock);
-        w->pub_events = w->m.event_count;
-        w->pub_payload = w->m.payload_bytes;
-        w->pub_chunks = w->m.chunk_count;
-        w->pub_bytes = w->bytes_written;
-        w->pub_errno = w->write_errno;
-        w->inflight--;
-        w->encoded++;
-        if (w->sync_waiters)
-            pthread_cond_broadcast(&w->scond);
-        if (w->write_errno) {
-            /* nothing more reaches the file: keep the buffer (the budget bounds them all) and
-             * wake every waiter, who will be refused once no free buffer is left */
-            b->next = w->held;
-            w->held = b;
-            w->stopped = true;
-            pthread_cond_broadcast(&w->fcond);
-            continue;
-        }
-        b->next = NULL;
-        if (w->free_list)
-            w->free_tail->next = b;
-        else
-            w->free_list = b;
-        w->free_tail = b;
-        /* the last buffer in flight: a waiter that does not get this one must look for a
-         * buffer to take (steal_one) instead of waiting for one more from here */
-        if (w->inflight)
-            pthread_cond_signal(&w->fcond);
-        else
-            pthread_cond_broadcast(&w->fcond);
+        buffer_done_locked(w, b);
     }
     pthread_mutex_unlock(&w->qlock);
     return NULL;
+}
+
+void tt_swapper_encode_here_locked(tt_session *s, struct tt_writer *w)
+{
+    pthread_mutex_unlock(&w->qlock);
+    pthread_mutex_lock(&w->encode_lock);
+    pthread_mutex_lock(&w->qlock);
+    /* swapper_started changes only under encode_lock: no swapper runs while this does */
+    while (!w->swapper_started && w->qhead) {
+        struct tt_buf *b = take_locked(w);
+        pthread_mutex_unlock(&w->qlock);
+        tt_encode_buffer(s, w, b);
+        pthread_mutex_lock(&w->qlock);
+        if (!w->qhead) {
+            pthread_mutex_unlock(&w->qlock);
+            tt_writer_block_flush(w);
+            pthread_mutex_lock(&w->qlock);
+        }
+        buffer_done_locked(w, b);
+    }
+    pthread_mutex_unlock(&w->qlock);
+    pthread_mutex_unlock(&w->encode_lock);
+    pthread_mutex_lock(&w->qlock);
+}
+
+bool tt_swapper_ensure(tt_session *s, struct tt_writer *w)
+{
+    pthread_mutex_lock(&w->encode_lock);
+    if (!w->swapper_started && !w->swapper_failed && tt_swapper_start(s, w) != 0)
+        w->swapper_failed = true; /* the queue is encoded by whoever waits for it */
+    bool on = w->swapper_started;
+    pthread_mutex_unlock(&w->encode_lock);
+    return on;
 }
 
 
@@ -162,7 +208,9 @@ int tt_swapper_start(tt_session *s, struct tt_writer *w)
         pthread_attr_destroy(ap);
     if (prc != 0)
         return prc;
+    pthread_mutex_lock(&w->qlock);
     w->swapper_started = true;
+    pthread_mutex_unlock(&w->qlock);
     return 0;
 }
 

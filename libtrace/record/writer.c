@@ -524,6 +524,7 @@ int tt_writer_open(tt_session *s, tt_error_info *err)
         }
     }
     pthread_mutex_init(&w->qlock, NULL);
+    pthread_mutex_init(&w->encode_lock, NULL);
     pthread_mutex_init(&w->fd_lock, NULL);
     pthread_cond_init(&w->qcond, NULL);
     pthread_cond_init(&w->fcond, NULL);
@@ -567,7 +568,11 @@ int tt_writer_open(tt_session *s, tt_error_info *err)
 
     w->membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 
-    int prc = tt_swapper_start(s, w);
+    int prc = 0;
+    if (s->cfg.lazy_swapper)
+        w->swapper_lazy = true; /* tt_swapper_ensure, at the first buffer handed over */
+    else
+        prc = tt_swapper_start(s, w);
     if (prc != 0) {
         if (w->file)
             unlink(w->temp_path);
@@ -698,6 +703,10 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
         pthread_mutex_unlock(&w->qlock);
     }
 
+    /* a process that never needed its swapper: the queue is encoded here */
+    pthread_mutex_lock(&w->qlock);
+    tt_swapper_encode_here_locked(s, w);
+    pthread_mutex_unlock(&w->qlock);
     tt_swapper_stop(w);
 
     /* The rest is written by the closing thread: hold SIGXFSZ off it, as on the swapper, so a
@@ -828,6 +837,7 @@ void tt_writer_free(tt_session *s)
     }
     tt_tables_free(w->tables);
     pthread_mutex_destroy(&w->qlock);
+    pthread_mutex_destroy(&w->encode_lock);
     pthread_mutex_destroy(&w->fd_lock);
     pthread_cond_destroy(&w->qcond);
     pthread_cond_destroy(&w->fcond);

@@ -47,6 +47,7 @@ struct tt_config_impl {
     void *storage;
     size_t storage_len;
     uint32_t from_env;           /* made by tt_config_from_env: see tt_session_create_ */
+    uint32_t lazy_swapper;       /* the runtime's: the swapper starts when first needed */
     char caller[TT_CALLER_MAX];
     char file[4096];
 };
@@ -384,6 +385,11 @@ void tt_session_flush_all_(tt_session *s);
 /* Record: one more operation on a process-shared object (the count goes into the META object
  * "sync_shared=N" at close). */
 void tt_sync_note_shared_(tt_session *s);
+/* Record, a session opened with lazy_swapper: the swapper starts now (@now: the program
+ * installed a signal handler, and a buffer that fills inside one must not start a thread
+ * there), or never (a crash is being finalized: the closing thread encodes the queue).
+ * Nothing otherwise. Not under the writer's locks. */
+void tt_session_swapper_(tt_session *s, bool now);
 /* Marks a recording as finalized by the crash handler. */
 void tt_session_mark_crashed_(tt_session *s);
 /* The runtime's count of children that ran untraced and of execs it could not follow, for the

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Integration test of the preload library: real programs recorded and replayed.
 
-    test-preload.py PRELOAD_SO TINYTRACE PROBE READ_STDIN ALLOC
+    test-preload.py PRELOAD_SO TINYTRACE PROBE READ_STDIN ALLOC SWAPPER
 
 Each program runs as `tinytrace record|replay` runs it: with LD_PRELOAD=PRELOAD_SO and
 TINYTRACE_MODE=record, then replay, and TINYTRACE_FILE naming the trace. A replay must print
@@ -11,7 +11,8 @@ changed, and `tinytrace verify` must accept every recording. The programs: `date
 printing random.random(), time.time() and os.urandom(), three readers of stdin fed different
 input on replay (a C program using stdio, cat, python3), preload-probe (every interposed call,
 sockets and pipes included), the output check (TINYTRACE_CHECK_OUTPUT) and the allocation events
-(TINYTRACE_ALLOC) with a replay that must match and one that must diverge.
+(TINYTRACE_ALLOC) with a replay that must match and one that must diverge, and preload-swapper
+(the swapper thread starts at the first buffer handed over or signal handler, not before).
 
 Every check runs, failures are collected and listed at the end; the exit status is 1 if any
 failed. Each case works in its own temporary directory, removed afterwards whatever happens.
@@ -372,16 +373,41 @@ def case_alloc():
         check(b"size" in r.err, "alloc: the report says the size differs", r)
 
 
+def case_swapper():
+    # the swapper thread starts when it is needed: a full buffer, or a signal handler the
+    # program installs (a buffer could then fill inside it, where no thread may be started)
+    want = {"idle": b"threads 1\n", "ignore": b"threads 1\n", "sigaction": b"threads 2\n",
+            "signal": b"threads 2\n", "fill": b"pid ok\nthreads 2\n"}
+    for mode, out in want.items():
+        with Case("swapper " + mode) as c:
+            env = base_env()
+            env.update({"LD_PRELOAD": PRELOAD, "TINYTRACE_MODE": "record",
+                        "TINYTRACE_FILE": c.trace})
+            r = run([SWAPPER, mode], b"", env, c.work)
+            check(r.rc == 0 and r.out == out, "swapper %s: prints %r" % (mode, out), r)
+            v = run([TINYTRACE, "verify", c.trace], b"", base_env())
+            check(v.rc == 0, "swapper %s: the trace verifies" % mode, v)
+            if mode == "fill":
+                i = run([TINYTRACE, "info", c.trace], b"", base_env())
+                ev = re.search(rb"^events:\s+(\d+)", i.out, re.M)
+                ch = re.search(rb"^chunks:\s+(\d+)", i.out, re.M)
+                check(ev is not None and int(ev.group(1)) > 300000 and ch is not None and
+                      int(ch.group(1)) > 1, "swapper fill: every getpid is in the trace, "
+                      "in more than one chunk", i)
+
+
 CASES = [case_date, case_python, case_stdin, case_probe, case_longjmp, case_other_clock,
-         case_relative_file, case_ignored_signal, case_off, case_check_output, case_alloc]
+         case_relative_file, case_ignored_signal, case_off, case_check_output, case_alloc,
+         case_swapper]
 
 
 def main():
-    global PRELOAD, TINYTRACE, PROBE, READ_STDIN, ALLOC
-    if len(sys.argv) != 6:
+    global PRELOAD, TINYTRACE, PROBE, READ_STDIN, ALLOC, SWAPPER
+    if len(sys.argv) != 7:
         print(__doc__)
         return 2
-    PRELOAD, TINYTRACE, PROBE, READ_STDIN, ALLOC = [os.path.abspath(a) for a in sys.argv[1:]]
+    PRELOAD, TINYTRACE, PROBE, READ_STDIN, ALLOC, SWAPPER = [os.path.abspath(a)
+                                                            for a in sys.argv[1:]]
     if not shutil.which("date"):
         print("SKIP: no date command")
         return 77
