@@ -148,6 +148,8 @@ static void *swapper_main(void *arg)
 
 void tt_swapper_encode_here_locked(tt_session *s, struct tt_writer *w)
 {
+    if (w->swapper_started || !w->qhead)
+        return; /* the swapper's work, or none */
     pthread_mutex_unlock(&w->qlock);
     pthread_mutex_lock(&w->encode_lock);
     pthread_mutex_lock(&w->qlock);
