@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -310,6 +311,19 @@ struct exec_failure {
  * TINYTRACE_* variable, with LD_PRELOAD naming the runtime, or in a replay the recorded one, and
  * then one variable of fixed length, last, that the runtime removes before main. */
 
+/* TT_ENV_RT=<fd, 10 digits>:root:0:0:<ns, 20 digits>:<ticks, 20 digits> and its NUL */
+#define RT_VAR 96
+
+/* The tool's clock point, taken when it started (tool_clock_start): a recorded program's rate
+ * of ticks is measured from it (tt_clock_point), so a short program does not wait 2 ms at
+ * its close to measure the rate itself. */
+static uint64_t start_ns, start_ticks;
+
+void tool_clock_start(void)
+{
+    tt_clock_point(&start_ns, &start_ticks);
+}
+
 int tool_child_env(char *const *recorded, char ***envp_out, int *fd_out)
 {
     extern char **environ;
@@ -353,12 +367,12 @@ int tool_child_env(char *const *recorded, char ***envp_out, int *fd_out)
         n++;
     /* one block: the array, then the two strings it adds (the caller frees it with free) */
     size_t pre_len = preload != NULL ? strlen(preload) + 12 : 0;
-    char **env = calloc(1, (n + 4) * sizeof *env + 64 + pre_len);
+    char **env = calloc(1, (n + 4) * sizeof *env + RT_VAR + pre_len);
     if (env == NULL)
         goto nomem_fd;
     char *rt = (char *)(env + n + 4);
     if (preload != NULL)
-        snprintf(rt + 64, pre_len, "LD_PRELOAD=%s", preload);
+        snprintf(rt + RT_VAR, pre_len, "LD_PRELOAD=%s", preload);
     size_t k = 0;
     int have_preload = 0;
     for (size_t i = 0; i < n; i++) {
@@ -366,21 +380,27 @@ int tool_child_env(char *const *recorded, char ***envp_out, int *fd_out)
             continue;
         if (strncmp(base[i], "LD_PRELOAD=", 11) == 0) {
             /* in place: the recorded position, with today's runtime library */
-            env[k++] = preload != NULL ? rt + 64 : base[i];
+            env[k++] = preload != NULL ? rt + RT_VAR : base[i];
             have_preload = 1;
             continue;
         }
         env[k++] = base[i];
     }
     if (!have_preload && preload != NULL)
-        env[k++] = rt + 64;
+        env[k++] = rt + RT_VAR;
     /* Recording: OpenSSL is told to take no random bytes from the CPU (RDRAND, RDSEED), which
      * nothing can replay, but from the OS, which is replayed (docs/REPLAY.md, "Randomness from
      * the CPU"). Unless the user set it: then theirs. The replay gets it back with the rest of
      * the recorded environment. */
     if (recorded == NULL && getenv("OPENSSL_ia32cap") == NULL)
         env[k++] = (char *)"OPENSSL_ia32cap=~0x4000000000000000:~0x40000";
-    snprintf(rt, 64, "%s=%010d", TT_ENV_RT, fd);
+    /* the root's identity and, recording, the tool's clock point (zeros in a replay: the
+     * variable is as long in both, so the program's stack is where it was) */
+    uint64_t ns = recorded == NULL ? start_ns : 0, ticks = recorded == NULL ? start_ticks : 0;
+    if (!ns || !ticks)
+        ns = ticks = 0;
+    snprintf(rt, RT_VAR, "%s=%010d:root:0:0:%020" PRIu64 ":%020" PRIu64, TT_ENV_RT, fd, ns,
+             ticks);
     env[k++] = rt;
     env[k] = NULL;
     *envp_out = env;

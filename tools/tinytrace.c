@@ -122,6 +122,8 @@ int main(int argc, char **argv)
 {
     const struct verb *v;
 
+    tool_clock_start();
+
     /* The tool is single-threaded: stdio need not lock the stream for every character of a
      * dump of millions of events. */
     __fsetlocking(stdout, FSETLOCKING_BYCALLER);

@@ -504,6 +504,9 @@ int tool_run_program(const char *shown, const char *path, char *const argv[],
  * tool's own, LD_PRELOAD in place with today's runtime, and TT_ENV_RT last (protocol.h). The
  * caller closes *@fd after the program ran, and frees *@envp (one block) with free. */
 int tool_child_env(char *const *recorded, char ***envp, int *fd);
+/* Takes the tool's clock point, which tool_child_env hands a recorded program: first thing in
+ * main. */
+void tool_clock_start(void);
 
 /* ---- trust (auth.c) ---- */
 

@@ -51,7 +51,7 @@ struct tt_calib {
 void tt_calib_begin(struct tt_calib *c);
 /* The process's anchor: the first point any tt_calib_begin took, or one handed down by the
  * process that started this one (the runtime's TT_ENV_RT: a tree's processes share the
- * root's), which every later tt_calib_begin starts from, so that the rate of a short-lived
+ * root's, and the root's is the tool's), which every later tt_calib_begin starts from, so that the rate of a short-lived
  * process is measured over the tree's life and close need not wait out @min_ns. Its ticks
  * are the same TSC's (an anchor whose ticks are ahead of now, a TSC reset, is caught by
  * tt_calib_end, which measures afresh). get: false when there is none (*ns, *ticks 0). */

@@ -56,6 +56,11 @@ static void calib_point(uint64_t *ns, uint64_t *ticks)
     }
 }
 
+void tt_clock_point(uint64_t *ns, uint64_t *ticks)
+{
+    calib_point(ns, ticks);
+}
+
 /* The anchor: set once (the runtime's start, a process's first session open, or a fork child's
  * copy); ticks are stored first and ns published after them, so a reader that sees ns sees
  * its ticks */

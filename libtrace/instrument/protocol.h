@@ -25,9 +25,12 @@
  * them, "NAME=VALUE" lines with the names below and the library's (MODE, FILE, CALLER,
  * BUFFER_KB, ...) without their TINYTRACE_ prefix, into a memfd the program inherits, and sets
  * one variable of fixed length, the last of the environment: TT_ENV_RT=<the descriptor, ten
- * digits>. The runtime reads the settings and removes the variable before main, so the program
- * sees the same environment in record and replay. A program run with TINYTRACE_MODE set by hand
- * still reads the environment. */
+ * digits>:root:0:0:<ns>:<ticks>, the root's identity and the tool's clock point
+ * (tt_clock_point, twenty digits each; zeros in a replay); a process of the tree hands its
+ * children the same form with their own identity and the root's point. The runtime reads the
+ * settings and removes the variable before main, so the program sees the same environment in
+ * record and replay. A program run with TINYTRACE_MODE set by hand still reads the
+ * environment. */
 #define TT_ENV_RT "TINYTRACE_RT"
 
 /* ---- environment, set by the tool, read by the runtime at start ----

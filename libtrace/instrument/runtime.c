@@ -344,8 +344,9 @@ static void on_thread(tt_session *s)
 /* ---------------------------------------------------------------- the program's world
  *
  * `tinytrace record|replay` hands the runtime its settings through a descriptor, not the
- * environment: TT_ENV_RT, one variable of fixed length (the descriptor's number in ten digits),
- * the last of the environment, removed before main. So the program sees the same environment,
+ * environment: TT_ENV_RT, one variable of fixed length (the descriptor's number in ten digits,
+ * the identity and the clock point: protocol.h), the last of the environment, removed before
+ * main. So the program sees the same environment,
  * argv and auxv in both modes, and with ASLR off (the tool's default) its stack, heap and
  * mappings are at the same addresses. The descriptor stays open, out of the way and inherited,
  * so that an exec in the traced process (a shell running its last command, a wrapper script)

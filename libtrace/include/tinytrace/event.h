@@ -130,6 +130,13 @@ typedef struct tt_event {
     const void *payload;
 } tt_event;
 
+/* A reading of CLOCK_BOOTTIME (*@ns) and of the clock of event times (*@ticks: the TSC where
+ * there is one, else nanoseconds) taken together, within 2 microseconds where the machine
+ * allows: the point a recording's tick rate is measured from. A process that starts a
+ * recorded one hands it down (`tinytrace record` does), so that a short run need not wait to
+ * measure the rate itself. Thread-safe, async-signal-safe. */
+TT_API void tt_clock_point(uint64_t *ns, uint64_t *ticks);
+
 /* Object kinds of the interned object table (ObjectEntry). */
 typedef enum tt_object_kind {
     TT_OBJ_FUNCTION = 1,
