@@ -474,27 +474,82 @@ static size_t line_len(const struct channel *c, size_t at)
     return n;
 }
 
-/* The processes that reported (with the nonce), each once, into @names (@cap of them). */
-static size_t channel_processes(struct channel *c, char (*names)[224], size_t cap)
+/* A process that reported with the nonce: its name, where its first report is in the channel
+ * (the order they are said in), and its last report. */
+struct proc_report {
+    char name[224];
+    size_t first;
+    const char *text;
+    size_t len;
+};
+
+static int cmp_report_name(const void *a, const void *b)
+{
+    const struct proc_report *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->first > y->first) - (x->first < y->first);
+}
+
+static int cmp_report_same(const void *a, const void *b)
+{
+    return strcmp(((const struct proc_report *)a)->name, ((const struct proc_report *)b)->name);
+}
+
+static int cmp_report_first(const void *a, const void *b)
+{
+    const struct proc_report *x = a, *y = b;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+/* Every process that reported with the nonce, once, in the order of its first report, with
+ * its last one: one pass over the channel and two sorts (a tree of thousands of processes
+ * writes thousands of lines; looking each process up in all of them was quadratic). Returns
+ * them malloc'd, *@n of them; NULL (and 0) when there are none or no memory. */
+static struct proc_report *channel_reports(struct channel *c, size_t *n)
 {
     char key[48];
-    size_t k = 0;
+    size_t k = 0, cap = 0;
+    struct proc_report *v = NULL;
     snprintf(key, sizeof key, "\"nonce\": \"%s\"", c->nonce);
+    *n = 0;
     for (size_t at = 0; c->buf != NULL && at < c->len;) {
-        size_t n = line_len(c, at);
-        if (n) {
-            c->buf[at + n] = '\0';
-            char name[224];
-            report_process(c->buf + at, name, sizeof name);
-            bool seen = false;
-            for (size_t i = 0; i < k && !seen; i++)
-                seen = !strcmp(names[i], name);
-            if (!seen && k < cap && strstr(c->buf + at, key) != NULL)
-                memcpy(names[k++], name, sizeof name);
+        size_t len = line_len(c, at);
+        if (len) {
+            c->buf[at + len] = '\0';
+            if (strstr(c->buf + at, key) != NULL) {
+                if (k == cap) {
+                    size_t nc = cap ? cap * 2 : 64;
+                    struct proc_report *nv = realloc(v, nc * sizeof *nv);
+                    if (!nv) {
+                        free(v);
+                        return NULL;
+                    }
+                    v = nv;
+                    cap = nc;
+                }
+                report_process(c->buf + at, v[k].name, sizeof v[k].name);
+                v[k].first = at;
+                v[k].text = c->buf + at;
+                v[k++].len = len;
+            }
         }
-        at += n + 1;
+        at += len + 1;
     }
-    return k;
+    if (!v)
+        return NULL;
+    qsort(v, k, sizeof *v, cmp_report_name);
+    size_t m = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (m && !strcmp(v[m - 1].name, v[i].name)) {
+            v[m - 1].text = v[i].text; /* a later report of the same process */
+            v[m - 1].len = v[i].len;
+        } else {
+            v[m++] = v[i];
+        }
+    }
+    qsort(v, m, sizeof *v, cmp_report_first);
+    *n = m;
+    return v;
 }
 
 /* The last line of process @proc (NULL: any) that carries the nonce. */
@@ -1017,17 +1072,15 @@ nomem:
  * added to @rec. Returns TOOL_EXIT_OK, or the code of the first that did not match. */
 static int other_processes(const struct replay *o, struct channel *ch, struct recorded *rec)
 {
-    char (*names)[224] = calloc(4096, sizeof *names);
+    size_t n = 0;
+    struct proc_report *r = channel_reports(ch, &n);
     int rc = TOOL_EXIT_OK;
-    if (!names)
-        return TOOL_EXIT_SYSTEM;
-    size_t n = channel_processes(ch, names, 4096);
     for (size_t i = 0; i < n; i++) {
-        if (!strcmp(names[i], o->image))
+        const char *name = r[i].name;
+        if (!strcmp(name, o->image))
             continue;
-        size_t len = 0;
-        unsigned forged = 0;
-        const char *text = channel_report(ch, names[i], &len, &forged);
+        size_t len = r[i].len;
+        const char *text = r[i].text;
         tool_jdoc d;
         char why[160];
         if (!text || tool_json_parse(&d, text, len, why, sizeof why) != 0)
@@ -1045,14 +1098,14 @@ static int other_processes(const struct replay *o, struct channel *ch, struct re
             rec->other_live += live + untraceable;
             if (live + untraceable && first && fl && !rec->other_first[0])
                 snprintf(rec->other_first, sizeof rec->other_first, "%.*s (in %s)", (int)fl,
-                         first, names[i]);
+                         first, name);
         } else if (st && !strcmp(st, TT_REPORT_STATUS_UNCONSUMED)) {
             code = TOOL_EXIT_EARLY_END;
-            fprintf(stderr, "tinytrace: process %s ended before its recording did", names[i]);
+            fprintf(stderr, "tinytrace: process %s ended before its recording did", name);
         } else {
             code = st && !strcmp(st, TT_REPORT_STATUS_DIVERGED) ? TOOL_EXIT_DIVERGED
                                                                 : TOOL_EXIT_SYSTEM;
-            fprintf(stderr, "tinytrace: process %s %s", names[i],
+            fprintf(stderr, "tinytrace: process %s %s", name,
                     code == TOOL_EXIT_DIVERGED ? "diverged from its recording"
                                                : "could not be replayed");
         }
@@ -1067,11 +1120,13 @@ static int other_processes(const struct replay *o, struct channel *ch, struct re
     /* every recorded image (a trace of its own, finished) must have run */
     tool_proc *v = NULL;
     size_t np = 0;
+    if (r)
+        qsort(r, n, sizeof *r, cmp_report_name); /* by name now, for the look-ups */
     if (!o->process && tool_procs_read(o->file, &v, &np) == 0) {
         for (size_t i = 1; i < np; i++) {
-            bool ran = false;
-            for (size_t j = 0; j < n && !ran; j++)
-                ran = !strcmp(names[j], v[i].name);
+            struct proc_report key;
+            snprintf(key.name, sizeof key.name, "%s", v[i].name);
+            bool ran = r && bsearch(&key, r, n, sizeof *r, cmp_report_same) != NULL;
             if (!ran && v[i].file[0] && !v[i].partial) {
                 fprintf(stderr, "tinytrace: process %s was recorded but did not run in the "
                         "replay\n", v[i].name);
@@ -1081,7 +1136,7 @@ static int other_processes(const struct replay *o, struct channel *ch, struct re
         }
     }
     free(v);
-    free(names);
+    free(r);
     return rc;
 }
 
