@@ -231,14 +231,13 @@ static void read_back(tt_test_reader *tr, const void *data, size_t len)
 
 static struct worker W[MAX_THREADS];
 
-Test(stress, eight_threads_with_random_payload_sizes_every_event_read_back)
+/* Eight threads record into @s (thread i makes @want + i * @step calls; the odd ones end with
+ * tt_session_thread_end); then close, and every event is read back from @sink. */
+static void eight_workers(tt_session *s, tt_memory_sink *sink, uint32_t want, uint32_t step)
 {
-    seed_init("eight_threads");
-    tt_memory_sink sink;
-    tt_session *s = open_mem(&sink, 16384, 256 * 1024);
     pthread_t th[8];
     for (uint32_t i = 0; i < 8; i++) {
-        W[i] = (struct worker){ .s = s, .n = i, .want = 600 + 100 * i, .end_thread = i % 2 };
+        W[i] = (struct worker){ .s = s, .n = i, .want = want + step * i, .end_thread = i % 2 };
         start(&th[i], &W[i]);
     }
     for (uint32_t i = 0; i < 8; i++)
@@ -246,44 +245,32 @@ Test(stress, eight_threads_with_random_payload_sizes_every_event_read_back)
     tt_error_info err;
     cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
     tt_test_reader tr;
-    read_back(&tr, sink.data, sink.len);
+    read_back(&tr, sink->data, sink->len);
     for (uint32_t i = 0; i < 8; i++) {
-        cr_assert_eq(W[i].ok, W[i].want);
+        cr_assert_eq(W[i].ok, W[i].want, "thread %u", i);
         check_worker(&tr, &W[i]);
     }
     tt_test_reader_close(&tr);
-    free(sink.data);
+    free(sink->data);
 }
 
-/* The runtime's processes start their swapper at the first full buffer (record/swapper.c):
- * eight threads fill theirs at once and race to start it; with buffers they never fill, close
- * encodes everything on the closing thread. Every event is read back either way. */
+Test(stress, eight_threads_with_random_payload_sizes_every_event_read_back)
+{
+    seed_init("eight_threads");
+    tt_memory_sink sink;
+    eight_workers(open_mem(&sink, 16384, 256 * 1024), &sink, 600, 100);
+}
+
+/* The runtime's processes start their swapper at the first buffer a thread hands over
+ * (record/swapper.c): eight threads fill theirs at once and race to start it; with buffers
+ * they never fill, close encodes everything on the closing thread. Every event is read back
+ * either way. */
 Test(stress, a_swapper_started_at_the_first_full_buffer_or_never_loses_nothing)
 {
     seed_init("lazy_swapper");
-    for (int fill = 1; fill >= 0; fill--) {
-        tt_memory_sink sink;
-        tt_session *s = open_mem_as(&sink, fill ? 16384 : 1u << 20, fill ? 256 * 1024 : 32u << 20,
-                                    true);
-        pthread_t th[8];
-        for (uint32_t i = 0; i < 8; i++) {
-            W[i] = (struct worker){ .s = s, .n = i, .want = fill ? 600 + 100 * i : 5 + i,
-                                    .end_thread = i % 2 };
-            start(&th[i], &W[i]);
-        }
-        for (uint32_t i = 0; i < 8; i++)
-            pthread_join(th[i], NULL);
-        tt_error_info err;
-        cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
-        tt_test_reader tr;
-        read_back(&tr, sink.data, sink.len);
-        for (uint32_t i = 0; i < 8; i++) {
-            cr_assert_eq(W[i].ok, W[i].want, "fill %d, thread %u", fill, i);
-            check_worker(&tr, &W[i]);
-        }
-        tt_test_reader_close(&tr);
-        free(sink.data);
-    }
+    tt_memory_sink sink;
+    eight_workers(open_mem_as(&sink, 16384, 256 * 1024, true), &sink, 600, 100);
+    eight_workers(open_mem_as(&sink, 1u << 20, 32u << 20, true), &sink, 5, 1);
 }
 
 Test(stress, threads_that_start_after_others_ended_and_threads_that_exit_half_full)

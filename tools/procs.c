@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -261,13 +262,14 @@ static int cmp_reaped(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* The first of @v[0..@n), sorted by path, whose path is not before @path. */
-static size_t first_proc(const tool_proc *v, size_t n, const char *path)
+/* The first of @n elements of @size bytes at @base, sorted by the path each holds at byte
+ * @off, whose path is not before @path (images and children alike). */
+static size_t first_at(const void *base, size_t n, size_t size, size_t off, const char *path)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (cmp_path(v[mid].path, path) < 0)
+        if (cmp_path((const char *)base + mid * size + off, path) < 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -275,17 +277,14 @@ static size_t first_proc(const tool_proc *v, size_t n, const char *path)
     return lo;
 }
 
+static size_t first_proc(const tool_proc *v, size_t n, const char *path)
+{
+    return first_at(v, n, sizeof *v, offsetof(tool_proc, path), path);
+}
+
 static size_t first_child(const struct child *c, size_t n, const char *path)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cmp_path(c[mid].path, path) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return first_at(c, n, sizeof *c, offsetof(struct child, path), path);
 }
 
 static bool forked(const struct child *c)

@@ -35,38 +35,17 @@ TT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
     return REAL(sigaction, sigaction_fn)(sig, act, old);
 }
 
-TT_EXPORT __sighandler_t signal(int sig, __sighandler_t h)
-{
-    installing(h);
-    return REAL(signal, signal_fn)(sig, h);
-}
+/* The functions that install a handler one argument at a time: all the same but the name */
+#define SIGNAL_LIKE(name)                                                                      \
+    TT_EXPORT __sighandler_t name(int sig, __sighandler_t h)                                   \
+    {                                                                                          \
+        installing(h);                                                                         \
+        return REAL(name, signal_fn)(sig, h);                                                  \
+    }
 
-TT_EXPORT __sighandler_t sysv_signal(int sig, __sighandler_t h)
-{
-    installing(h);
-    return REAL(sysv_signal, signal_fn)(sig, h);
-}
-
-TT_EXPORT __sighandler_t __sysv_signal(int sig, __sighandler_t h)
-{
-    installing(h);
-    return REAL(__sysv_signal, signal_fn)(sig, h);
-}
-
-TT_EXPORT __sighandler_t ssignal(int sig, __sighandler_t h)
-{
-    installing(h);
-    return REAL(ssignal, signal_fn)(sig, h);
-}
-
-TT_EXPORT __sighandler_t bsd_signal(int sig, __sighandler_t h)
-{
-    installing(h);
-    return REAL(bsd_signal, signal_fn)(sig, h);
-}
-
-TT_EXPORT __sighandler_t sigset(int sig, __sighandler_t h)
-{
-    installing(h);
-    return REAL(sigset, signal_fn)(sig, h);
-}
+SIGNAL_LIKE(signal)
+SIGNAL_LIKE(sysv_signal)
+SIGNAL_LIKE(__sysv_signal)
+SIGNAL_LIKE(ssignal)
+SIGNAL_LIKE(bsd_signal)
+SIGNAL_LIKE(sigset)
