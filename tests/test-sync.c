@@ -6,11 +6,13 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 TestSuite(sync, .init = tt_test_dir_setup, .fini = tt_test_dir_teardown);
 
@@ -383,6 +385,125 @@ Test(sync, a_turn_that_never_comes_is_a_schedule_divergence_that_names_whose_tur
     tt_session_close(d.s, &err);
     pthread_mutex_destroy(&d.mu);
     pthread_cond_destroy(&d.cv);
+    free(ms.data);
+}
+
+/* A sleeper's turn is far off: the passes before it must not wake it. Its own count of
+ * voluntary context switches (each a sleep it went into) tells how often it was woken. */
+#define FAR_TURN 200
+struct far {
+    tt_session *s;
+    uint32_t site;
+    int obj;
+    _Atomic int tid;
+    _Atomic int rc;
+    long sleeps;
+    bool pace;
+    _Atomic int late;
+};
+
+static long voluntary_switches(void)
+{
+    FILE *f = fopen("/proc/thread-self/status", "r");
+    char line[128];
+    long v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+static void *far_member(void *arg)
+{
+    struct far *d = arg;
+    tt_thread_name(d->s, "member-1");
+    long before = voluntary_switches();
+    atomic_store(&d->tid, (int)gettid());
+    tt_sync o;
+    int rc = tt_sync_begin(d->s, &o, TT_SYNC_ACQUIRE, d->site, &d->obj);
+    if (rc == TT_OK)
+        rc = tt_sync_end(d->s, &o, 0, 1);
+    d->sleeps = voluntary_switches() - before;
+    atomic_store(&d->rc, rc);
+    return NULL;
+}
+
+/* Whether thread @tid of this process is asleep (state S). */
+static bool asleep(int tid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] == 'S';
+}
+
+/* Member 1 asleep, within 10 s (a wake makes it runnable before the waker's call returns). */
+static bool wait_asleep(struct far *d)
+{
+    uint64_t deadline = tt_test_now_ns() + 10000000000u;
+    while (atomic_load(&d->tid) == 0 || !asleep(atomic_load(&d->tid))) {
+        if (tt_test_now_ns() > deadline)
+            return false;
+        sched_yield();
+    }
+    return true;
+}
+
+/* Member 0's turns; in replay, each once member 1 sleeps (again, had the turn before woken it) */
+static void *far_first(void *arg)
+{
+    struct far *d = arg;
+    tt_thread_name(d->s, "member-0");
+    for (int i = 0; i < FAR_TURN; i++) {
+        if (d->pace && !wait_asleep(d))
+            atomic_store(&d->late, 1);
+        tt_sync o;
+        tt_sync_begin(d->s, &o, TT_SYNC_ACQUIRE, d->site, &d->obj);
+        tt_sync_end(d->s, &o, 0, 1);
+    }
+    return NULL;
+}
+
+Test(sync, a_sleeping_turn_is_woken_by_the_pass_that_lets_it_go_and_by_no_other)
+{
+    static struct far d;
+    tt_memory_sink ms;
+    tt_error_info err;
+    memset(&d, 0, sizeof d);
+    cr_assert_eq(tt_test_open_record_mem(&ms, &d.s, &err), TT_OK, "%s", err.message);
+    d.site = site_of(d.s, "take");
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, far_first, &d), 0);
+    pthread_join(th, NULL);
+    cr_assert_eq(pthread_create(&th, NULL, far_member, &d), 0);
+    pthread_join(th, NULL);
+    cr_assert_eq(tt_session_close(d.s, &err), TT_OK, "%s", err.message);
+
+    /* replay: member 1 waits for turn FAR_TURN, asleep, while member 0 takes the turns before */
+    tt_source src;
+    cr_assert_eq(tt_test_open_replay_mem(&src, ms.data, ms.len, &d.s, &err), TT_OK, "%s",
+                 err.message);
+    atomic_store(&d.tid, 0);
+    d.pace = true;
+    cr_assert_eq(pthread_create(&th, NULL, far_member, &d), 0);
+    pthread_t first;
+    cr_assert_eq(pthread_create(&first, NULL, far_first, &d), 0);
+    pthread_join(first, NULL);
+    pthread_join(th, NULL);
+    cr_assert_eq(atomic_load(&d.rc), TT_OK, "%s", tt_error_name(atomic_load(&d.rc)));
+    cr_assert_eq(atomic_load(&d.late), 0, "member 1 was not asleep within 10 s");
+    /* one sleep; one more if a 50 ms slice ran out on a slow machine. A wake at every pass
+     * of a turn that shares its bit (200 % 32: the 9th, 41st, ...) made 7 */
+    cr_assert_geq(d.sleeps, 1, "it slept %ld times", d.sleeps);
+    cr_assert_leq(d.sleeps, 3, "it slept %ld times: woken by passes not its own", d.sleeps);
+    cr_assert_eq(tt_session_close(d.s, &err), TT_OK, "%s", err.message);
     free(ms.data);
 }
 

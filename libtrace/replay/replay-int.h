@@ -44,6 +44,8 @@ static inline void tt_rp_limits_(const tt_session *s, tt_reader_limits *lim)
     lim->max_threads = (uint32_t)s->cfg.max_threads;
 }
 
+#define TT_RP_SLEEP_MAX 256u
+#define TT_RP_AT_LEAST (UINT64_C(1) << 63)
 struct tt_replayer {
     /* ordered replay: per recorded thread, the time of its next non-structural event
      * (UINT64_MAX when it has none); written by that thread only */
@@ -80,7 +82,19 @@ struct tt_replayer {
     void (*stop_fn)(tt_session *s, const tt_event *ev);
     uint32_t stop_thread;
     uint64_t stop_seq;
+    /* sync.c: what recorded thread k (< TT_RP_SLEEP_MAX) last slept for: its object and its
+     * turn + 1, with TT_RP_AT_LEAST for "or later"; written by that thread only */
+    struct tt_rp_sleep {
+        struct tt_sync_obj *_Atomic obj;
+        _Atomic uint64_t want;
+    } sleep[TT_RP_SLEEP_MAX];
+    /* sync.c: a turn is passed with a plain store, the sleeper making the barrier for both
+     * (membarrier(2) registered at open); false: an exchange */
+    bool asym;
 };
+
+/* sync.c: the turns' barrier, chosen at open */
+void tt_rp_sync_init_(struct tt_replayer *rp);
 
 /* report.c: the event @ev as a report line's event (its payload's first bytes copied) */
 void tt_report_event_set(tt_report_event *re, const tt_event *ev);

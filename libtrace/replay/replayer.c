@@ -204,6 +204,7 @@ static int rp_open(tt_session *s, tt_error_info *err)
     rp->stall_fn = tt_reader_find_object(rp->r, TT_OBJ_FUNCTION, TT_STALL_FUNCTION);
     rp->nthreads = m.thread_count;
     rp->ordered = s->cfg.ordered != 0;
+    tt_rp_sync_init_(rp);
     if (rp->ordered) {
         rp->next_time = calloc(m.thread_count ? m.thread_count : 1, sizeof *rp->next_time);
         if (!rp->next_time) {

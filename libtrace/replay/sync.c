@@ -6,8 +6,10 @@
  * thread whose recorded operation has sequence number k may go when the count is k, and
  * passes the turn on by storing k + 1. Waiting spins briefly, then sleeps on the entry's
  * generation word (a futex) in slices, up to the order timeout; the thread that passes turn k
- * wakes only the sleepers of turn k (a futex bitset on k % 32), and makes no system call when
- * none sleeps. Every turn a thread waits for
+ * wakes only the sleeper of turn k (each sleeper says which turn it sleeps for), and makes no
+ * system call when none sleeps. Passing a turn is a plain store and a load: the sleeper, which
+ * is rare, makes the barrier that orders them for both (membarrier(2), as an asymmetric
+ * fence), where the kernel has it; else the store is an exchange. Every turn a thread waits for
  * was taken, in the recording, earlier than its own: replay never waits for something that
  * came later, so the waits cannot form a cycle as long as every thread replays its own
  * recorded operations.
@@ -21,6 +23,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +35,11 @@
 #include "replay-int.h"
 
 #define SPINS 64u
-#define YIELDS 4u /* more did not help once a wake is for one turn only */
+/* with more threads than cores the turn's thread may wait for this core: on the contended
+ * bench trace 4 yields before a sleep replayed in 2.4-2.7 s, 64 in 2.0 s */
+#define YIELDS 64u
 #define SLICE_NS 50000000L           /* a futex sleep, between two looks at the deadline */
+#define UNFENCED_SLICE_NS 1000000L   /* ... when the sleeper could not make the barrier */
 #define SCAN_MAX (UINT64_C(50000000)) /* events the owner search reads at most */
 
 static void cpu_relax(void)
@@ -99,25 +105,67 @@ static int schedule_divergence(tt_session *s, struct tt_rp_thread *t, const tt_s
     return tt_rp_diverge_(s, t, TT_DIV_SCHEDULE, rec, &act, 0, msg);
 }
 
-/* The bit of turn @seq in an object's sleepers mask and in the futex bitset of its gen word. */
-static inline uint32_t turn_bit(uint64_t seq)
+/* The sleepers bit of @t: its recorded thread number modulo 31 for the first TT_RP_SLEEP_MAX
+ * threads (the waker tells those of one bit apart by what they sleep for), bit 31 for the
+ * rest (woken at every turn passed while set, to look again). */
+#define SHARED_BIT 31u
+static inline uint32_t sleep_bit(const struct tt_rp_thread *t)
 {
-    return UINT32_C(1) << (seq & 31);
+    return t->rec < TT_RP_SLEEP_MAX ? t->rec % SHARED_BIT : SHARED_BIT;
+}
+
+static inline bool turn_ready(uint64_t v, uint64_t want, bool at_least)
+{
+    return v == want || (at_least && v > want);
+}
+
+void tt_rp_sync_init_(struct tt_replayer *rp)
+{
+    rp->asym = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+/* The sleeper's half of the asymmetric fence: every thread of the process that runs now
+ * passes a full barrier, so that a waker's store of the count and its load of the mask are
+ * in order with this thread's bit and its load of the count. False when the kernel refused
+ * (a fork child that did not register: the registration is the address space's). */
+static bool heavy_fence(const struct tt_replayer *rp)
+{
+    if (!rp->asym)
+        return true; /* the waker's exchange is the barrier */
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+        return true;
+    return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 &&
+           syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+/* Whether recorded thread @rec has its sleepers bit to itself. */
+static bool bit_alone(const struct tt_replayer *rp, uint32_t rec)
+{
+    uint32_t n = rp->nthreads < TT_RP_SLEEP_MAX ? rp->nthreads : TT_RP_SLEEP_MAX;
+    return rec < SHARED_BIT && rec + SHARED_BIT >= n;
 }
 
 /* Waits until @e's count is @op's seq (or, @at_least, has reached it). A waiter spins a little,
- * yields a little, then sleeps on the gen word with its turn's bit set in the object's sleepers
- * mask, so that the thread that passes the turn to it wakes it, and only it (and the few whose
- * turns share the bit, which look and sleep again). */
+ * yields a little, then says what it sleeps for (its object and turn), sets its bit in the
+ * object's sleepers mask and sleeps on the gen word's futex with that bit, so that the thread
+ * that passes this very turn wakes it, and no other pass does. */
 static int wait_turn(tt_session *s, struct tt_rp_thread *t, const tt_sync *op,
                      struct tt_sync_obj *e, bool at_least, const tt_event *rec)
 {
     uint64_t want = op->seq, start = 0;
-    const uint32_t bit = turn_bit(want);
+    const uint32_t b = sleep_bit(t), bit = UINT32_C(1) << b;
+    struct tt_rp_sleep *me = t->rec < TT_RP_SLEEP_MAX ? &s->rp->sleep[t->rec] : NULL;
+    bool slept = false;
     for (unsigned n = 0;; n++) {
         uint64_t v = atomic_load_explicit(&e->seq, memory_order_acquire);
-        if (v == want || (at_least && v > want))
+        if (turn_ready(v, want, at_least)) {
+            /* a bit left set would make every pass look at this thread's entry; it is cleared
+             * only when no other thread has it */
+            if (slept && bit_alone(s->rp, t->rec) &&
+                (atomic_load_explicit(&e->sleepers, memory_order_relaxed) & bit))
+                atomic_fetch_and_explicit(&e->sleepers, ~bit, memory_order_relaxed);
             return TT_OK;
+        }
         if (n < SPINS) {
             cpu_relax();
             continue;
@@ -133,31 +181,80 @@ static int wait_turn(tt_session *s, struct tt_rp_thread *t, const tt_sync *op,
             start = now;
         else if (now - start > s->cfg.order_timeout_ms * 1000000u)
             return schedule_divergence(s, t, op, rec, v, (now - start) / 1000000u);
-        atomic_fetch_or_explicit(&e->sleepers, bit, memory_order_seq_cst);
+        /* gen before the bit: a waker that cleared the bit (waking another of this bit) before
+         * it is set again has bumped gen before this load, or the futex wait finds gen moved */
         uint32_t g = atomic_load_explicit(&e->gen, memory_order_seq_cst);
+        /* again at every sleep: a signal handler's wait on this thread may have changed it */
+        if (me) {
+            atomic_store_explicit(&me->obj, e, memory_order_relaxed);
+            atomic_store_explicit(&me->want, (want + 1) | (at_least ? TT_RP_AT_LEAST : 0),
+                                  memory_order_relaxed);
+        }
+        atomic_fetch_or_explicit(&e->sleepers, bit, memory_order_seq_cst);
+        slept = true;
+        /* without the barrier a waker may miss the bit: then sleep briefly, and look again */
+        long slice = heavy_fence(s->rp) ? SLICE_NS : UNFENCED_SLICE_NS;
         v = atomic_load_explicit(&e->seq, memory_order_seq_cst);
-        if (!(v == want || (at_least && v > want))) {
-            uint64_t until = now + SLICE_NS; /* FUTEX_WAIT_BITSET's deadline is absolute */
+        if (!turn_ready(v, want, at_least)) {
+            uint64_t until = now + (uint64_t)slice; /* FUTEX_WAIT_BITSET's deadline is absolute */
             struct timespec ts = { (time_t)(until / 1000000000u), (long)(until % 1000000000u) };
             syscall(SYS_futex, &e->gen, FUTEX_WAIT_BITSET_PRIVATE, g, &ts, NULL, bit);
         }
-        /* the bit stays: the waker clears it, and one that shares it sets it again */
     }
 }
 
-/* The waker's half of the sleep protocol: the exchange orders the new count before the load
- * of the sleepers mask (a full barrier), as the waiter's fetch-or orders its bit before its
- * load of the count; so either the waiter sees the count, or the waker sees the bit, bumps gen
- * (which the waiter's futex wait then finds changed, if it is not asleep yet) and wakes the
- * sleepers of that bit. A count that jumps (past the numbers a checkpoint did) wakes all. */
-static void pass_turn(struct tt_sync_obj *e, uint64_t next)
+/* Whether the sleepers of bit @b (< SHARED_BIT) on @e include one that turn @next lets go:
+ * recorded threads b, b + 31, ... below TT_RP_SLEEP_MAX and the recording's thread count. */
+static bool bit_wants(const struct tt_replayer *rp, const struct tt_sync_obj *e, uint32_t b,
+                      uint64_t next)
 {
-    uint64_t was = atomic_exchange_explicit(&e->seq, next, memory_order_seq_cst);
-    /* seq_cst: in the single order with the waiter's fetch-or (a plain load on x86) */
-    uint32_t mask = atomic_load_explicit(&e->sleepers, memory_order_seq_cst);
+    uint32_t n = rp->nthreads < TT_RP_SLEEP_MAX ? rp->nthreads : TT_RP_SLEEP_MAX;
+    for (uint32_t k = b; k < n; k += SHARED_BIT) {
+        const struct tt_rp_sleep *z = &rp->sleep[k];
+        /* acquire, after the mask's load: the entry was stored before the bit was set */
+        uint64_t w = atomic_load_explicit(&z->want, memory_order_acquire);
+        if (atomic_load_explicit(&z->obj, memory_order_relaxed) != e)
+            continue;
+        uint64_t turn = (w & ~TT_RP_AT_LEAST) - 1;
+        if (turn == next || ((w & TT_RP_AT_LEAST) && turn <= next))
+            return true;
+    }
+    return false;
+}
+
+/* The waker's half of the sleep protocol: the new count is ordered before the load of the
+ * sleepers mask (by the sleeper's membarrier, or by the exchange), as the waiter's fetch-or
+ * and fence order its entry and bit before its load of the count; so either the waiter sees
+ * the count, or the waker sees the bit and the entry, bumps gen (which the waiter's futex
+ * wait then finds changed, if it is not asleep yet) and wakes that bit. A sleeper whose turn
+ * this is not stays asleep; a count that jumps (past the numbers a checkpoint did) wakes all. */
+static void pass_turn(const struct tt_replayer *rp, struct tt_sync_obj *e, uint64_t next)
+{
+    uint64_t was;
+    uint32_t mask;
+    if (TT_LIKELY(rp->asym && rp->resume == NULL)) {
+        /* the light half of the fence: only the compiler's order; the sleeper's membarrier
+         * does the rest. No jump without a checkpoint */
+        was = next - 1;
+        atomic_store_explicit(&e->seq, next, memory_order_release);
+        atomic_signal_fence(memory_order_seq_cst);
+        mask = atomic_load_explicit(&e->sleepers, memory_order_acquire);
+    } else {
+        was = atomic_exchange_explicit(&e->seq, next, memory_order_seq_cst);
+        /* seq_cst: in the single order with the waiter's fetch-or (a plain load on x86) */
+        mask = atomic_load_explicit(&e->sleepers, memory_order_seq_cst);
+    }
     if (TT_LIKELY(mask == 0))
         return;
-    uint32_t bits = next == was + 1 ? turn_bit(next) & mask : mask;
+    uint32_t bits = mask;
+    if (next == was + 1) {
+        bits = mask & (UINT32_C(1) << SHARED_BIT);
+        for (uint32_t m = mask & ~bits; m; m &= m - 1) {
+            uint32_t b = (uint32_t)__builtin_ctz(m);
+            if (bit_wants(rp, e, b, next))
+                bits |= UINT32_C(1) << b;
+        }
+    }
     if (!bits)
         return;
     atomic_fetch_and_explicit(&e->sleepers, ~bits, memory_order_seq_cst);
@@ -196,13 +293,17 @@ int tt_rp_sync_begin(tt_session *s, struct tt_thread *bt, tt_sync *op, struct tt
                             .arg = live_id, .addr = ord };
         h->ev.tp.seq = seq;
         tt_rp_matched_fast_(s, t, h);
+        bool observe = op->kind == TT_SYNC_OBSERVE && op->seq;
+        /* a turn already come needs no copy of the event (the report of a wait too long):
+         * reading back the slot just written, field by field, stalls */
+        if (!(observe || (op->ordered && waits_before(op->kind))) ||
+            turn_ready(atomic_load_explicit(&e->seq, memory_order_acquire), ord, observe)) {
+            tt_rp_busy_end_(t);
+            return TT_OK;
+        }
         tt_event rec = h->ev;
         tt_rp_busy_end_(t);
-        if (op->ordered && waits_before(op->kind))
-            return wait_turn(s, t, op, e, false, &rec);
-        if (op->kind == TT_SYNC_OBSERVE && op->seq)
-            return wait_turn(s, t, op, e, true, &rec);
-        return TT_OK;
+        return wait_turn(s, t, op, e, observe, &rec);
     }
     tt_event act = { .kind = TT_EV_SYNC, .sp = { 0, op->site }, .arg = live_id };
     const tt_event *ev;
@@ -279,7 +380,9 @@ int tt_rp_sync_end(tt_session *s, struct tt_thread *bt, tt_sync *op, int result,
             return rc;
     }
     /* from a checkpoint, the numbers done before it are passed over (resume.c) */
-    pass_turn(e, TT_UNLIKELY(s->rp->resume != NULL) ? tt_rp_resume_next_(s, op->id, op->seq + 1)
-                                                   : op->seq + 1);
+    uint64_t next = op->seq + 1;
+    if (TT_UNLIKELY(s->rp->resume != NULL))
+        next = tt_rp_resume_next_(s, op->id, next);
+    pass_turn(s->rp, e, next);
     return TT_OK;
 }

@@ -152,7 +152,7 @@ struct tt_sync_obj {
      * turn. Written by the holder only for an exclusive object, atomically otherwise. */
     _Atomic uint64_t seq;
     _Atomic uint32_t gen;        /* replay: bumped at every turn passed on (a futex word) */
-    _Atomic uint32_t sleepers;   /* replay: bit seq % 32 set by a thread asleep on gen for turn seq */
+    _Atomic uint32_t sleepers;   /* replay: the bits of the threads asleep on gen (sync.c) */
 };
 struct tt_sync_table {
     struct tt_sync_obj *_Atomic slots;  /* TT_SYNC_SLOTS entries, or NULL before first use */
