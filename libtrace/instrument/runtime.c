@@ -528,6 +528,15 @@ static void rt_stop(tt_session *s, const tt_event *ev)
     atomic_store(&g_trap, 0);
 }
 
+#ifdef TT_RT_PRELOAD
+/* The replayer met a recorded signal delivery: the program's handler runs (preload/signal.c) */
+static void rt_deliver(tt_session *s, const tt_event *ev)
+{
+    (void)s;
+    tt_pl_signal_deliver_(ev->payload, ev->payload_len);
+}
+#endif
+
 static void stop_at_setup(tt_session *s)
 {
     const char *v = tt_setting_(TT_ENV_STOP_AT);
@@ -613,8 +622,12 @@ static void rt_publish(tt_session *s, bool first)
         tt_replay_skip_out_channel_(s, TT_CH_STDOUT);
         tt_replay_skip_out_channel_(s, TT_CH_STDERR);
     }
-    if (g_mode == TT_MODE_REPLAY)
+    if (g_mode == TT_MODE_REPLAY) {
         tt_replay_stop_at_exit_(s);
+#ifdef TT_RT_PRELOAD
+        tt_replay_signals_(s, TT_RT_SIGNAL_SITE, rt_deliver);
+#endif
+    }
     if (g_mode == TT_MODE_RECORD && first) {
         record_meta(s);
         record_world(s);
@@ -870,6 +883,9 @@ void rt_close(bool flush_stdio)
     if (flush_stdio)
         fflush(NULL);
     guard = 1;
+    /* a signal the recording delivered after this thread's last call: its handler runs now */
+    if (g_mode == TT_MODE_REPLAY)
+        tt_replay_deliver_left_(s);
     /* in the recording, every thread's events came before the close: let the others make
      * theirs before they stop being replayed */
     if (g_mode == TT_MODE_REPLAY)

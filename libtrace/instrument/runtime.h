@@ -91,6 +91,12 @@ static inline void tt_rt_guard_leave(void)
  * guard is held. */
 void tt_rt_handler_installed(void);
 
+/* The site of a recorded signal delivery (preload/signal.c), and the replay's delivery of
+ * one (the preload library's only): @info is its recorded siginfo_t. Called by the replayer on the thread the delivery was
+ * recorded on, with the guard held (it runs the handler outside it). */
+#define TT_RT_SIGNAL_SITE "tinytrace:signal"
+void tt_pl_signal_deliver_(const void *info, size_t len);
+
 /* Options from the environment, read once at start. */
 bool tt_rt_record_allocs(void);
 bool tt_rt_check_output(void);

@@ -82,6 +82,11 @@ struct tt_replayer {
     void (*stop_fn)(tt_session *s, const tt_event *ev);
     uint32_t stop_thread;
     uint64_t stop_seq;
+    /* the runtime's recorded signal deliveries: io events at site signal_site (0: the
+     * recording has none), each handed to deliver where a call meets it. Set before any
+     * thread runs */
+    uint32_t signal_site;
+    void (*deliver)(tt_session *s, const tt_event *ev);
     /* sync.c: what recorded thread k (< TT_RP_SLEEP_MAX) last slept for: its object and its
      * turn + 1, with TT_RP_AT_LEAST for "or later"; written by that thread only */
     struct tt_rp_sleep {

@@ -87,6 +87,39 @@ int tt_replay_stop_at_(tt_session *s, uint32_t thread, uint64_t seq,
     return TT_OK;
 }
 
+int tt_replay_signals_(tt_session *s, const char *site,
+                       void (*fn)(tt_session *s, const tt_event *ev))
+{
+    struct tt_replayer *rp = s->be == &tt_replay_backend ? s->rp : NULL;
+    if (!rp || !site || !fn)
+        return TT_E_INVAL;
+    rp->signal_site = tt_reader_find_object(rp->r, TT_OBJ_SITE, site);
+    rp->deliver = fn;
+    return TT_OK;
+}
+
+static bool is_delivery(const struct tt_replayer *rp, const tt_event *ev)
+{
+    return rp->signal_site != 0 && ev->kind == TT_EV_IO && ev->sp.site == rp->signal_site;
+}
+
+/* The delivery @ev (the cursor's) of thread @t, whose busy flag is set: consumed, then made
+ * with the flag cleared; returns with the flag set again, or an error. */
+static int deliver(tt_session *s, struct tt_rp_thread *t, const tt_event *ev)
+{
+    uint8_t info[256];
+    tt_event d = *ev;
+    d.payload_len = ev->payload_len < sizeof info ? ev->payload_len : sizeof info;
+    memcpy(info, ev->payload, d.payload_len);
+    d.payload = info;
+    int rc = tt_rp_consume_(s, t, ev);
+    if (rc != TT_OK)
+        return rc;
+    tt_rp_busy_end_(t);
+    s->rp->deliver(s, &d);
+    return tt_rp_busy_begin_(t);
+}
+
 int tt_replay_first_left_(tt_session *s, tt_report_event *out)
 {
     struct tt_replayer *rp = s->be == &tt_replay_backend ? s->rp : NULL;
@@ -102,6 +135,38 @@ static void count_tracer(const struct tt_replayer *rp, struct tt_rp_thread *t, c
     /* relaxed: written by the thread only; drain reads a count that only grows */
     if (t && tracer_event(rp, ev))
         atomic_store_explicit(&t->tracer_events, t->tracer_events + 1, memory_order_relaxed);
+}
+
+void tt_replay_deliver_left_(tt_session *s)
+{
+    struct tt_replayer *rp = s->be == &tt_replay_backend ? s->rp : NULL;
+    int rc;
+    if (!rp || !rp->signal_site || !rp->deliver)
+        return;
+    struct tt_thread *bt = tt_thread_lookup_slow(s, &rc);
+    if (!bt)
+        return;
+    struct tt_rp_thread *t = tt_rp_of(bt);
+    if (t->rec == UINT32_MAX || t->base.ended || tt_rp_busy_begin_(t) != TT_OK)
+        return;
+    for (;;) {
+        const tt_event *ev;
+        tt_error_info err;
+        if (tt_reader_peek_ref(rp->r, t->rec, &ev, &err) != TT_OK)
+            break;
+        if (is_delivery(rp, ev)) {
+            if (deliver(s, t, ev) != TT_OK)
+                return;
+            continue;
+        }
+        /* over the tracer's own events, not past the thread's end */
+        if (!stepped_over(rp, ev) || ev->kind == TT_EV_THREAD_END ||
+            ev->kind == TT_EV_SESSION_END)
+            break;
+        count_tracer(rp, t, ev);
+        tt_reader_advance(rp->r, t->rec);
+    }
+    tt_rp_busy_end_(t);
 }
 
 /* Ordered replay: steps @rec's cursor over structural events and publishes the time of its
@@ -543,6 +608,13 @@ int tt_rp_peek_(tt_session *s, struct tt_rp_thread *t, const tt_event *act, cons
             return tt_rp_diverge_(s, t, TT_DIV_END, NULL, act, 0, NULL);
         if (rc != TT_OK)
             return rc;
+        if (TT_UNLIKELY(is_delivery(rp, ev)) && rp->deliver) {
+            /* a signal delivered here in the recording: its handler runs now, and its calls
+             * meet the events after this one; then this call looks again */
+            if ((rc = deliver(s, t, ev)) != TT_OK)
+                return rc;
+            continue;
+        }
         if (!stepped_over(rp, ev))
             break;
         if (ev->kind == TT_EV_THREAD_END || ev->kind == TT_EV_SESSION_END)
@@ -664,7 +736,7 @@ static int rp_finish(tt_session *s, tt_error_info *err)
         tt_event ev;
         int rc;
         while ((rc = tt_reader_next(rp->r, i, &ev, &e2)) == TT_OK) {
-            if (stepped_over(rp, &ev))
+            if (stepped_over(rp, &ev) || is_delivery(rp, &ev))
                 continue;
             if (!have_first) {
                 first = ev;

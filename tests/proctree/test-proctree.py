@@ -3,7 +3,7 @@
 """Process trees (issue 17): every process a program starts is recorded, the tree is listed,
 and a replay re-runs it with every child paired with its recorded one by creation path.
 
-Usage: test-proctree.py TINYTRACE PRELOAD
+Usage: test-proctree.py TINYTRACE PRELOAD PROG_SIGCHLD
 Each check prints ok or FAIL. Every case runs in its own temporary directory, with its own key
 directory (XDG_DATA_HOME), removed at the end. Every program run has a deadline (TIMEOUT); no
 check waits a fixed time.
@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-TT, PRELOAD = map(os.path.abspath, sys.argv[1:3])
+TT, PRELOAD, SIGCHLD_PROG = map(os.path.abspath, sys.argv[1:4])
 TIMEOUT = 60
 failures = []
 
@@ -200,6 +200,47 @@ def waits_replay_the_recorded_order():
                       "%d %r %s" % (rep.returncode, rep.stdout, rep.stderr[-1500:]))
         check(same == 5, "the order and statuses of the waits replay, %d of 5 (%s)"
               % (same, r.stdout.strip()))
+
+
+def replays_like(c, trace, stdout, n, what):
+    """How many of @n replays of @trace match and print @stdout; the first that does not is
+    shown."""
+    same = 0
+    for i in range(n):
+        rep = c.tt("replay", trace)
+        ok = matched(rep) and rep.stdout == stdout
+        same += ok
+        if not ok and same == i:
+            check(False, "replay %d of %s" % (i + 1, what),
+                  "%d %r %s" % (rep.returncode, rep.stdout, rep.stderr[-1500:]))
+    return same
+
+
+def sigchld_handlers_run_where_the_recording_ran_them():
+    """A parent reaps in a SIGCHLD handler while it blocks in a read (prog-sigchld.c): the
+    recording has the delivery before the read's result, and each replay runs the handler
+    there, not when the re-run child's live SIGCHLD comes (after the replayed read). A bash
+    loop of command substitutions, whose SIGCHLD handler reaps each one, replays too."""
+    with Case("sigchld") as c:
+        r = c.tt("record", "-o", "s.tt", "--", SIGCHLD_PROG)
+        want = ("handler: reaped the first, status 3\nmain: read 4 bytes: data\n"
+                "main: the second exited 0\n")
+        check(r.returncode == 0 and r.stdout == want, "record prog-sigchld",
+              "%d %r %s" % (r.returncode, r.stdout, r.stderr[-800:]))
+        dump = c.tt("dump", "s.tt")
+        check(dump.returncode == 0 and " tinytrace:signal " in dump.stdout,
+              "the recording holds the delivery", dump.stdout[-1500:])
+        same = replays_like(c, "s.tt", r.stdout, 10, "prog-sigchld")
+        check(same == 10, "the handler runs where it ran, %d of 10 replays" % same)
+
+        with open(c.path("subst.sh"), "w") as f:
+            f.write('for i in 1 2 3 4 5 6 7 8; do x=$(echo v$i); printf "%s " "$x"; done\n'
+                    'y=$(date +%N); echo ${#y}\n')
+        r = c.tt("record", "-o", "b.tt", "--", "bash", "subst.sh")
+        check(r.returncode == 0 and r.stdout.startswith("v1 v2 v3"), "record bash subst.sh",
+              r.stdout + r.stderr[-800:])
+        same = replays_like(c, "b.tt", r.stdout, 5, "bash subst.sh")
+        check(same == 5, "bash's command substitutions replay, %d of 5" % same)
 
 
 SPAWNS = r'''
@@ -455,7 +496,7 @@ def single_process_recordings_have_no_tree():
 
 
 for case in (pipeline_replays_byte_identically, make_recipe_replays_byte_identically,
-             waits_replay_the_recorded_order,
+             waits_replay_the_recorded_order, sigchld_handlers_run_where_the_recording_ran_them,
              python_subprocess_system_and_popen_replay,
              hunt_catches_a_failing_shell_loop_and_its_replay_says_which, a_child_that_cannot_be_paired_is_said,
              a_process_killed_in_the_tree_leaves_the_rest_verifying,

@@ -18,6 +18,12 @@ const char *const tt_pl_site_names[S_COUNT_] = {
 
 _Atomic uint32_t tt_pl_site_ids[S_COUNT_];
 
+void tt_pl_sites_forget_(void)
+{
+    for (size_t k = 0; k < S_COUNT_; k++)
+        atomic_store_explicit(&tt_pl_site_ids[k], 0, memory_order_relaxed);
+}
+
 /* tt_pl_site_id's first use of @k */
 uint32_t tt_pl_site_intern_(tt_session *s, enum site k)
 {

@@ -208,7 +208,8 @@ static inline fnptr tt_pl_real(enum real_fn id)
     Y(cond_release, "condition wait: release")                                                 \
     Y(cond_reacquire, "condition wait: reacquire")                                             \
     Y(thread_start, "thread start")                                                            \
-    Y(thread_end, "thread exit")
+    Y(thread_end, "thread exit")                                                               \
+    Y(signal_delivery, TT_RT_SIGNAL_SITE)
 
 /* clock_getres, one site per clock as for clock_gettime, the clocks in CLOCK_SITES' order with
  * CLOCK_REALTIME first (clock.c counts on it) */
@@ -242,6 +243,10 @@ uint32_t tt_pl_site_intern_(tt_session *s, enum site k);
 /* Interned once per site and session (there is one session per process); relaxed: every
  * thread that interns computes the same id. */
 extern _Atomic uint32_t tt_pl_site_ids[S_COUNT_];
+/* A fork child's first step: its session's names are its own recording's in a replay, where
+ * the parent may have interned a site before the fork that the recording interned after it
+ * (a fork's own: replay asks for the result first), so every site is looked up again. */
+void tt_pl_sites_forget_(void);
 
 /* @k's site id: inline, since every sync operation asks (interned at its first use) */
 static inline uint32_t tt_pl_site_id(tt_session *s, enum site k)

@@ -291,6 +291,7 @@ static pid_t fork_like(enum site k, pid_t (*start)(void *), void *ctx)
     tt_rt_guard_leave();
     pid_t pid = start(ctx);
     if (pid == 0) {
+        tt_pl_sites_forget_();
         tt_rt_fork_child(s, n);
         return 0;
     }
@@ -545,6 +546,7 @@ struct clone_args {
 static int clone_child(void *p)
 {
     struct clone_args *a = p;
+    tt_pl_sites_forget_();
     tt_rt_fork_child(a->parent, a->n);
     return a->fn(a->arg);
 }

@@ -1,15 +1,31 @@
 /* SPDX-License-Identifier: MIT */
-/* Signal handlers: the calls that install one are passed on unchanged; the first that installs
- * a handler function (not SIG_DFL, SIG_IGN or SIG_HOLD) tells the runtime, which then starts
- * a recording's swapper if it has not started yet (tt_rt_handler_installed). Until a process
- * has a handler, none of its code runs inside one, so a buffer that fills may start the
- * swapper where it fills; after, it might be inside a handler, where starting a thread is not
- * safe. An exec leaves no handler; a fork child keeps its parent's (and the runtime's note).
- * The runtime's own handlers (the crash handler, installed with the guard held) do not count.
+/* Signal handlers.
+ *
+ * The first call that installs a handler function (not SIG_DFL, SIG_IGN or SIG_HOLD) tells the
+ * runtime, which then starts a recording's swapper if it has not started yet
+ * (tt_rt_handler_installed). Until a process has a handler, none of its code runs inside one,
+ * so a buffer that fills may start the swapper where it fills; after, it might be inside a
+ * handler, where starting a thread is not safe. An exec leaves no handler; a fork child keeps
+ * its parent's (and the runtime's note). The runtime's own handlers (the crash handler,
+ * installed with the guard held) do not count.
+ *
+ * A SIGCHLD handler is replayed where it ran. The program's handler is kept here and the kernel
+ * is given a trampoline with the program's flags and mask; sigaction and the signal() family
+ * report the program's own handler. When a child's end (or stop) is delivered, the trampoline
+ * records a delivery (an io event at site "tinytrace:signal", its payload the siginfo_t) on the
+ * thread it interrupted, then calls the handler, whose calls follow it in that thread's events.
+ * In a replay the live SIGCHLD (the re-run children's) is swallowed, and the replayer calls the
+ * handler at each recorded delivery instead, before the call the program makes next
+ * (tt_pl_signal_deliver_): the handler's waits then meet the recording's, in its order. A
+ * SIGCHLD the process sent itself (kill, raise) is synchronous and runs live in both.
  */
 #include "preload.h"
 
 #include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef __sighandler_t (*signal_fn)(int, __sighandler_t);
@@ -20,32 +36,191 @@ __sighandler_t bsd_signal(int sig, __sighandler_t h);
 __sighandler_t ssignal(int sig, __sighandler_t h);
 __sighandler_t __sysv_signal(int sig, __sighandler_t h);
 
+/* The program's SIGCHLD handler, while the kernel has the trampoline: its function (NULL: the
+ * kernel has the program's own disposition), flags and mask. Written by sigaction, read by the
+ * trampoline and the replay's delivery (which may interrupt it: each field is one load). */
+typedef void (*any_handler)(void);
+static struct {
+    _Atomic uintptr_t fn; /* an any_handler */
+    _Atomic int flags;
+    sigset_t mask;
+} g_chld;
+
 static void installing(__sighandler_t h)
 {
     if (h == SIG_DFL || h == SIG_IGN || h == SIG_HOLD || !tt_rt_guard_enter())
         return;
     tt_rt_handler_installed();
+    /* the delivery's site, interned now: a handler may not intern */
+    tt_session *s = tt_rt_session();
+    if (tt_active_(s))
+        tt_pl_site_id(s, S_signal_delivery);
     tt_rt_guard_leave();
+}
+
+/* Whether @si is a delivery the process did not cause itself: a child's end, stop or continue,
+ * or a signal another process sent. */
+static bool from_elsewhere(const siginfo_t *si)
+{
+    if (si->si_code > 0)
+        return true; /* CLD_EXITED and the other CLD_ codes: the kernel's */
+    return si->si_pid != (pid_t)syscall(SYS_getpid);
+}
+
+static void call_handler(uintptr_t fn, int flags, int sig, siginfo_t *si, void *uc)
+{
+    if (flags & SA_SIGINFO)
+        ((void (*)(int, siginfo_t *, void *))fn)(sig, si, uc);
+    else
+        ((void (*)(int))fn)(sig);
+}
+
+static void trampoline(int sig, siginfo_t *si, void *uc)
+{
+    int e = errno;
+    uintptr_t fn = atomic_load_explicit(&g_chld.fn, memory_order_acquire);
+    int flags = atomic_load_explicit(&g_chld.flags, memory_order_relaxed);
+    if (flags & SA_RESETHAND) /* the kernel reset its disposition; so does the program's view */
+        atomic_store_explicit(&g_chld.fn, 0, memory_order_release);
+    if (!fn)
+        return;
+    /* the live session only (a handler opens none) */
+    tt_session *s = atomic_load_explicit(&tt_rt_live, memory_order_acquire);
+    if (si && from_elsewhere(si) && tt_active_(s)) {
+        if (!tt_pl_recording(s)) {
+            /* replay: the recorded deliveries are the ones that run, even where this one
+             * interrupted the runtime */
+            errno = e;
+            return;
+        }
+        uint32_t site = atomic_load_explicit(&tt_pl_site_ids[S_signal_delivery],
+                                             memory_order_relaxed);
+        /* inside the runtime (the guard held) the handler's calls go unrecorded, and so does
+         * the delivery */
+        if (site != 0 && tt_rt_guard_enter()) {
+            siginfo_t copy = *si;
+            tt_event ev = { .kind = TT_EV_IO, .dir = TT_IO_IN, .arg = TT_CH_PROC,
+                            .sp = { 0, site }, .payload_len = sizeof copy, .payload = &copy };
+            tt_event_full_(s, &ev, &copy, sizeof copy, NULL);
+            tt_rt_guard_leave();
+        }
+    }
+    errno = e;
+    call_handler(fn, flags, sig, si, uc);
+}
+
+void tt_pl_signal_deliver_(const void *info, size_t len)
+{
+    siginfo_t si;
+    if (len != sizeof si)
+        return;
+    memcpy(&si, info, sizeof si);
+    uintptr_t fn = atomic_load_explicit(&g_chld.fn, memory_order_acquire);
+    int flags = atomic_load_explicit(&g_chld.flags, memory_order_relaxed);
+    if (si.si_signo != SIGCHLD || !fn)
+        return; /* the program has no handler now: it had one when this was recorded */
+    sigset_t block = g_chld.mask, was;
+    if (!(flags & SA_NODEFER))
+        sigaddset(&block, SIGCHLD);
+    pthread_sigmask(SIG_BLOCK, &block, &was);
+    if (flags & SA_RESETHAND) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        atomic_store_explicit(&g_chld.fn, 0, memory_order_release);
+        REAL(sigaction, sigaction_fn)(SIGCHLD, &dfl, NULL);
+    }
+    ucontext_t uc;
+    if (flags & SA_SIGINFO)
+        getcontext(&uc);
+    int e = errno;
+    /* the handler's calls are the program's: outside the guard the caller holds */
+    tt_rt_guard_leave();
+    call_handler(fn, flags, SIGCHLD, &si, &uc);
+    tt_rt_guard_enter();
+    errno = e;
+    pthread_sigmask(SIG_SETMASK, &was, NULL);
 }
 
 TT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+    sigaction_fn real = REAL(sigaction, sigaction_fn);
     if (act)
         installing(act->sa_handler); /* sa_sigaction shares its storage */
-    return REAL(sigaction, sigaction_fn)(sig, act, old);
+    if (sig != SIGCHLD)
+        return real(sig, act, old);
+    /* SIGCHLD: the kernel gets the trampoline for a handler function, the program's own
+     * disposition otherwise; @old reports the program's handler either way */
+    struct sigaction prog, tramp;
+    uintptr_t fn = atomic_load_explicit(&g_chld.fn, memory_order_acquire);
+    if (fn) {
+        memset(&prog, 0, sizeof prog);
+        prog.sa_flags = atomic_load_explicit(&g_chld.flags, memory_order_relaxed);
+        prog.sa_mask = g_chld.mask;
+        if (prog.sa_flags & SA_SIGINFO)
+            prog.sa_sigaction = (void (*)(int, siginfo_t *, void *))fn;
+        else
+            prog.sa_handler = (__sighandler_t)fn;
+    }
+    const struct sigaction *give = act;
+    if (act && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN &&
+        act->sa_handler != SIG_HOLD) {
+        tramp = *act;
+        tramp.sa_sigaction = trampoline;
+        tramp.sa_flags |= SA_SIGINFO;
+        give = &tramp;
+    }
+    struct sigaction real_old;
+    int rc = real(sig, give, &real_old);
+    if (rc != 0)
+        return rc;
+    if (act) {
+        if (give == &tramp) {
+            g_chld.mask = act->sa_mask;
+            atomic_store_explicit(&g_chld.flags, act->sa_flags, memory_order_relaxed);
+            atomic_store_explicit(&g_chld.fn,
+                                  (act->sa_flags & SA_SIGINFO) ? (uintptr_t)act->sa_sigaction
+                                                               : (uintptr_t)act->sa_handler,
+                                  memory_order_release);
+        } else {
+            atomic_store_explicit(&g_chld.fn, 0, memory_order_release);
+        }
+    }
+    if (old)
+        *old = fn && real_old.sa_sigaction == trampoline ? prog : real_old;
+    return 0;
 }
 
-/* The functions that install a handler one argument at a time: all the same but the name */
-#define SIGNAL_LIKE(name)                                                                      \
+/* The functions that install a handler one argument at a time: all the same but the name.
+ * For SIGCHLD, the ones glibc gives BSD semantics (signal, bsd_signal, ssignal: restarting,
+ * the signal blocked in its handler) and System V ones (sysv_signal: reset at delivery, not
+ * blocked) go through sigaction above; sigset is passed on. */
+static __sighandler_t chld_signal(__sighandler_t h, int flags)
+{
+    struct sigaction act, old;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = h;
+    act.sa_flags = flags;
+    sigemptyset(&act.sa_mask);
+    if (!(flags & SA_NODEFER))
+        sigaddset(&act.sa_mask, SIGCHLD);
+    if (sigaction(SIGCHLD, &act, &old) != 0)
+        return SIG_ERR;
+    return old.sa_handler;
+}
+
+#define SIGNAL_LIKE(name, chld, chld_flags)                                                    \
     TT_EXPORT __sighandler_t name(int sig, __sighandler_t h)                                   \
     {                                                                                          \
+        if (sig == SIGCHLD && (chld))                                                          \
+            return chld_signal(h, (int)(chld_flags));                                          \
         installing(h);                                                                         \
         return REAL(name, signal_fn)(sig, h);                                                  \
     }
 
-SIGNAL_LIKE(signal)
-SIGNAL_LIKE(sysv_signal)
-SIGNAL_LIKE(__sysv_signal)
-SIGNAL_LIKE(ssignal)
-SIGNAL_LIKE(bsd_signal)
-SIGNAL_LIKE(sigset)
+SIGNAL_LIKE(signal, true, SA_RESTART)
+SIGNAL_LIKE(bsd_signal, true, SA_RESTART)
+SIGNAL_LIKE(ssignal, true, SA_RESTART)
+SIGNAL_LIKE(sysv_signal, true, SA_RESETHAND | SA_NODEFER)
+SIGNAL_LIKE(__sysv_signal, true, SA_RESETHAND | SA_NODEFER)
+SIGNAL_LIKE(sigset, false, 0)

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/* A parent that reaps in a SIGCHLD handler, as bash does, while it blocks in a read.
+ *
+ * It starts two children: the first works for a while (real CPU time, which a replay does
+ * not shorten) and exits with status 3; the second waits for a byte that the parent's handler
+ * writes once it has reaped the first, then writes "data" to the parent's pipe. So in the
+ * recording the handler always runs while the parent is blocked in its read, between its
+ * start of the children and the read's result: the handler's waitpid and writes come before
+ * the read in the parent's events. A replay whose read returns the recorded bytes at once
+ * would meet the live SIGCHLD tens of milliseconds later, after other calls. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static pid_t first;
+static int go[2];
+
+static void put(const char *s)
+{
+    ssize_t n = write(1, s, strlen(s));
+    (void)n;
+}
+
+static void on_chld(int sig)
+{
+    (void)sig;
+    int st;
+    pid_t r = waitpid(first, &st, WNOHANG);
+    if (r == first) {
+        put(WIFEXITED(st) && WEXITSTATUS(st) == 3 ? "handler: reaped the first, status 3\n"
+                                                  : "handler: reaped the first, other status\n");
+        ssize_t n = write(go[1], "g", 1);
+        (void)n;
+    }
+}
+
+int main(void)
+{
+    int data[2];
+    if (pipe(data) != 0 || pipe(go) != 0)
+        return 2;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_chld;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGCHLD, &sa, NULL) != 0)
+        return 2;
+    struct sigaction back;
+    if (sigaction(SIGCHLD, NULL, &back) != 0 || back.sa_handler != on_chld)
+        return put("sigaction does not give the handler back\n"), 2;
+    fflush(stdout);
+    first = fork();
+    if (first == 0) {
+        volatile unsigned long x = 0;
+        for (unsigned long i = 0; i < 30000000ul; i++)
+            x += i;
+        _exit(3);
+    }
+    pid_t second = fork();
+    if (second == 0) {
+        char c;
+        if (read(go[0], &c, 1) != 1)
+            _exit(4);
+        ssize_t n = write(data[1], "data", 4);
+        _exit(n == 4 ? 0 : 5);
+    }
+    close(data[1]);
+    char buf[16] = { 0 };
+    ssize_t n = read(data[0], buf, sizeof buf - 1);
+    printf("main: read %zd bytes: %s\n", n, n > 0 ? buf : "");
+    fflush(stdout);
+    int st;
+    while (waitpid(second, &st, 0) < 0)
+        if (errno != EINTR)
+            return put("main: the second was not there to wait for\n"), 2;
+    printf("main: the second exited %d\n", WEXITSTATUS(st));
+    return 0;
+}
