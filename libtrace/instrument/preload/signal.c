@@ -84,9 +84,10 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
         atomic_store_explicit(&g_chld.fn, 0, memory_order_release);
     if (!fn)
         return;
-    /* the live session only (a handler opens none) */
+    /* the live session only (a handler opens none); in a tree only, where the children and
+     * the waits replay too (without it, children and waits are live, and so is the signal) */
     tt_session *s = atomic_load_explicit(&tt_rt_live, memory_order_acquire);
-    if (si && from_elsewhere(si) && tt_active_(s)) {
+    if (si && tt_rt_tree() && from_elsewhere(si) && tt_active_(s)) {
         if (!tt_pl_recording(s)) {
             /* replay: the recorded deliveries are the ones that run, even where this one
              * interrupted the runtime */
