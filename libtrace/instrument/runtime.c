@@ -529,6 +529,19 @@ static void rt_stop(tt_session *s, const tt_event *ev)
 }
 
 #ifdef TT_RT_PRELOAD
+void tt_rt_deliver_next(void)
+{
+    tt_session *s = atomic_load_explicit(&tt_rt_live, memory_order_acquire);
+    if (s && g_mode == TT_MODE_REPLAY)
+        tt_replay_deliver_left_(s, true);
+}
+
+bool tt_rt_deliver_waiting(void)
+{
+    tt_session *s = cur();
+    return s && g_mode == TT_MODE_REPLAY && tt_replay_deliver_left_(s, false) > 0;
+}
+
 /* The replayer met a recorded signal delivery: the program's handler runs (preload/signal.c) */
 static void rt_deliver(tt_session *s, const tt_event *ev)
 {
@@ -885,7 +898,7 @@ void rt_close(bool flush_stdio)
     guard = 1;
     /* a signal the recording delivered after this thread's last call: its handler runs now */
     if (g_mode == TT_MODE_REPLAY)
-        tt_replay_deliver_left_(s);
+        tt_replay_deliver_left_(s, false);
     /* in the recording, every thread's events came before the close: let the others make
      * theirs before they stop being replayed */
     if (g_mode == TT_MODE_REPLAY)

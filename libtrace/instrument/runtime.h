@@ -96,6 +96,12 @@ void tt_rt_handler_installed(void);
  * recorded on, with the guard held (it runs the handler outside it). */
 #define TT_RT_SIGNAL_SITE "tinytrace:signal"
 void tt_pl_signal_deliver_(const void *info, size_t len);
+/* Replay, from the handler of a live signal the replay swallows, the guard held: the
+ * deliveries the calling thread's recording has next are made now (async-signal-safe as far
+ * as the program's handler is). */
+void tt_rt_deliver_next(void);
+/* Replay, the guard held: the same from a call (pause, sigsuspend); whether any was made. */
+bool tt_rt_deliver_waiting(void);
 
 /* Options from the environment, read once at start. */
 bool tt_rt_record_allocs(void);

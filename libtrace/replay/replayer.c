@@ -137,26 +137,37 @@ static void count_tracer(const struct tt_replayer *rp, struct tt_rp_thread *t, c
         atomic_store_explicit(&t->tracer_events, t->tracer_events + 1, memory_order_relaxed);
 }
 
-void tt_replay_deliver_left_(tt_session *s)
+/* The calling thread's state in @s from the thread cache alone (no lock, no registration:
+ * safe in a signal handler), or NULL. */
+static struct tt_thread *cached_thread(tt_session *s)
+{
+    for (int i = 0; i < TLS_WAYS; i++)
+        if (tt_tls_cache[i].s == s && tt_tls_cache[i].uid == s->uid)
+            return tt_tls_cache[i].t;
+    return NULL;
+}
+
+int tt_replay_deliver_left_(tt_session *s, bool in_handler)
 {
     struct tt_replayer *rp = s->be == &tt_replay_backend ? s->rp : NULL;
-    int rc;
+    int rc, made = 0;
     if (!rp || !rp->signal_site || !rp->deliver)
-        return;
-    struct tt_thread *bt = tt_thread_lookup_slow(s, &rc);
+        return 0;
+    struct tt_thread *bt = in_handler ? cached_thread(s) : tt_thread_lookup_slow(s, &rc);
     if (!bt)
-        return;
+        return 0;
     struct tt_rp_thread *t = tt_rp_of(bt);
     if (t->rec == UINT32_MAX || t->base.ended || tt_rp_busy_begin_(t) != TT_OK)
-        return;
+        return 0;
     for (;;) {
         const tt_event *ev;
         tt_error_info err;
         if (tt_reader_peek_ref(rp->r, t->rec, &ev, &err) != TT_OK)
             break;
         if (is_delivery(rp, ev)) {
+            made++;
             if (deliver(s, t, ev) != TT_OK)
-                return;
+                return made;
             continue;
         }
         /* over the tracer's own events, not past the thread's end */
@@ -167,6 +178,7 @@ void tt_replay_deliver_left_(tt_session *s)
         tt_reader_advance(rp->r, t->rec);
     }
     tt_rp_busy_end_(t);
+    return made;
 }
 
 /* Ordered replay: steps @rec's cursor over structural events and publishes the time of its

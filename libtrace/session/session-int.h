@@ -419,8 +419,10 @@ int tt_replay_stop_at_(tt_session *s, uint32_t thread, uint64_t seq,
  * Before any thread replays. */
 int tt_replay_signals_(tt_session *s, const char *site,
                        void (*fn)(tt_session *s, const tt_event *ev));
-/* ... and at the process's exit, the deliveries the calling thread's recording has next (after
- * its last call, before its end) are made, the same way. */
-void tt_replay_deliver_left_(tt_session *s);
+/* ... and the deliveries the calling thread's recording has next are made now, the same way:
+ * at the process's exit (after its last call, before its end), and from the live signal's
+ * handler (@in_handler: then only for a thread already known, found without a lock), for a
+ * thread that waits outside the runtime (pause, sigsuspend) and would meet no call. */
+int tt_replay_deliver_left_(tt_session *s, bool in_handler); /* how many were made */
 
 #endif

@@ -7,7 +7,8 @@
  * recording the handler always runs while the parent is blocked in its read, between its
  * start of the children and the read's result: the handler's waitpid and writes come before
  * the read in the parent's events. A replay whose read returns the recorded bytes at once
- * would meet the live SIGCHLD tens of milliseconds later, after other calls. */
+ * would meet the live SIGCHLD tens of milliseconds later, after other calls. With "pause" the
+ * handler reaps the second too, while main waits for it in pause(), where it makes no call. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,7 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static pid_t first;
+static pid_t first, second;
+static volatile sig_atomic_t second_done;
+static int pausing;
 static int go[2];
 
 static void put(const char *s)
@@ -34,11 +37,16 @@ static void on_chld(int sig)
                                                   : "handler: reaped the first, other status\n");
         ssize_t n = write(go[1], "g", 1);
         (void)n;
+    } else if (pausing && waitpid(second, &st, WNOHANG) == second) {
+        put("handler: reaped the second\n");
+        second_done = 1;
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* "pause": the second is reaped by the handler too, while main waits in pause() */
+    pausing = argc > 1 && strcmp(argv[1], "pause") == 0;
     int data[2];
     if (pipe(data) != 0 || pipe(go) != 0)
         return 2;
@@ -60,7 +68,7 @@ int main(void)
             x += i;
         _exit(3);
     }
-    pid_t second = fork();
+    second = fork();
     if (second == 0) {
         char c;
         if (read(go[0], &c, 1) != 1)
@@ -73,6 +81,12 @@ int main(void)
     ssize_t n = read(data[0], buf, sizeof buf - 1);
     printf("main: read %zd bytes: %s\n", n, n > 0 ? buf : "");
     fflush(stdout);
+    if (pausing) {
+        while (!second_done)
+            pause();
+        printf("main: the handler reaped the second\n");
+        return 0;
+    }
     int st;
     while (waitpid(second, &st, 0) < 0)
         if (errno != EINTR)

@@ -97,6 +97,7 @@ typedef void (*fnptr)(void);
     X(fork) X(execve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(system) X(popen) X(clone)    \
     X(getppid) X(gettid) X(tgkill) X(sigqueue) X(raise) X(killpg) X(pthread_kill) X(getrusage) X(times) X(sysinfo)                \
     X(sigaction) X(signal) X(sysv_signal) X(__sysv_signal) X(ssignal) X(bsd_signal) X(sigset) \
+    X(pause) X(sigsuspend)                                                                     \
     X(getloadavg) X(sched_getcpu) X(getcpu) X(clock_getres) X(fdopen) X(pread) X(pread64)      \
     X(lseek) X(lseek64) X(readlink) X(readlinkat)                                              \
     X(socket) X(connect) X(bind) X(listen) X(shutdown) X(setsockopt) X(getsockopt)             \

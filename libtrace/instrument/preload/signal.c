@@ -17,7 +17,9 @@
  * In a replay the live SIGCHLD (the re-run children's) is swallowed, and the replayer calls the
  * handler at each recorded delivery instead, before the call the program makes next
  * (tt_pl_signal_deliver_): the handler's waits then meet the recording's, in its order. A
- * SIGCHLD the process sent itself (kill, raise) is synchronous and runs live in both.
+ * SIGCHLD the process sent itself (kill, raise) is synchronous and runs live in both. A thread
+ * that waits for its handler outside any call (pause, sigsuspend) gets its recorded deliveries
+ * when it begins to wait, or when a live SIGCHLD interrupts the wait.
  */
 #include "preload.h"
 
@@ -80,8 +82,6 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
     int e = errno;
     uintptr_t fn = atomic_load_explicit(&g_chld.fn, memory_order_acquire);
     int flags = atomic_load_explicit(&g_chld.flags, memory_order_relaxed);
-    if (flags & SA_RESETHAND) /* the kernel reset its disposition; so does the program's view */
-        atomic_store_explicit(&g_chld.fn, 0, memory_order_release);
     if (!fn)
         return;
     /* the live session only (a handler opens none); in a tree only, where the children and
@@ -90,7 +90,14 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
     if (si && tt_rt_tree() && from_elsewhere(si) && tt_active_(s)) {
         if (!tt_pl_recording(s)) {
             /* replay: the recorded deliveries are the ones that run, even where this one
-             * interrupted the runtime */
+             * interrupted the runtime; the handler stays for them (with SA_RESETHAND the
+             * kernel has reset the disposition, and the recorded delivery resets the view).
+             * Outside the runtime the thread may wait for its handler where it makes no call
+             * (pause, sigsuspend): the deliveries it has next are made now */
+            if (tt_rt_guard_enter()) {
+                tt_rt_deliver_next();
+                tt_rt_guard_leave();
+            }
             errno = e;
             return;
         }
@@ -106,6 +113,8 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
             tt_rt_guard_leave();
         }
     }
+    if (flags & SA_RESETHAND) /* the kernel reset its disposition; so does the program's view */
+        atomic_store_explicit(&g_chld.fn, 0, memory_order_release);
     errno = e;
     call_handler(fn, flags, sig, si, uc);
 }
@@ -225,3 +234,31 @@ SIGNAL_LIKE(ssignal, true, SA_RESTART)
 SIGNAL_LIKE(sysv_signal, true, SA_RESETHAND | SA_NODEFER)
 SIGNAL_LIKE(__sysv_signal, true, SA_RESETHAND | SA_NODEFER)
 SIGNAL_LIKE(sigset, false, 0)
+
+/* The waits for a signal. In a replay the handler's recorded deliveries come from the
+ * recording: a thread about to wait for one, whose recording has it next, gets it now and
+ * returns as after a handler (-1, EINTR); otherwise it waits for real. */
+static bool delivered_instead(void)
+{
+    if (!tt_rt_tree() || !tt_rt_guard_enter())
+        return false;
+    bool made = tt_rt_deliver_waiting();
+    tt_rt_guard_leave();
+    if (made)
+        errno = EINTR;
+    return made;
+}
+
+TT_EXPORT int pause(void)
+{
+    if (delivered_instead())
+        return -1;
+    return REAL(pause, int (*)(void))();
+}
+
+TT_EXPORT int sigsuspend(const sigset_t *mask)
+{
+    if (delivered_instead())
+        return -1;
+    return REAL(sigsuspend, int (*)(const sigset_t *))(mask);
+}
