@@ -536,6 +536,12 @@ void tt_rt_deliver_next(void)
         tt_replay_deliver_left_(s, true);
 }
 
+bool tt_rt_thread_known(void)
+{
+    tt_session *s = atomic_load_explicit(&tt_rt_live, memory_order_acquire);
+    return s && tt_thread_cached_(s, s->uid) != NULL;
+}
+
 bool tt_rt_deliver_waiting(void)
 {
     tt_session *s = cur();

@@ -100,6 +100,9 @@ void tt_pl_signal_deliver_(const void *info, size_t len);
  * deliveries the calling thread's recording has next are made now (async-signal-safe as far
  * as the program's handler is). */
 void tt_rt_deliver_next(void);
+/* Whether the calling thread has recorded (or replayed) in the live session already, from its
+ * thread cache alone: async-signal-safe. A handler records only on such a thread. */
+bool tt_rt_thread_known(void);
 /* Replay, the guard held: the same from a call (pause, sigsuspend); whether any was made. */
 bool tt_rt_deliver_waiting(void);
 

@@ -137,23 +137,14 @@ static void count_tracer(const struct tt_replayer *rp, struct tt_rp_thread *t, c
         atomic_store_explicit(&t->tracer_events, t->tracer_events + 1, memory_order_relaxed);
 }
 
-/* The calling thread's state in @s from the thread cache alone (no lock, no registration:
- * safe in a signal handler), or NULL. */
-static struct tt_thread *cached_thread(tt_session *s)
-{
-    for (int i = 0; i < TLS_WAYS; i++)
-        if (tt_tls_cache[i].s == s && tt_tls_cache[i].uid == s->uid)
-            return tt_tls_cache[i].t;
-    return NULL;
-}
-
 int tt_replay_deliver_left_(tt_session *s, bool in_handler)
 {
     struct tt_replayer *rp = s->be == &tt_replay_backend ? s->rp : NULL;
     int rc, made = 0;
     if (!rp || !rp->signal_site || !rp->deliver)
         return 0;
-    struct tt_thread *bt = in_handler ? cached_thread(s) : tt_thread_lookup_slow(s, &rc);
+    struct tt_thread *bt = in_handler ? tt_thread_cached_(s, s->uid)
+                                      : tt_thread_lookup_slow(s, &rc);
     if (!bt)
         return 0;
     struct tt_rp_thread *t = tt_rp_of(bt);

@@ -133,6 +133,15 @@ void *tt_thread_alloc_aligned(size_t size);
 /* The calling thread's state in @s, registering it on first use; NULL if refused (*rc says
  * why: TT_E_THREADS past max_threads, TT_E_CLOSED after close began, TT_E_NOMEM). */
 struct tt_thread *tt_thread_lookup_slow(struct tt_session *s, int *rc);
+/* The calling thread's state in @s if its cache holds it, else NULL: no lock, no registration
+ * (async-signal-safe). */
+static inline struct tt_thread *tt_thread_cached_(const struct tt_session *s, uint64_t uid)
+{
+    for (int i = 0; i < TLS_WAYS; i++)
+        if (tt_tls_cache[i].s == s && tt_tls_cache[i].uid == uid)
+            return tt_tls_cache[i].t;
+    return NULL;
+}
 
 /* Clears the calling thread's cache ways that name @s (session close). */
 void tt_threads_forget_(struct tt_session *s);

@@ -104,8 +104,8 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
         uint32_t site = atomic_load_explicit(&tt_pl_site_ids[S_signal_delivery],
                                              memory_order_relaxed);
         /* inside the runtime (the guard held) the handler's calls go unrecorded, and so does
-         * the delivery */
-        if (site != 0 && tt_rt_guard_enter()) {
+         * the delivery; nor is a thread registered in a handler (a lock, and memory) */
+        if (site != 0 && tt_rt_thread_known() && tt_rt_guard_enter()) {
             siginfo_t copy = *si;
             tt_event ev = { .kind = TT_EV_IO, .dir = TT_IO_IN, .arg = TT_CH_PROC,
                             .sp = { 0, site }, .payload_len = sizeof copy, .payload = &copy };
