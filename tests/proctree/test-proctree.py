@@ -249,6 +249,19 @@ def sigchld_handlers_run_where_the_recording_ran_them():
         check(same == 5, "bash's command substitutions replay, %d of 5" % same)
 
 
+def a_fork_whose_atfork_handlers_lock_replays():
+    """perl (Debian's, threaded) locks mutexes in its pthread_atfork handlers, inside fork:
+    recorded before the fork's own event. The replay meets the fork's event after the real
+    fork, where it was recorded, so system() and backticks replay."""
+    with Case("atfork") as c:
+        r = c.tt("record", "-o", "p.tt", "--", "perl", "-e",
+                 'system("true"); my $x = `date +%N`; print length($x) > 1 ? "ok\\n" : "no\\n"')
+        check(r.returncode == 0 and r.stdout == "ok\n", "record perl system() and backticks",
+              "%d %r %s" % (r.returncode, r.stdout, r.stderr[-800:]))
+        same = replays_like(c, "p.tt", r.stdout, 5, "perl system()")
+        check(same == 5, "perl's forks replay, %d of 5" % same)
+
+
 SPAWNS = r'''
 import os, subprocess
 r = subprocess.run(["date", "+%N"], capture_output=True)
@@ -503,6 +516,7 @@ def single_process_recordings_have_no_tree():
 
 for case in (pipeline_replays_byte_identically, make_recipe_replays_byte_identically,
              waits_replay_the_recorded_order, sigchld_handlers_run_where_the_recording_ran_them,
+             a_fork_whose_atfork_handlers_lock_replays,
              python_subprocess_system_and_popen_replay,
              hunt_catches_a_failing_shell_loop_and_its_replay_says_which, a_child_that_cannot_be_paired_is_said,
              a_process_killed_in_the_tree_leaves_the_rest_verifying,

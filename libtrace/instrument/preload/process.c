@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 typedef pid_t (*fork_fn)(void);
+typedef pid_t (*waitpid_fn)(pid_t, int *, int);
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
                         const posix_spawnattr_t *, char *const[], char *const[]);
@@ -281,11 +282,11 @@ static pid_t fork_like(enum site k, pid_t (*start)(void *), void *ctx)
     unsigned n = tt_rt_child_next();
     struct in_head h = { 0 };
     bool rec = tt_pl_recording(s);
-    if (!rec) {
-        if (!proc_event(s, k, &h, NULL, 0))
-            rec = true; /* the replay failed and goes on: a live fork */
-        else if (h.ret < 0 || tt_rt_alone())
-            return (pid_t)tt_pl_finish(&h, e0); /* failed then too; or no child runs */
+    if (!rec && tt_rt_alone()) {
+        /* replay --process: no child runs */
+        if (proc_event(s, k, &h, NULL, 0))
+            return (pid_t)tt_pl_finish(&h, e0);
+        rec = true; /* the replay failed and goes on: a live fork */
     }
     /* no guard across the call: the child begins without it */
     tt_rt_guard_leave();
@@ -306,10 +307,26 @@ static pid_t fork_like(enum site k, pid_t (*start)(void *), void *ctx)
         proc_event(s, k, &h, NULL, 0);
         if (pid > 0)
             tt_rt_note_child(n, pid, tt_pl_site_names[k]);
-    } else if (pid > 0 && h.ret > 0) {
-        tt_pl_id_remember((pid_t)h.ret, pid);
+    } else if (!rec && proc_event(s, k, &h, NULL, 0)) {
+        /* replay: the recorded start is met after the real one, where it was recorded: the
+         * fork's own handlers (pthread_atfork: perl's take mutexes) make their calls inside
+         * it, before it returns */
+        if (h.ret > 0 && pid > 0) {
+            tt_pl_id_remember((pid_t)h.ret, pid);
+        } else if (pid > 0) {
+            /* it failed when recorded: so it does now, and the live child goes */
+            REAL(kill, int (*)(pid_t, int))(pid, SIGKILL);
+            while (REAL(waitpid, waitpid_fn)(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        } else {
+            h.ret = -1; /* it failed now, not when recorded: as the live call says */
+            h.err = real_errno;
+        }
     } else if (pid > 0) {
-        h.ret = pid;
+        h.ret = pid; /* the replay failed and goes on: a live fork */
+    } else {
+        h.ret = -1;
+        h.err = real_errno;
     }
     return (pid_t)tt_pl_finish(&h, e0);
 }
@@ -426,7 +443,6 @@ static void shell_child(const char *command)
     tt_rt_guard_leave();
 }
 
-typedef pid_t (*waitpid_fn)(pid_t, int *, int);
 
 /* system(3) as glibc makes it (SIGINT and SIGQUIT ignored and SIGCHLD blocked while the shell
  * runs; the shell starts with them as the caller had them), through the interposed
