@@ -138,11 +138,16 @@ static bool heavy_fence(const struct tt_replayer *rp)
            syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
+/* The recorded threads that have a sleep entry (and a bit of their own class). */
+static inline uint32_t sleep_threads(const struct tt_replayer *rp)
+{
+    return rp->nthreads < TT_RP_SLEEP_MAX ? rp->nthreads : TT_RP_SLEEP_MAX;
+}
+
 /* Whether recorded thread @rec has its sleepers bit to itself. */
 static bool bit_alone(const struct tt_replayer *rp, uint32_t rec)
 {
-    uint32_t n = rp->nthreads < TT_RP_SLEEP_MAX ? rp->nthreads : TT_RP_SLEEP_MAX;
-    return rec < SHARED_BIT && rec + SHARED_BIT >= n;
+    return rec < SHARED_BIT && rec + SHARED_BIT >= sleep_threads(rp);
 }
 
 /* Waits until @e's count is @op's seq (or, @at_least, has reached it). A waiter spins a little,
@@ -208,8 +213,7 @@ static int wait_turn(tt_session *s, struct tt_rp_thread *t, const tt_sync *op,
 static bool bit_wants(const struct tt_replayer *rp, const struct tt_sync_obj *e, uint32_t b,
                       uint64_t next)
 {
-    uint32_t n = rp->nthreads < TT_RP_SLEEP_MAX ? rp->nthreads : TT_RP_SLEEP_MAX;
-    for (uint32_t k = b; k < n; k += SHARED_BIT) {
+    for (uint32_t k = b, n = sleep_threads(rp); k < n; k += SHARED_BIT) {
         const struct tt_rp_sleep *z = &rp->sleep[k];
         /* acquire, after the mask's load: the entry was stored before the bit was set */
         uint64_t w = atomic_load_explicit(&z->want, memory_order_acquire);

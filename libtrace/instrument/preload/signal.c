@@ -41,9 +41,8 @@ __sighandler_t __sysv_signal(int sig, __sighandler_t h);
 /* The program's SIGCHLD handler, while the kernel has the trampoline: its function (NULL: the
  * kernel has the program's own disposition), flags and mask. Written by sigaction, read by the
  * trampoline and the replay's delivery (which may interrupt it: each field is one load). */
-typedef void (*any_handler)(void);
 static struct {
-    _Atomic uintptr_t fn; /* an any_handler */
+    _Atomic uintptr_t fn; /* sa_handler or sa_sigaction, as flags say */
     _Atomic int flags;
     sigset_t mask;
 } g_chld;
