@@ -96,6 +96,8 @@ struct tt_replayer {
     /* sync.c: a turn is passed with a plain store, the sleeper making the barrier for both
      * (membarrier(2) registered at open); false: an exchange */
     bool asym;
+    /* sync.c: sleeps for a turn, and wakes before it came (tt_replay_progress) */
+    _Atomic uint64_t turn_sleeps, turn_early_wakes;
 };
 
 /* sync.c: the turns' barrier, chosen at open */

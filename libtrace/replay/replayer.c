@@ -784,6 +784,8 @@ int tt_replay_progress_get(tt_session *s, tt_replay_progress *out)
     struct tt_replayer *rp = s->rp;
     out->total = tt_reader_manifest(rp->r)->event_count;
     out->divergences = atomic_load_explicit(&s->divergences, memory_order_relaxed);
+    out->turn_sleeps = atomic_load_explicit(&rp->turn_sleeps, memory_order_relaxed);
+    out->turn_early_wakes = atomic_load_explicit(&rp->turn_early_wakes, memory_order_relaxed);
     pthread_mutex_lock(&s->lock);
     out->threads_seen = s->nthreads;
     /* each thread counts its own matches; call this from the replaying threads' quiet points

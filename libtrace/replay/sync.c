@@ -160,9 +160,12 @@ static int wait_turn(tt_session *s, struct tt_rp_thread *t, const tt_sync *op,
     uint64_t want = op->seq, start = 0;
     const uint32_t b = sleep_bit(t), bit = UINT32_C(1) << b;
     struct tt_rp_sleep *me = t->rec < TT_RP_SLEEP_MAX ? &s->rp->sleep[t->rec] : NULL;
-    bool slept = false;
+    bool slept = false, woke = false;
     for (unsigned n = 0;; n++) {
         uint64_t v = atomic_load_explicit(&e->seq, memory_order_acquire);
+        if (woke && !turn_ready(v, want, at_least))
+            atomic_fetch_add_explicit(&s->rp->turn_early_wakes, 1, memory_order_relaxed);
+        woke = false;
         if (turn_ready(v, want, at_least)) {
             /* a bit left set would make every pass look at this thread's entry; it is cleared
              * only when no other thread has it */
@@ -203,7 +206,12 @@ static int wait_turn(tt_session *s, struct tt_rp_thread *t, const tt_sync *op,
         if (!turn_ready(v, want, at_least)) {
             uint64_t until = now + (uint64_t)slice; /* FUTEX_WAIT_BITSET's deadline is absolute */
             struct timespec ts = { (time_t)(until / 1000000000u), (long)(until % 1000000000u) };
-            syscall(SYS_futex, &e->gen, FUTEX_WAIT_BITSET_PRIVATE, g, &ts, NULL, bit);
+            atomic_fetch_add_explicit(&s->rp->turn_sleeps, 1, memory_order_relaxed);
+            /* woken, or gen moved before the sleep: by a pass; a slice that ran out or a
+             * signal is not counted */
+            woke = syscall(SYS_futex, &e->gen, FUTEX_WAIT_BITSET_PRIVATE, g, &ts, NULL, bit) ==
+                       0 ||
+                   errno == EAGAIN;
         }
     }
 }

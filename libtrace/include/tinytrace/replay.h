@@ -86,6 +86,11 @@ typedef struct tt_replay_progress {
     uint32_t threads_seen;
     int has_next;              /* for the calling thread */
     tt_event next;             /* its next expected event (payload NULL) */
+    /* the recorded order's waits, all threads: how often a thread went to sleep until another
+     * passed it its turn, and how often a pass woke it while its turn had not come yet (a
+     * sleep that timed out to look at the deadline, or a signal, is not counted) */
+    uint64_t turn_sleeps;
+    uint64_t turn_early_wakes;
 } tt_replay_progress;
 
 /* Copies the last divergence report into @out. Returns TT_E_INVAL if there was none.
