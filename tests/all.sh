@@ -21,19 +21,32 @@ passed=0
 failed=0
 status=0
 
-count() { # count BUILDDIR: add the results of the last meson test run
-    # meson names the log after the wrapper (testlog-setarch.json): take the newest
-    python3 - "$1/meson-logs" <<'PY'
+failures=$(mktemp)
+trap 'rm -f "$failures"' EXIT
+
+count() { # count BUILDDIR NAME: add the results of the last meson test run
+    # meson names the log after the wrapper (testlog-setarch.json): take the newest. Each test
+    # that did not pass goes into $failures with the end of its output, printed again at the
+    # end, where a CI log that keeps only its tail still shows it
+    python3 - "$1/meson-logs" "$2" "$failures" <<'PY'
 import glob, json, os, sys
 p = f = 0
 logs = sorted(glob.glob(os.path.join(sys.argv[1], "testlog*.json")), key=os.path.getmtime)
+out = open(sys.argv[3], "a")
 try:
     for line in open(logs[-1]):
-        r = json.loads(line).get("result")
+        t = json.loads(line)
+        r = t.get("result")
         if r in ("OK", "EXPECTEDFAIL"): p += 1
-        elif r != "SKIP": f += 1
+        elif r != "SKIP":
+            f += 1
+            text = ((t.get("stdout") or "") + (t.get("stderr") or "")).splitlines()
+            out.write("--- %s: %s %s after %.1f s; its output's last lines:\n"
+                      % (sys.argv[2], t.get("name"), r, t.get("duration") or 0))
+            out.write("".join("  " + x[:300] + "\n" for x in text[-25:]))
 except (FileNotFoundError, IndexError):
     f = 1
+    out.write("--- %s: no test log in %s\n" % (sys.argv[2], sys.argv[1]))
 print(p, f)
 PY
 }
@@ -50,14 +63,14 @@ run() { # run NAME BUILDDIR SETUP-ARGS -- TEST-ARGS
     if ! { [ -f "$dir/build.ninja" ] || meson setup "$dir" "${setup[@]}" >/dev/null; } ||
        ! meson configure "$dir" "${setup[@]}" >/dev/null ||
        ! ninja -C "$dir" >/dev/null; then
-        echo "=== $name: build FAILED"
+        echo "=== $name: build FAILED" | tee -a "$failures"
         ninja -C "$dir" 2>&1 | tail -40
         failed=$((failed + 1)); status=1
         return
     fi
     meson test -C "$dir" --num-processes "$jobs" --print-errorlogs "$@"
     local rc=$?
-    read -r p f < <(count "$dir")
+    read -r p f < <(count "$dir" "$name")
     passed=$((passed + p)); failed=$((failed + f))
     [ $rc -eq 0 ] || status=1
 }
@@ -112,13 +125,14 @@ if command -v valgrind >/dev/null; then
     unset TT_TEST_REDUCED TT_TEST_WRAPPER
     dirty=$(find "$vglogs" -type f -size +0 | sort)
     if [ "$(find "$vglogs" -type f | wc -l)" -eq 0 ]; then
-        echo "=== valgrind: no log at all: nothing ran under valgrind"
+        echo "=== valgrind: no log at all: nothing ran under valgrind" | tee -a "$failures"
         failed=$((failed + 1)); status=1
     elif [ -z "$dirty" ]; then
         echo "=== valgrind: $(find "$vglogs" -type f | wc -l) logs, all empty"
         passed=$((passed + 1))
     else
-        echo "=== valgrind: $(echo "$dirty" | wc -l) logs with errors or definite leaks:"
+        echo "=== valgrind: $(echo "$dirty" | wc -l) logs with errors or definite leaks:" |
+            tee -a "$failures"
         for f in $dirty; do echo "--- $f"; head -60 "$f"; done
         failed=$((failed + 1)); status=1
     fi
@@ -137,9 +151,14 @@ echo "=== debian: tests/debian.sh"
 if tests/debian.sh; then
     passed=$((passed + 1))
 else
+    echo "--- debian: tests/debian.sh failed (its output is above)" >> "$failures"
     failed=$((failed + 1)); status=1
 fi
 # ---- debian: end ----
 
+if [ -s "$failures" ]; then
+    echo "=== what failed"
+    cat "$failures"
+fi
 echo "$passed passed, $failed failed"
 exit $status
