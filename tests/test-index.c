@@ -897,6 +897,7 @@ Test(index, frames_open_at_a_crash_are_unwound_by_it)
 
 /* ---- hostile tables ---- */
 
+#define XXH_INLINE_ALL /* the header alone, as libtrace/base/hash.c */
 #include <xxhash.h>
 
 static uint64_t le64(const uint8_t *p)

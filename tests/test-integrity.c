@@ -355,6 +355,7 @@ Test(reader, survives_every_single_byte_change_through_every_cursor, .init = set
     free(copy);
 }
 
+#define XXH_INLINE_ALL /* the header alone, as libtrace/base/hash.c */
 #include <xxhash.h>
 
 /* The end-of-file totals (FORMAT §10.5 step 45) name the manifest field that disagrees: a

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#define XXH_INLINE_ALL /* the header alone, as libtrace/base/hash.c */
 #include <xxhash.h>
 
 TestSuite(sweep, .timeout = 240);
