@@ -5,7 +5,7 @@
  * What belongs here: error values (tt_fail fills a tt_error_info), the clock (tt_ticks, the tick
  * rate's calibration, CLOCK_MONOTONIC), the one hash (XXH3, hash.c is the only file that
  * includes xxhash), the running executable's build-id, backtraces and symbol names (unwind.c is
- * the only file that includes libunwind), the per-thread "inside tinytrace" flag, the compiler
+ * the only file that includes the compiler's unwinder), the per-thread "inside tinytrace" flag, the compiler
  * hints, the runtime's own address space (region.c) and the registry of the tracer's own file
  * descriptors (fds.c). A function goes here when two layers need it and it needs nothing above
  * the public headers. Never installed; see docs/ARCHITECTURE.md for the layers.
@@ -71,7 +71,7 @@ size_t tt_build_id_self(uint8_t *out, size_t cap);
  * at most @cap bytes into @out; 0 when it has none or no object maps @addr. */
 size_t tt_build_id_of(uintptr_t addr, uint8_t *out, size_t cap);
 
-/* ---- backtraces and symbols (unwind.c, the only user of libunwind) ----
+/* ---- backtraces and symbols (unwind.c, the only user of the compiler's unwinder) ----
  * A backtrace as text, one frame a line; returns bytes written. */
 size_t tt_backtrace(char *buf, size_t cap, int skip);
 /* The ASLR-proof name of the function at @addr: "symbol" in the main executable,

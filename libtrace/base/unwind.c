@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The only file that includes libunwind: backtraces for divergence reports and crash events. */
+/* Backtraces for divergence reports and crash events, and function names. The frames come
+ * from the compiler's unwinder (<unwind.h>: libgcc_eh, linked into the library and the runtime
+ * statically and kept local to them, so a traced process maps no unwinding library of ours);
+ * the names from each module's .symtab. */
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -10,52 +13,11 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef TT_HAVE_UNWIND
+#include <unwind.h>
+#endif
 
 #include "base.h"
-
-#ifdef TT_HAVE_UNWIND
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-
-size_t tt_backtrace(char *buf, size_t cap, int skip)
-{
-    unw_context_t uc;
-    unw_cursor_t cur;
-    size_t n = 0;
-    if (cap == 0)
-        return 0;
-    buf[0] = '\0';
-    if (unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0)
-        return 0;
-    int depth = 0;
-    while (unw_step(&cur) > 0 && n + 1 < cap && depth < 64) {
-        unw_word_t ip = 0, off = 0;
-        char sym[256];
-        unw_get_reg(&cur, UNW_REG_IP, &ip);
-        if (skip > 0) {
-            skip--;
-            continue;
-        }
-        if (unw_get_proc_name(&cur, sym, sizeof sym, &off) != 0)
-            strcpy(sym, "??");
-        int k = snprintf(buf + n, cap - n, "#%d 0x%016lx %s+0x%lx\n", depth, (unsigned long)ip, sym,
-                         (unsigned long)off);
-        if (k < 0)
-            break;
-        n += (size_t)k < cap - n ? (size_t)k : cap - n - 1;
-        depth++;
-    }
-    return n;
-}
-#else
-size_t tt_backtrace(char *buf, size_t cap, int skip)
-{
-    (void)skip;
-    if (cap)
-        buf[0] = '\0';
-    return 0;
-}
-#endif
 
 static const char *base_name(const char *path)
 {
@@ -195,3 +157,93 @@ void tt_symbolize(uintptr_t addr, char *buf, size_t cap)
         }
     }
 }
+
+#ifdef TT_HAVE_UNWIND
+/* The name of the function that starts at @start, bare (no module), from the module's
+ * .symtab or its dynamic symbols; false when it has none. */
+static bool name_at(uintptr_t start, char *out, size_t cap)
+{
+    Dl_info info;
+    memset(&info, 0, sizeof info);
+    if (!dladdr((void *)start, &info) || !info.dli_fname)
+        return false;
+    Dl_info main_info;
+    void *main_phdr = (void *)getauxval(AT_PHDR);
+    bool in_main = main_phdr && dladdr(main_phdr, &main_info) &&
+                   main_info.dli_fbase == info.dli_fbase;
+    const char *path = in_main || !info.dli_fname[0] ? "/proc/self/exe" : info.dli_fname;
+    uintptr_t base = (uintptr_t)info.dli_fbase;
+    if (symtab_lookup(path, base, start - base, out, cap))
+        return true;
+    if (info.dli_sname && info.dli_saddr == (void *)start) {
+        snprintf(out, cap, "%s", info.dli_sname);
+        return true;
+    }
+    return false;
+}
+
+struct bt {
+    char *buf;
+    size_t cap, n;
+    int skip, depth;
+};
+
+static _Unwind_Reason_Code bt_frame(struct _Unwind_Context *ctx, void *arg)
+{
+    struct bt *b = arg;
+    int before = 0;
+    uintptr_t ip = (uintptr_t)_Unwind_GetIPInfo(ctx, &before);
+    if (ip == 0)
+        return _URC_END_OF_STACK;
+    if (b->skip > 0) {
+        b->skip--;
+        return _URC_NO_REASON;
+    }
+    if (b->depth >= 64 || b->n + 1 >= b->cap)
+        return _URC_END_OF_STACK;
+    /* a return address is past its call: the function is the one holding the byte before it,
+     * unless this frame was interrupted (a signal frame), where ip is the instruction itself */
+    uintptr_t in = before ? ip : ip - 1;
+    uintptr_t start = (uintptr_t)_Unwind_FindEnclosingFunction((void *)in);
+    char sym[256];
+    if (!start || !name_at(start, sym, sizeof sym)) {
+        /* no name (a stripped library's static function, a signal trampoline): the offset
+         * in its module, never the nearest exported name before it, which is another's */
+        Dl_info info;
+        memset(&info, 0, sizeof info);
+        if (dladdr((void *)in, &info) && info.dli_fname && info.dli_fname[0]) {
+            snprintf(sym, sizeof sym, "%s", base_name(info.dli_fname));
+            start = (uintptr_t)info.dli_fbase;
+        } else {
+            strcpy(sym, "??");
+            start = ip;
+        }
+    }
+    int k = snprintf(b->buf + b->n, b->cap - b->n, "#%d 0x%016lx %s+0x%lx\n", b->depth,
+                     (unsigned long)ip, sym, (unsigned long)(ip - start));
+    if (k < 0)
+        return _URC_END_OF_STACK;
+    b->n += (size_t)k < b->cap - b->n ? (size_t)k : b->cap - b->n - 1;
+    b->depth++;
+    return _URC_NO_REASON;
+}
+
+size_t tt_backtrace(char *buf, size_t cap, int skip)
+{
+    if (cap == 0)
+        return 0;
+    buf[0] = '\0';
+    /* the first frame is this function's own */
+    struct bt b = { .buf = buf, .cap = cap, .skip = skip + 1 };
+    _Unwind_Backtrace(bt_frame, &b);
+    return b.n;
+}
+#else
+size_t tt_backtrace(char *buf, size_t cap, int skip)
+{
+    (void)skip;
+    if (cap)
+        buf[0] = '\0';
+    return 0;
+}
+#endif
