@@ -118,27 +118,37 @@ static bool symtab_lookup(const char *path, uintptr_t base, uintptr_t off, char 
     return found;
 }
 
+/* The module that maps @addr, in *@info (false: none), whether it is the main executable, and
+ * the name of the function that starts at @addr in @sym ("" when it has none): from the
+ * module's .symtab, else its dynamic symbols. */
+static bool symbol_at(uintptr_t addr, Dl_info *info, bool *in_main, char *sym, size_t cap)
+{
+    memset(info, 0, sizeof *info);
+    sym[0] = '\0';
+    *in_main = false;
+    if (!dladdr((void *)addr, info))
+        return false;
+    Dl_info main_info;
+    void *main_phdr = (void *)getauxval(AT_PHDR); /* lies inside the executable's mapping */
+    *in_main = main_phdr && dladdr(main_phdr, &main_info) &&
+               main_info.dli_fbase == info->dli_fbase;
+    const char *path = *in_main ? "/proc/self/exe" : info->dli_fname;
+    uintptr_t base = (uintptr_t)info->dli_fbase;
+    if (!symtab_lookup(path, base, addr - base, sym, cap) && info->dli_sname &&
+        info->dli_saddr == (void *)addr)
+        snprintf(sym, cap, "%s", info->dli_sname);
+    return true;
+}
+
 void tt_symbolize(uintptr_t addr, char *buf, size_t cap)
 {
     Dl_info info;
-    memset(&info, 0, sizeof info);
-    int have = dladdr((void *)addr, &info);
+    bool in_main;
+    char sym[400];
+    bool have = symbol_at(addr, &info, &in_main, sym, sizeof sym);
     const char *module = have && info.dli_fname && info.dli_fname[0] ? base_name(info.dli_fname)
                                                                       : "?";
     /* the main executable's functions go by their bare name */
-    Dl_info main_info;
-    void *main_phdr = (void *)getauxval(AT_PHDR); /* lies inside the executable's mapping */
-    bool in_main = have && main_phdr && dladdr(main_phdr, &main_info) &&
-                   main_info.dli_fbase == info.dli_fbase;
-    char sym[400];
-    sym[0] = '\0';
-    if (have) {
-        const char *path = in_main ? "/proc/self/exe" : info.dli_fname;
-        uintptr_t base = (uintptr_t)info.dli_fbase;
-        if (!symtab_lookup(path, base, addr - base, sym, sizeof sym) && info.dli_sname &&
-            info.dli_saddr == (void *)addr)
-            snprintf(sym, sizeof sym, "%s", info.dli_sname);
-    }
     if (sym[0] && in_main)
         snprintf(buf, cap, "%s", sym);
     else if (sym[0])
@@ -159,29 +169,6 @@ void tt_symbolize(uintptr_t addr, char *buf, size_t cap)
 }
 
 #ifdef TT_HAVE_UNWIND
-/* The name of the function that starts at @start, bare (no module), from the module's
- * .symtab or its dynamic symbols; false when it has none. */
-static bool name_at(uintptr_t start, char *out, size_t cap)
-{
-    Dl_info info;
-    memset(&info, 0, sizeof info);
-    if (!dladdr((void *)start, &info) || !info.dli_fname)
-        return false;
-    Dl_info main_info;
-    void *main_phdr = (void *)getauxval(AT_PHDR);
-    bool in_main = main_phdr && dladdr(main_phdr, &main_info) &&
-                   main_info.dli_fbase == info.dli_fbase;
-    const char *path = in_main || !info.dli_fname[0] ? "/proc/self/exe" : info.dli_fname;
-    uintptr_t base = (uintptr_t)info.dli_fbase;
-    if (symtab_lookup(path, base, start - base, out, cap))
-        return true;
-    if (info.dli_sname && info.dli_saddr == (void *)start) {
-        snprintf(out, cap, "%s", info.dli_sname);
-        return true;
-    }
-    return false;
-}
-
 struct bt {
     char *buf;
     size_t cap, n;
@@ -205,13 +192,14 @@ static _Unwind_Reason_Code bt_frame(struct _Unwind_Context *ctx, void *arg)
      * unless this frame was interrupted (a signal frame), where ip is the instruction itself */
     uintptr_t in = before ? ip : ip - 1;
     uintptr_t start = (uintptr_t)_Unwind_FindEnclosingFunction((void *)in);
+    Dl_info info;
+    bool in_main;
     char sym[256];
-    if (!start || !name_at(start, sym, sizeof sym)) {
+    bool have = symbol_at(start ? start : in, &info, &in_main, sym, sizeof sym);
+    if (!start || !sym[0]) {
         /* no name (a stripped library's static function, a signal trampoline): the offset
          * in its module, never the nearest exported name before it, which is another's */
-        Dl_info info;
-        memset(&info, 0, sizeof info);
-        if (dladdr((void *)in, &info) && info.dli_fname && info.dli_fname[0]) {
+        if (have && info.dli_fname && info.dli_fname[0]) {
             snprintf(sym, sizeof sym, "%s", base_name(info.dli_fname));
             start = (uintptr_t)info.dli_fbase;
         } else {

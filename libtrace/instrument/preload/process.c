@@ -443,7 +443,6 @@ static void shell_child(const char *command)
     tt_rt_guard_leave();
 }
 
-
 /* system(3) as glibc makes it (SIGINT and SIGQUIT ignored and SIGCHLD blocked while the shell
  * runs; the shell starts with them as the caller had them), through the interposed
  * posix_spawn, so that the shell is child n of the tree with its identity. One event: the
