@@ -7,8 +7,10 @@
  * recording the handler always runs while the parent is blocked in its read, between its
  * start of the children and the read's result: the handler's waitpid and writes come before
  * the read in the parent's events. A replay whose read returns the recorded bytes at once
- * would meet the live SIGCHLD tens of milliseconds later, after other calls. With "pause" the
- * handler reaps the second too, while main waits for it in pause(), where it makes no call. */
+ * would meet the live SIGCHLD tens of milliseconds later, after other calls. With "suspend"
+ * the handler reaps the second too, while main waits for it in sigsuspend(), where it makes no
+ * call (SIGCHLD blocked around the check, so that it cannot land between the check and the
+ * wait: pause() would leave that window, and wait for ever when it is hit). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -45,8 +47,8 @@ static void on_chld(int sig)
 
 int main(int argc, char **argv)
 {
-    /* "pause": the second is reaped by the handler too, while main waits in pause() */
-    pausing = argc > 1 && strcmp(argv[1], "pause") == 0;
+    /* "suspend": the second is reaped by the handler too, while main waits in sigsuspend() */
+    pausing = argc > 1 && strcmp(argv[1], "suspend") == 0;
     int data[2];
     if (pipe(data) != 0 || pipe(go) != 0)
         return 2;
@@ -82,8 +84,14 @@ int main(int argc, char **argv)
     printf("main: read %zd bytes: %s\n", n, n > 0 ? buf : "");
     fflush(stdout);
     if (pausing) {
+        sigset_t chld, open;
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &chld, &open);
+        sigdelset(&open, SIGCHLD);
         while (!second_done)
-            pause();
+            sigsuspend(&open);
+        sigprocmask(SIG_UNBLOCK, &chld, NULL);
         printf("main: the handler reaped the second\n");
         return 0;
     }

@@ -220,7 +220,7 @@ def sigchld_handlers_run_where_the_recording_ran_them():
     """A parent reaps in a SIGCHLD handler while it blocks in a read (prog-sigchld.c): the
     recording has the delivery before the read's result, and each replay runs the handler
     there, not when the re-run child's live SIGCHLD comes (after the replayed read); and one
-    that main awaits in pause(), where it makes no call, runs when the wait begins. A bash
+    that main awaits in sigsuspend(), where it makes no call, runs when the wait begins. A bash
     loop of command substitutions, whose SIGCHLD handler reaps each one, replays too."""
     with Case("sigchld") as c:
         r = c.tt("record", "-o", "s.tt", "--", SIGCHLD_PROG)
@@ -233,11 +233,11 @@ def sigchld_handlers_run_where_the_recording_ran_them():
               "the recording holds the delivery", dump.stdout[-1500:])
         same = replays_like(c, "s.tt", r.stdout, 10, "prog-sigchld")
         check(same == 10, "the handler runs where it ran, %d of 10 replays" % same)
-        r = c.tt("record", "-o", "p.tt", "--", SIGCHLD_PROG, "pause")
+        r = c.tt("record", "-o", "p.tt", "--", SIGCHLD_PROG, "suspend")
         check(r.returncode == 0 and r.stdout.endswith("main: the handler reaped the second\n"),
-              "record prog-sigchld pause", "%d %r %s" % (r.returncode, r.stdout, r.stderr[-800:]))
-        same = replays_like(c, "p.tt", r.stdout, 5, "prog-sigchld pause")
-        check(same == 5, "a handler awaited in pause() runs, %d of 5 replays" % same)
+              "record prog-sigchld suspend", "%d %r %s" % (r.returncode, r.stdout, r.stderr[-800:]))
+        same = replays_like(c, "p.tt", r.stdout, 5, "prog-sigchld suspend")
+        check(same == 5, "a handler awaited in sigsuspend() runs, %d of 5 replays" % same)
 
         with open(c.path("subst.sh"), "w") as f:
             f.write('for i in 1 2 3 4 5 6 7 8; do x=$(echo v$i); printf "%s " "$x"; done\n'
