@@ -698,3 +698,98 @@ Test(session, two_sessions_at_once_record_into_two_files_independently)
     check_side(pa, 0xA00000, 0xAAAA);
     check_side(pb, 0xB00000, 0xBBBB);
 }
+
+/* Opens a recording of @name in the test's folder with TINYTRACE_SPARES=@spares, records a
+ * few events and closes it; the trace's inode number, and the listing of the folder while it
+ * was open into @open_listing. */
+static ino_t record_with_spares(const char *name, const char *spares, char *open_listing,
+                                size_t cap)
+{
+    clear_tinytrace_env();
+    setenv("TINYTRACE_MODE", "record", 1);
+    setenv("TINYTRACE_FILE", tt_test_path(name), 1);
+    setenv("TINYTRACE_SPARES", spares, 1);
+    tt_config cfg;
+    tt_error_info err = {0};
+    tt_config_init(&cfg);
+    cr_assert_eq(tt_config_from_env(&cfg, &err), TT_OK, "%s", err.message);
+    uint64_t v = 2;
+    cr_assert_eq(tt_config_get(&cfg, TT_PARAM_SPARES, &v), TT_OK);
+    cr_assert_eq(v, (uint64_t)atoi(spares), "TT_PARAM_SPARES %llu", (unsigned long long)v);
+    tt_session *s;
+    cr_assert_eq(tt_session_open(&cfg, &s, &err), TT_OK, "%s", err.message);
+    list_dir(tt_test_dir, open_listing, cap);
+    record_some(s, 41, 30);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+    clear_tinytrace_env();
+    struct stat st;
+    cr_assert_eq(stat(tt_test_path(name), &st), 0, "the trace was not given its name");
+    check_mode_0600(tt_test_path(name));
+    tt_source src;
+    cr_assert_eq(tt_source_file(&src, tt_test_path(name), &err), TT_OK, "%s", err.message);
+    tt_verify_result res;
+    cr_assert_eq(tt_verify(&src, NULL, &res), TT_OK, "verify: %s", res.message);
+    tt_source_close(&src);
+    return st.st_ino;
+}
+
+static ino_t make_spare(const char *name, mode_t mode, const char *content)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", tt_test_path(TT_SPARES_DIR), name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, mode);
+    cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+    if (content)
+        cr_assert_eq(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+    fchmod(fd, mode);
+    struct stat st;
+    fstat(fd, &st);
+    close(fd);
+    return st.st_ino;
+}
+
+/* TT_PARAM_SPARES: the trace is the empty 0600 file of ours from ".spares" beside it, renamed
+ * (its inode is the trace's), and never a spare that is not empty, not private, not a regular
+ * file, or a symlink; with no spare left, or the setting off, the file is created. */
+Test(file, spares_the_trace_is_an_empty_private_spare_renamed)
+{
+    umask(0);
+    cr_assert_eq(mkdir(tt_test_path(TT_SPARES_DIR), 0700), 0);
+    /* what must never be taken: written to, open to others, a FIFO, a symlink to a spare */
+    make_spare("a-full", 0600, "somebody's data");
+    make_spare("b-open", 0644, NULL);
+    char p[4200], q[4200];
+    snprintf(p, sizeof p, "%s/c-fifo", tt_test_path(TT_SPARES_DIR));
+    cr_assert_eq(mkfifo(p, 0600), 0);
+    ino_t good = make_spare("e-good", 0600, NULL);
+    snprintf(p, sizeof p, "%s/d-link", tt_test_path(TT_SPARES_DIR));
+    snprintf(q, sizeof q, "%s/e-good", tt_test_path(TT_SPARES_DIR));
+    cr_assert_eq(symlink(q, p), 0);
+
+    char listing[2048], spares[2048];
+    /* the setting off: created, the spares untouched */
+    ino_t off = record_with_spares("off.tt", "0", listing, sizeof listing);
+    cr_assert_neq(off, good);
+    cr_assert_eq(list_dir(tt_test_path(TT_SPARES_DIR), spares, sizeof spares), 5, "%s", spares);
+
+    /* on: the good one, renamed to the partial name while open */
+    ino_t on = record_with_spares("on.tt", "1", listing, sizeof listing);
+    char partial[64];
+    snprintf(partial, sizeof partial, "on.tt.%d.partial", (int)getpid());
+    cr_assert(strstr(listing, partial) != NULL, "while open: %s", listing);
+    cr_assert_eq(on, good, "the trace is not the spare: inode %llu, the spare's %llu",
+                 (unsigned long long)on, (unsigned long long)good);
+    list_dir(tt_test_path(TT_SPARES_DIR), spares, sizeof spares);
+    cr_assert_str_eq(spares, "a-full|b-open|c-fifo|d-link");
+    FILE *f = fopen(tt_test_path(TT_SPARES_DIR "/a-full"), "r");
+    char got[64] = "";
+    cr_assert_not_null(f);
+    cr_assert_not_null(fgets(got, sizeof got, f));
+    fclose(f);
+    cr_assert_str_eq(got, "somebody's data");
+
+    /* none good left: created */
+    ino_t again = record_with_spares("again.tt", "1", listing, sizeof listing);
+    cr_assert_neq(again, good);
+    cr_assert_eq(list_dir(tt_test_path(TT_SPARES_DIR), spares, sizeof spares), 4, "%s", spares);
+}

@@ -348,7 +348,9 @@ static int set_environment(const struct record *o, const char *abs, const char *
         tool_setenv(TT_ENV_OUTSIDE_FIFO, NULL) ||
         /* no process of the tree waits for the disk at its exit: the tool makes every trace
          * durable once the program has ended (tool_procs_sync) */
-        tool_setenv("TINYTRACE_SYNC", "0"))
+        tool_setenv("TINYTRACE_SYNC", "0") ||
+        /* ... nor creates its file: it takes one the tool made ahead (spares.c) */
+        tool_setenv("TINYTRACE_SPARES", "1"))
         return TOOL_EXIT_SYSTEM;
     snprintf(num, sizeof num, "%" PRIu64, o->depth);
     if (tool_setenv("TINYTRACE_FILTER", o->filter[0] ? o->filter : NULL) ||
@@ -449,6 +451,7 @@ int cmd_record(int argc, char **argv)
     /* orphans of the tree (a daemon, a background job) become the tool's: it waits for them,
      * so that the tree is whole when its manifest is written */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
+    tool_spares *spares = tool_spares_start(abs);
     rc = tool_run_program(argv[first], prog_path, argv + first, envp, NULL, o.aslr, &pid,
                           &status);
     close(settings_fd);
@@ -458,6 +461,7 @@ int cmd_record(int argc, char **argv)
     pids[0] = pid;
     statuses[0] = status;
     size_t nreaped = 1 + tool_reap_orphans(pids + 1, statuses + 1, 1023);
+    tool_spares_stop(spares);
     if (rc != TOOL_EXIT_OK) {
         tool_procs_remove(abs);
         return rc;

@@ -452,6 +452,7 @@ int tool_procs_prepare(const char *file)
         }
         return 0;
     }
+    tool_spares_clear(dir);
     for (struct dirent *de; (de = readdir(d)) != NULL;) {
         tool_proc tmp;
         if (strcmp(de->d_name, TT_TREE_NAME) != 0 && name_of_file(de->d_name, &tmp) != 0)

@@ -55,6 +55,16 @@ int tool_procs_sync(const char *file);
  * files and manifest), or makes it. Returns 0 or an errno (reported). */
 int tool_procs_prepare(const char *file);
 
+/* Record: keeps FILE.procs/.spares filled with empty files made ahead, on a thread of the
+ * tool, for the tree's processes to take as their traces (TINYTRACE_SPARES=1, spares.c says
+ * why). NULL when it cannot (the processes then create their files, as without it). Stop it
+ * once the program and its orphans have ended: it removes what is left, and the folder. */
+typedef struct tool_spares tool_spares;
+tool_spares *tool_spares_start(const char *file);
+void tool_spares_stop(tool_spares *s);
+/* Removes a FILE.procs/.spares that a tool which died left (@procs_dir: FILE.procs). */
+void tool_spares_clear(const char *procs_dir);
+
 /* Removes the tree's FILE.procs (what tool_procs_prepare would empty, then the folder), or
  * renames it to go with FILE renamed @to (hunt keeps a try this way). */
 void tool_procs_remove(const char *file);

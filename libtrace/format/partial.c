@@ -11,11 +11,14 @@
  * leave a locked file alone. Naming, parsing, the lock and the liveness test are here, in one
  * place, for the writer, recovery and the tool.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "format.h"
@@ -81,6 +84,55 @@ int tt_partial_create(const char *temp)
         errno = e;
         return -1;
     }
+    return fd;
+}
+
+/* One spare of folder @d, @name, made @temp: opened (never through a symlink, never blocking
+ * on a FIFO), checked to be an empty regular file of ours, locked, then renamed, never over an
+ * existing file (RENAME_NOREPLACE keeps O_EXCL's promise). The lock is the claim: of two
+ * processes that opened the same spare, the second cannot lock it; without locks, the second
+ * rename finds the name gone. Returns the fd, or -1. */
+static int take_one(int d, const char *name, const char *temp)
+{
+    int fd = openat(d, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 &&
+        (st.st_mode & 077) == 0 && st.st_uid == geteuid() && tt_partial_lock(fd) == 0 &&
+        syscall(SYS_renameat2, d, name, AT_FDCWD, temp, 1 /* RENAME_NOREPLACE */) == 0) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0)
+            fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+        return fd;
+    }
+    close(fd);
+    return -1;
+}
+
+int tt_partial_take(const char *temp)
+{
+    const char *slash = strrchr(temp, '/');
+    char dir[4200];
+    if (!slash || snprintf(dir, sizeof dir, "%.*s/%s", (int)(slash - temp), temp,
+                           TT_SPARES_DIR) >= (int)sizeof dir)
+        return -1;
+    int d = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (d < 0)
+        return -1;
+    /* a handful of names, read once: a spare taken meanwhile by another process is passed */
+    _Alignas(8) char buf[2048];
+    long n = syscall(SYS_getdents64, d, buf, sizeof buf);
+    int fd = -1;
+    for (long off = 0; n > 0 && off < n && fd < 0;) {
+        const struct dirent64 *de = (const struct dirent64 *)(const void *)(buf + off);
+        if (de->d_reclen == 0)
+            break;
+        off += de->d_reclen;
+        if (de->d_name[0] != '.')
+            fd = take_one(d, de->d_name, temp);
+    }
+    close(d);
     return fd;
 }
 

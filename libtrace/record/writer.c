@@ -366,7 +366,9 @@ static int open_file(tt_session *s, struct tt_writer *w, tt_error_info *err)
     snprintf(w->final_path, sizeof w->final_path, "%s", path);
     if (tt_partial_name(path, (long)getpid(), w->temp_path, sizeof w->temp_path) != TT_OK)
         return tt_fail(err, TT_E_CONFIG, 0, UINT64_MAX, "%s: path too long", path);
-    int fd = tt_partial_create(w->temp_path);
+    int fd = s->cfg.spares ? tt_partial_take(w->temp_path) : -1;
+    if (fd < 0)
+        fd = tt_partial_create(w->temp_path);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         int e = errno;

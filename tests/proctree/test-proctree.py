@@ -514,6 +514,37 @@ def single_process_recordings_have_no_tree():
         check(matched(rep) and rep.stdout == r.stdout, "replay date matches", rep.stderr)
 
 
+def the_tool_keeps_spare_files_for_the_tree_and_removes_them():
+    """record keeps FILE.procs/.spares filled while the program runs (each process of the tree
+    takes one for its trace, and the tool makes another): after 20 processes took theirs there
+    are spares again, which there would not be if nobody made more. When the program has ended
+    the folder is gone, and one a dead tool left is removed by the next recording."""
+    with Case("spares") as c:
+        d = c.path("s.tt.procs/.spares")
+        script = ('for i in $(seq 1 20); do /bin/true; done; end=$(($(date +%%s) + 30)); '
+                  'while [ "$(ls %s | wc -l)" -lt 1 ]; do '
+                  '[ "$(date +%%s)" -gt "$end" ] && { echo none left; exit 1; }; done; '
+                  'echo kept' % d)
+        r = c.tt("record", "-o", "s.tt", "--", "sh", "-c", script)
+        check(r.returncode == 0 and r.stdout.strip() == "kept",
+              "record: the tree finds spares after 20 processes took theirs",
+              r.stdout + r.stderr[-1500:])
+        left = sorted(os.listdir(c.path("s.tt.procs")))
+        check(".spares" not in left and "tree" in left and
+              all(n == "tree" or n.endswith(".tt") for n in left),
+              "... and the folder is gone afterwards: only traces and the tree", left)
+        bad = [n for n in left if n.endswith(".tt") and
+               c.tt("verify", os.path.join("s.tt.procs", n)).returncode != 0]
+        check(not bad, "... every trace of the tree verifies", bad)
+        os.makedirs(c.path("x.tt.procs/.spares"))
+        with open(c.path("x.tt.procs/.spares/7"), "w") as f:
+            f.write("left by a tool that died")
+        r = c.tt("record", "-o", "x.tt", "--", "sh", "-c", "/bin/true; /bin/true")
+        left = sorted(os.listdir(c.path("x.tt.procs"))) if r.returncode == 0 else []
+        check(left == ["root.1@1.tt", "root.2@1.tt", "tree"],
+              "a .spares a dead tool left goes with the next recording", left or r.stderr)
+
+
 for case in (pipeline_replays_byte_identically, make_recipe_replays_byte_identically,
              waits_replay_the_recorded_order, sigchld_handlers_run_where_the_recording_ran_them,
              a_fork_whose_atfork_handlers_lock_replays,
@@ -523,7 +554,8 @@ for case in (pipeline_replays_byte_identically, make_recipe_replays_byte_identic
              a_multiprocessing_pool_never_replays_a_lie,
              an_untraceable_child_is_named_and_runs_live,
              a_shells_children_do_not_carry_their_siblings_notes,
-             single_process_recordings_have_no_tree):
+             single_process_recordings_have_no_tree,
+             the_tool_keeps_spare_files_for_the_tree_and_removes_them):
     print("# " + case.__name__)
     try:
         case()

@@ -89,6 +89,11 @@ typedef enum tt_param {
                                    * (fdatasync) before it renames it to its name; 0 = not: the
                                    * caller does (`tinytrace record` does, once for each file of
                                    * the tree, when the program has ended) */
+    TT_PARAM_SPARES,              /* record: 1 = the file is one of the empty files made
+                                   * ahead in the folder ".spares" beside it, renamed, when
+                                   * there is one left (`tinytrace record` keeps one filled
+                                   * for the tree's processes: a rename costs less than a
+                                   * create on some file systems); 0 (default) = created */
     TT_PARAM_PARAM_MAX_
 } tt_param;
 

@@ -301,6 +301,10 @@ TT_API int tt_recover(const tt_source *src, const char *out_path, tt_recover_res
  * A recording (and tt_recover) writes its trace as "<file>.<pid>.partial" and renames it to
  * <file> when it is finished; a run that died leaves the partial file (docs/FORMAT.md §2). */
 
+/* The folder of empty files made ahead beside a trace, for recordings with TT_PARAM_SPARES
+ * (session.h): one is renamed to the partial name rather than a file created. */
+#define TT_SPARES_DIR ".spares"
+
 /* Writes "<final_path>.<pid>.partial" into @out. TT_E_LIMIT when it does not fit @cap.
  * Thread-safe, async-signal-safe. */
 TT_API int tt_partial_name(const char *final_path, long pid, char *out, size_t cap);
