@@ -46,8 +46,9 @@ int tool_procs_finish(const char *file, const long *pids, const int *statuses, s
 
 /* Record: makes FILE and every file of FILE.procs durable, once the program has ended (the
  * processes do not, TINYTRACE_SYNC=0: a fork's child would wait for the disk at its exit,
- * in the tree's critical path). Writeback starts on every file first, then each is waited for,
- * so the files go to the disk together; then the folder. Returns 0 or the first errno
+ * in the tree's critical path). Up to 32 traces: writeback starts on every file first, then
+ * each is waited for, so the files go to the disk together; then the folder. More: one syncfs
+ * of their file system (one flush of the disk, not one per file). Returns 0 or the first errno
  * (reported). */
 int tool_procs_sync(const char *file);
 
