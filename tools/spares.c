@@ -3,14 +3,20 @@
  *
  * Every process of a recorded tree writes its own trace, and creating a file is not cheap on
  * every file system: on ext4 without a journal (the VMs this is measured on) a create scans
- * past the inodes deleted in the last half minute, 0.4 to 0.9 ms when a tree of a thousand
+ * past the inodes deleted in the last half minute, 0.4 to 1 ms when a tree of a thousand
  * processes was just removed, which a shell loop of `/bin/true` pays once per process, in its
  * critical path. So the tool makes the files ahead, on its own thread, while it waits for the
- * program: FILE.procs/.spares holds TOOL_SPARES empty files, and a process that opens its
+ * program: FILE.procs/.spares holds up to TOOL_SPARES empty files, and a process that opens its
  * session (TINYTRACE_SPARES=1) renames one of them to its partial name (tt_partial_take) and
- * creates one only when none is left. The thread learns of each spare taken from inotify (the
- * rename out of the folder) and makes another; no process waits for it, and none tells it
- * anything. When the program has ended, what is left is removed with the folder.
+ * creates one only when none is left. No process waits for the thread, and none tells it
+ * anything: it looks at the folder, every millisecond while spares are being taken and half as
+ * often each time it finds none taken, down to every TOOL_LOOK_MAX_MS. The folder is made when
+ * the first process of the tree has made its own file in FILE.procs, so a program that starts
+ * no process pays for no spare. When the program has ended, what is left is removed with the
+ * folder.
+ *
+ * Not inotify: closing an instance that ever had a watch waits for an SRCU grace period, 1.8
+ * to 6 ms measured here, which every recording, a single process's too, would pay at its end.
  */
 #include "procs.h"
 #include "tool.h"
@@ -18,7 +24,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -26,29 +31,43 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <tinytrace/store.h>
 
-#define TOOL_SPARES 8 /* the folder's depth: make -j2 takes about 200 a second, 2 ms apart */
+/* The folder's depth: it starts at TOOL_SPARES_FIRST and grows by two for each spare found
+ * taken, up to TOOL_SPARES (make -j2 takes about 200 a second, 2 ms apart). */
+#define TOOL_SPARES 8
+#define TOOL_SPARES_FIRST 2
+#define TOOL_LOOK_MAX_MS 128
 
 struct tool_spares {
     pthread_t thread;
-    int dir;           /* FILE.procs/.spares */
-    int watch;         /* inotify: a spare renamed out (taken) or removed */
-    int stop;          /* eventfd: the program has ended */
-    unsigned long next; /* the next spare's name: names are never used twice */
-    int failed;        /* a spare could not be made: the processes create their files */
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* the program has ended */
+    bool stopping;       /* under lock */
+    int procs;           /* FILE.procs */
+    int dir;             /* FILE.procs/.spares, once made (-1 before) */
+    unsigned long next;  /* the next spare's name: names are never used twice */
+    unsigned held;       /* spares in the folder when last looked, and made since */
+    unsigned depth;      /* how many it keeps */
+    int failed;          /* a spare could not be made: the processes create their files */
     char path[4200];
 };
 
+static bool stopping(struct tool_spares *s)
+{
+    pthread_mutex_lock(&s->lock);
+    bool v = s->stopping;
+    pthread_mutex_unlock(&s->lock);
+    return v;
+}
+
 static void make_one(struct tool_spares *s)
 {
-    if (s->failed)
-        return;
     char name[32];
     snprintf(name, sizeof name, "%lu", s->next++);
     int fd = openat(s->dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -57,86 +76,106 @@ static void make_one(struct tool_spares *s)
         return;
     }
     close(fd);
+    s->held++;
 }
 
-/* How many spares the folder holds (after an inotify queue overflow). */
-static unsigned count(struct tool_spares *s)
+/* How many names but "." and ".." folder @dir holds, counting up to @most. */
+static unsigned names_in(int dir, unsigned most)
 {
-    int d = openat(s->dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *dp = d >= 0 ? fdopendir(d) : NULL;
+    int d = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d < 0)
+        return 0;
     unsigned n = 0;
-    for (struct dirent *de; dp && (de = readdir(dp)) != NULL;)
-        n += de->d_name[0] != '.';
-    if (dp)
-        closedir(dp);
-    else if (d >= 0)
-        close(d);
+    _Alignas(8) char buf[4096];
+    long got;
+    while (n < most && (got = syscall(SYS_getdents64, d, buf, sizeof buf)) > 0) {
+        for (long off = 0; off < got;) {
+            const struct dirent64 *de = (const struct dirent64 *)(const void *)(buf + off);
+            if (de->d_reclen == 0)
+                break;
+            off += de->d_reclen;
+            n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+        }
+    }
+    close(d);
     return n;
+}
+
+/* One look: makes the folder once the tree has a file, then tops it up. True when it found
+ * something to do (a look again soon), false when nothing had changed. */
+static bool look(struct tool_spares *s)
+{
+    if (s->dir < 0) {
+        if (names_in(s->procs, 1) == 0)
+            return false;
+        if (mkdirat(s->procs, TT_SPARES_DIR, 0700) != 0 ||
+            (s->dir = openat(s->procs, TT_SPARES_DIR,
+                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+            s->failed = errno ? errno : EIO;
+            return false;
+        }
+        s->depth = TOOL_SPARES_FIRST;
+    } else {
+        unsigned have = names_in(s->dir, TOOL_SPARES + 1);
+        if (have >= s->held)
+            return false; /* none taken */
+        unsigned taken = s->held - have;
+        s->held = have;
+        s->depth = s->depth + 2 * taken < TOOL_SPARES ? s->depth + 2 * taken : TOOL_SPARES;
+    }
+    while (s->held < s->depth && !s->failed && !stopping(s))
+        make_one(s);
+    return true;
 }
 
 static void *keeper(void *arg)
 {
     struct tool_spares *s = arg;
-    for (int i = 0; i < TOOL_SPARES; i++)
-        make_one(s);
-    struct pollfd pf[2] = {{.fd = s->watch, .events = POLLIN}, {.fd = s->stop, .events = POLLIN}};
-    for (;;) {
-        if (poll(pf, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        if (pf[1].revents)
-            break;
-        _Alignas(struct inotify_event) char buf[4096];
-        ssize_t n = read(s->watch, buf, sizeof buf);
-        if (n <= 0)
+    unsigned ms = 1;
+    pthread_mutex_lock(&s->lock);
+    while (!s->stopping && !s->failed) {
+        struct timespec at;
+        clock_gettime(CLOCK_MONOTONIC, &at);
+        at.tv_nsec += (long)ms * 1000000L;
+        at.tv_sec += at.tv_nsec / 1000000000L;
+        at.tv_nsec %= 1000000000L;
+        if (pthread_cond_timedwait(&s->cond, &s->lock, &at) != ETIMEDOUT || s->stopping)
             continue;
-        unsigned taken = 0;
-        bool overflow = false;
-        for (ssize_t off = 0; off < n;) {
-            const struct inotify_event *ev = (const void *)(buf + off);
-            off += (ssize_t)(sizeof *ev + ev->len);
-            if (ev->mask & IN_Q_OVERFLOW)
-                overflow = true;
-            else if (ev->mask & (IN_MOVED_FROM | IN_DELETE))
-                taken++;
-        }
-        if (overflow) {
-            unsigned have = count(s);
-            taken = have < TOOL_SPARES ? TOOL_SPARES - have : 0;
-        }
-        while (taken-- > 0)
-            make_one(s);
+        pthread_mutex_unlock(&s->lock);
+        bool busy = look(s);
+        pthread_mutex_lock(&s->lock);
+        ms = busy ? 1 : (ms * 2 < TOOL_LOOK_MAX_MS ? ms * 2 : TOOL_LOOK_MAX_MS);
     }
+    pthread_mutex_unlock(&s->lock);
     return NULL;
 }
 
-/* Removes every spare left, then the folder. */
-static void empty(int dir, const char *path)
+/* Removes every spare left, then the folder (@procs: FILE.procs, @dir: its .spares). */
+static void empty(int procs, int dir)
 {
     int d = dup(dir);
     DIR *dp = d >= 0 ? fdopendir(d) : NULL;
     for (struct dirent *de; dp && (de = readdir(dp)) != NULL;)
-        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, ".."))
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
             unlinkat(dir, de->d_name, 0);
     if (dp)
         closedir(dp);
     else if (d >= 0)
         close(d);
-    rmdir(path);
+    unlinkat(procs, TT_SPARES_DIR, AT_REMOVEDIR);
 }
 
 void tool_spares_clear(const char *procs_dir)
 {
-    char path[4200];
-    if (snprintf(path, sizeof path, "%s/%s", procs_dir, TT_SPARES_DIR) >= (int)sizeof path)
-        return;
-    int d = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (d < 0)
-        return;
-    empty(d, path);
-    close(d);
+    int p = open(procs_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int d = p >= 0 ? openat(p, TT_SPARES_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                   : -1;
+    if (d >= 0) {
+        empty(p, d);
+        close(d);
+    }
+    if (p >= 0)
+        close(p);
 }
 
 tool_spares *tool_spares_start(const char *file)
@@ -145,16 +184,18 @@ tool_spares *tool_spares_start(const char *file)
     struct tool_spares *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    s->dir = s->watch = s->stop = -1;
+    s->dir = -1;
     if (tool_procs_dir(file, procs, sizeof procs) != 0 ||
-        snprintf(s->path, sizeof s->path, "%s/%s", procs, TT_SPARES_DIR) >= (int)sizeof s->path)
-        goto none;
-    if (mkdir(s->path, 0700) != 0 ||
-        (s->dir = open(s->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-        (s->watch = inotify_init1(IN_CLOEXEC | IN_NONBLOCK)) < 0 ||
-        inotify_add_watch(s->watch, s->path, IN_MOVED_FROM | IN_DELETE | IN_ONLYDIR) < 0 ||
-        (s->stop = eventfd(0, EFD_CLOEXEC)) < 0)
-        goto none;
+        (s->procs = open(procs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+        free(s);
+        return NULL; /* not an error: every process creates its own file, as without the tool */
+    }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&s->lock, NULL);
     /* the thread takes no signal: the tool's handlers run on the thread that waits */
     sigset_t all, old;
     sigfillset(&all);
@@ -163,16 +204,9 @@ tool_spares *tool_spares_start(const char *file)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (e == 0)
         return s;
-none:
-    /* not an error: every process creates its own file, as without the tool */
-    if (s->dir >= 0) {
-        empty(s->dir, s->path);
-        close(s->dir);
-    }
-    if (s->watch >= 0)
-        close(s->watch);
-    if (s->stop >= 0)
-        close(s->stop);
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->lock);
+    close(s->procs);
     free(s);
     return NULL;
 }
@@ -181,14 +215,17 @@ void tool_spares_stop(tool_spares *s)
 {
     if (!s)
         return;
-    uint64_t one = 1;
-    /* an eventfd's count starts at 0: a write of 1 cannot block or fail but for a signal */
-    while (write(s->stop, &one, sizeof one) < 0 && errno == EINTR)
-        ;
+    pthread_mutex_lock(&s->lock);
+    s->stopping = true;
+    pthread_cond_signal(&s->cond);
+    pthread_mutex_unlock(&s->lock);
     pthread_join(s->thread, NULL);
-    empty(s->dir, s->path);
-    close(s->dir);
-    close(s->watch);
-    close(s->stop);
+    if (s->dir >= 0) {
+        empty(s->procs, s->dir);
+        close(s->dir);
+    }
+    close(s->procs);
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->lock);
     free(s);
 }
