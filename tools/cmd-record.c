@@ -188,7 +188,7 @@ static void warn_untraced(tool_trace *t)
         fputs(" and ", stderr);
     if (u)
         fprintf(stderr, "%" PRIu32 " exec%s of a program the runtime cannot follow (static or "
-                "setuid) ended the recording", u, u == 1 ? "" : "s");
+                "setuid) ran unrecorded", u, u == 1 ? "" : "s");
     if (first[0]) {
         fputs(" (the first: ", stderr);
         tool_print_text(stderr, first, strlen(first));

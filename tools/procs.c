@@ -355,7 +355,8 @@ static int scan_tree(const char *file, const long *pids, const int *statuses, si
             if (!sc->v[j].pid)
                 sc->v[j].pid = c->pid;
         }
-        if (gen0 || !forked(c))
+        bool vforked = !strncmp(c->how, "vfork", 5);
+        if (gen0 || (!forked(c) && !vforked))
             continue; /* a spawned child's first image is its program: known or not traced */
         tool_proc *p = add_proc(sc);
         if (!p)
@@ -363,9 +364,16 @@ static int scan_tree(const char *file, const long *pids, const int *statuses, si
         snprintf(p->name, sizeof p->name, "%s", c->path);
         snprintf(p->path, sizeof p->path, "%s", c->path);
         p->pid = c->pid;
-        snprintf(p->cmd, sizeof p->cmd, "%s", c->parent_cmd);
-        snprintf(p->note, sizeof p->note, "a %.40s that made no call before it exec'd or ended",
-                 c->how);
+        if (vforked) {
+            /* its exec failed, or ran what the runtime cannot follow (its parent counts it) */
+            snprintf(p->cmd, sizeof p->cmd, "%s", c->how[5] == ' ' ? c->how + 6 : "");
+            snprintf(p->note, sizeof p->note, "a vfork child with no trace: its exec failed "
+                     "or ran unrecorded");
+        } else {
+            snprintf(p->cmd, sizeof p->cmd, "%s", c->parent_cmd);
+            snprintf(p->note, sizeof p->note, "a %.40s that made no call before it exec'd or "
+                     "ended", c->how);
+        }
     }
     for (size_t i = 0; i < nv; i++) {
         tool_proc *p = &sc->v[i];

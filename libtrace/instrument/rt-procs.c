@@ -145,6 +145,12 @@ void tt_rt_exec_untraceable(const char *cmd)
     guard = was;
 }
 
+void tt_rt_vfork_untraceable(const char *cmd)
+{
+    atomic_fetch_add_explicit(&g_untraceable, 1, memory_order_relaxed);
+    first_child(cmd, false);
+}
+
 void fork_child(void)
 {
     /* The child's copy of the session shares the parent's file descriptor and would write into

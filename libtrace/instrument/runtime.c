@@ -433,6 +433,34 @@ char *const *tt_rt_exec_env(char *const envp[])
     return env_with_rt(envp, value);
 }
 
+size_t tt_rt_inherited_fds(int out[2])
+{
+    size_t n = 0;
+    int a = atomic_load_explicit(&g_rt_fd, memory_order_relaxed);
+    int b = atomic_load_explicit(&report_fd, memory_order_relaxed);
+    if (a >= 0)
+        out[n++] = a;
+    if (b >= 0 && b != a)
+        out[n++] = b;
+    if (n == 2 && out[1] < out[0]) {
+        int t = out[0];
+        out[0] = out[1];
+        out[1] = t;
+    }
+    return n;
+}
+
+int tt_rt_spawn_rt_value(unsigned n, char *out, size_t cap)
+{
+    /* the raw call: fcntl is the fd guard's, and this runs in a vfork child */
+    if (g_rt_fd < 0 || !g_tree || syscall(SYS_fcntl, (int)g_rt_fd, F_GETFD) < 0)
+        return -1;
+    char anchor[48];
+    anchor_text(anchor, sizeof anchor);
+    int k = snprintf(out, cap, "%010d:%s/%u:0:0%s", g_rt_fd, g_path, n, anchor);
+    return k < 0 || (size_t)k >= cap ? -1 : 0;
+}
+
 char *const *tt_rt_spawn_env(char *const envp[], unsigned n)
 {
     if (g_rt_fd < 0 || !g_tree)

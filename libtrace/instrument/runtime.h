@@ -143,6 +143,16 @@ void tt_rt_fork_child(tt_session *parent, unsigned n);
 /* @envp with the identity of child @n (a posix_spawn, system or popen child) for the program
  * it runs; malloc'd, or @envp itself. */
 char *const *tt_rt_spawn_env(char *const envp[], unsigned n);
+/* The value of TT_ENV_RT for child @n, as tt_rt_spawn_env gives it, into @out: 0, or -1 when
+ * there is nothing to hand on (no tree, no settings descriptor, or one the program closed).
+ * Allocates nothing, takes no lock: a vfork child calls it. */
+int tt_rt_spawn_rt_value(unsigned n, char *out, size_t cap);
+/* The descriptors the programs this process execs inherit from the runtime (the settings,
+ * and in a replay the report channel), ascending, into @out: how many (0 to 2). */
+size_t tt_rt_inherited_fds(int out[2]);
+/* A vfork child of this process exec'd @cmd, which the runtime cannot follow: counted and
+ * named as this image's untraceable exec (the child has no recording to say it). */
+void tt_rt_vfork_untraceable(const char *cmd);
 /* A setting the runtime was started with (TINYTRACE_*), or NULL. */
 const char *tt_rt_setting(const char *name);
 /* Replay: how long a wait for the rest of the tree may last (TINYTRACE_ORDER_TIMEOUT_MS). */

@@ -3,7 +3,7 @@
 """Process trees (issue 17): every process a program starts is recorded, the tree is listed,
 and a replay re-runs it with every child paired with its recorded one by creation path.
 
-Usage: test-proctree.py TINYTRACE PRELOAD PROG_SIGCHLD
+Usage: test-proctree.py TINYTRACE PRELOAD PROG_SIGCHLD PROG_VFORK
 Each check prints ok or FAIL. Every case runs in its own temporary directory, with its own key
 directory (XDG_DATA_HOME), removed at the end. Every program run has a deadline (TIMEOUT); no
 check waits a fixed time.
@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-TT, PRELOAD, SIGCHLD_PROG = map(os.path.abspath, sys.argv[1:4])
+TT, PRELOAD, SIGCHLD_PROG, VFORK_PROG = map(os.path.abspath, sys.argv[1:5])
 TIMEOUT = 60
 failures = []
 
@@ -541,8 +541,64 @@ def the_tool_keeps_spare_files_for_the_tree_and_removes_them():
             f.write("left by a tool that died")
         r = c.tt("record", "-o", "x.tt", "--", "sh", "-c", "/bin/true; /bin/true")
         left = sorted(os.listdir(c.path("x.tt.procs"))) if r.returncode == 0 else []
-        check(left == ["root.1@1.tt", "root.2@1.tt", "tree"],
+        check(left == ["root.1.tt", "root.2.tt", "tree"],
               "a .spares a dead tool left goes with the next recording", left or r.stderr)
+
+
+def vfork_children_are_traced_as_the_programs_they_exec():
+    """A vfork child runs on its parent's memory and records nothing; the program it execs is
+    its first image (root.N.tt, as a posix_spawn child's), and a replay makes the same vfork.
+    prog-vfork's children: an exec that fails, `date +%N` through a pipe, a static program, and
+    a date whose child closes every descriptor before its exec (the runtime's settings must
+    survive it, or that date would run untraced); dash's commands too."""
+    with Case("vfork") as c:
+        r = c.tt("record", "-o", "v.tt", "--", VFORK_PROG, "close-all")
+        check(r.returncode == 0 and "date read: " in r.stdout and "missing: exit 127" in r.stdout,
+              "record prog-vfork", r.stdout + r.stderr[-800:])
+        procs = sorted(os.listdir(c.path("v.tt.procs"))) if r.returncode == 0 else []
+        check(procs == ["root.2.tt", "root.4.tt", "tree"],
+              "... the dates' traces are root.2.tt and root.4.tt (its child closed every "
+              "descriptor: the settings stay); the failed exec and the static program have none",
+              procs)
+        info = c.tt("info", "--json", "v.tt")
+        doc = json.loads(info.stdout) if info.returncode == 0 else {}
+        rows = {p["path"]: p for p in doc.get("processes") or []}
+        check(all(k in rows and "date" in rows[k].get("command", "") and
+                  not rows[k].get("note") for k in ("root/2", "root/4")),
+              "... info: root/2 and root/4 run date", doc.get("processes"))
+        check("/sbin/ldconfig" in json.dumps(rows.get("root", {})),
+              "... the root names the static program as run unrecorded", rows.get("root"))
+        notraces = [(k, rows.get(k, {}).get("command"), rows.get(k, {}).get("note", ""))
+                    for k in ("root/1", "root/3")]
+        check(all("vfork child with no trace" in n for _, _, n in notraces) and
+              "/sbin/ldconfig -p" in (notraces[1][1] or "") and
+              "tinytrace-test-program" in (notraces[0][1] or ""),
+              "... the two children without a trace are listed, with what they exec'd",
+              notraces)
+        same = 0
+        for i in range(10):
+            rep = c.tt("replay", "v.tt")
+            same += rep.returncode == 8 and rep.stdout == r.stdout
+            if rep.returncode != 8 or rep.stdout != r.stdout:
+                check(False, "replay %d of prog-vfork" % (i + 1),
+                      "%d %r %r %s" % (rep.returncode, r.stdout, rep.stdout, rep.stderr[-800:]))
+                break
+        check(same == 10, "... replays print the recorded date and statuses, 10 of 10, and "
+              "exit 8 for what ran live", same)
+        r = c.tt("record", "-o", "h.tt", "--", VFORK_PROG, "sigchld")
+        check(r.returncode == 0 and "the parent's handler ran" in r.stdout,
+              "a vfork child that resets SIGCHLD leaves the parent's handler alone",
+              r.stdout + r.stderr[-800:])
+        rep = c.tt("replay", "h.tt")
+        check(matched(rep) and rep.stdout == r.stdout, "... and the replay matches",
+              "%r %r %s" % (r.stdout, rep.stdout, rep.stderr[-800:]))
+        r = c.tt("record", "-o", "d.tt", "--", "sh", "-c", "/bin/echo a; date +%N; /bin/echo b")
+        procs = sorted(os.listdir(c.path("d.tt.procs"))) if r.returncode == 0 else []
+        check(procs == ["root.1.tt", "root.2.tt", "root.3.tt", "tree"],
+              "dash's commands: one trace each, generation 0", procs or r.stderr)
+        rep = c.tt("replay", "d.tt")
+        check(matched(rep) and rep.stdout == r.stdout, "... and the replay matches",
+              "%r %r %s" % (r.stdout, rep.stdout, rep.stderr[-800:]))
 
 
 for case in (pipeline_replays_byte_identically, make_recipe_replays_byte_identically,
@@ -555,7 +611,8 @@ for case in (pipeline_replays_byte_identically, make_recipe_replays_byte_identic
              an_untraceable_child_is_named_and_runs_live,
              a_shells_children_do_not_carry_their_siblings_notes,
              single_process_recordings_have_no_tree,
-             the_tool_keeps_spare_files_for_the_tree_and_removes_them):
+             the_tool_keeps_spare_files_for_the_tree_and_removes_them,
+             vfork_children_are_traced_as_the_programs_they_exec):
     print("# " + case.__name__)
     try:
         case()

@@ -36,6 +36,10 @@
  * descriptor is the writer's until the writer closes it, after the session stopped being the
  * runtime's live one at exit.
  *
+ * In the child of a real vfork (process.c), whose calls all forward, close, close_range,
+ * closefrom, dup2 and dup3 still spare the descriptors its exec must hand on: the runtime's
+ * settings and a replay's report channel (tt_pl_vfork_kept).
+ *
  * Not covered: a raw system call instruction, a program linked statically, a signal handler
  * that interrupts tinytrace itself (the guard is held: its calls forward). The writer notices a
  * lost descriptor at its next write and opens the file again by name (writer.c).
@@ -65,9 +69,21 @@ static int refuse(int e)
     return -1;
 }
 
+/* In a vfork child: whether @fd is one its exec must hand on (tt_pl_vfork_kept). */
+static bool vfork_keeps(int fd)
+{
+    int k[2];
+    size_t n = tt_pl_vfork_kept(k);
+    return UNLIKELY(n) && (fd == k[0] || (n > 1 && fd == k[1]));
+}
+
 TT_EXPORT int close(int fd)
 {
     close_fn f = REAL(close, close_fn);
+    if (UNLIKELY(vfork_keeps(fd))) {
+        errno = EBADF;
+        return -1;
+    }
     if (tt_rt_guard_enter()) {
         bool reserved = tt_fd_is_reserved(fd);
         tt_rt_guard_leave();
@@ -100,9 +116,32 @@ static int close_around(int64_t first, int64_t last, int flags, const int *r, si
     return rc;
 }
 
+/* The descriptors a vfork child keeps within [first, last] into @r (ascending): how many. */
+static size_t vfork_kept_in(unsigned first, unsigned last, int r[2])
+{
+    int k[2];
+    size_t n = tt_pl_vfork_kept(k), m = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned)k[i] >= first && (unsigned)k[i] <= last)
+            r[m++] = k[i];
+    return m;
+}
+
 TT_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
     close_range_fn f = REAL(close_range, close_range_fn);
+    int kept[2];
+    size_t nk = first <= last ? vfork_kept_in(first, last, kept) : 0;
+    if (UNLIKELY(nk)) {
+        /* a vfork child, whose calls all forward: around what its exec hands on */
+        if (flags & ~(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC)) {
+            errno = EINVAL;
+            return -1;
+        }
+        if ((flags & CLOSE_RANGE_UNSHARE) && unshare(CLONE_FILES) != 0)
+            return -1;
+        return close_around(first, last, flags & ~CLOSE_RANGE_UNSHARE, kept, nk);
+    }
     if (!tt_rt_guard_enter())
         return f(first, last, flags);
     int r[TT_FD_SLOTS];
@@ -126,6 +165,19 @@ TT_EXPORT int close_range(unsigned first, unsigned last, int flags)
 TT_EXPORT void closefrom(int low)
 {
     closefrom_fn f = REAL(closefrom, closefrom_fn);
+    int kept[2];
+    size_t nk = vfork_kept_in(low < 0 ? 0 : (unsigned)low, ~0U, kept);
+    if (UNLIKELY(nk)) {
+        int top = kept[nk - 1];
+        if (close_around(low < 0 ? 0 : low, (int64_t)top - 1, 0, kept, nk - 1) != 0) {
+            close_fn c = REAL(close, close_fn);
+            for (int fd = low < 0 ? 0 : low; fd < top; fd++)
+                if (!vfork_keeps(fd))
+                    c(fd);
+        }
+        f(top + 1);
+        return;
+    }
     if (!tt_rt_guard_enter()) {
         f(low);
         return;
@@ -173,6 +225,10 @@ static void make_room(int old, int new)
 TT_EXPORT int dup2(int old, int new)
 {
     dup2_fn f = REAL(dup2, dup2_fn);
+    if (UNLIKELY(old != new && vfork_keeps(new))) {
+        errno = EBADF; /* a vfork child cannot move the runtime's descriptor away */
+        return -1;
+    }
     if (!tt_rt_guard_enter())
         return f(old, new);
     if (UNLIKELY(tt_fd_is_reserved(old)))
@@ -185,6 +241,10 @@ TT_EXPORT int dup2(int old, int new)
 TT_EXPORT int dup3(int old, int new, int flags)
 {
     dup3_fn f = REAL(dup3, dup3_fn);
+    if (UNLIKELY(old != new && vfork_keeps(new))) {
+        errno = EBADF;
+        return -1;
+    }
     if (!tt_rt_guard_enter())
         return f(old, new, flags);
     /* the kernel refuses these with EINVAL before it looks at @old: let it */

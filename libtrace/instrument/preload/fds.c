@@ -27,7 +27,7 @@ static _Atomic uint64_t pseudofd[RANDFD_MAX / 64];
 
 void tt_pl_fd_mark(int fd, bool random)
 {
-    if (fd < 0 || fd >= RANDFD_MAX)
+    if (fd < 0 || fd >= RANDFD_MAX || UNLIKELY(tt_pl_vforked))
         return;
     uint64_t bit = 1ull << (fd % 64);
     if (atomic_load_explicit(&pseudofd[fd / 64], memory_order_relaxed) & bit)
@@ -42,7 +42,7 @@ void tt_pl_fd_mark(int fd, bool random)
 
 void tt_pl_fd_mark_pseudo(int fd)
 {
-    if (fd >= 0 && fd < RANDFD_MAX)
+    if (fd >= 0 && fd < RANDFD_MAX && !tt_pl_vforked)
         atomic_fetch_or_explicit(&pseudofd[fd / 64], 1ull << (fd % 64), memory_order_relaxed);
 }
 

@@ -262,6 +262,17 @@ int tt_sync_begin_(tt_session *s, tt_sync *op, tt_sync_kind kind, uint32_t site,
                    const void *object);
 int tt_sync_end_(tt_session *s, tt_sync *op, int result, int took);
 
+/* In the child of a real vfork (process.c): the descriptors its exec must still hand on (the
+ * runtime's settings, a replay's report channel), ascending, into @out, and how many; 0 in any
+ * other process. The fd guard (fdguard.c) spares them there, as it spares a reserved one in
+ * the traced process: the child's closes all forward, and a program that closes every
+ * descriptor before its exec (Python's subprocess) would leave the program untraced. */
+size_t tt_pl_vfork_kept(int out[2]);
+/* True in the child of a real vfork (and in a fork that child makes before its exec): the
+ * interposers that keep the process's state outside the guard (the fd map, the program's
+ * SIGCHLD handler) leave it alone there, for it is the parent's memory. */
+extern __thread bool tt_pl_vforked;
+
 /* ---------------------------------------------------------------- entering an interposer */
 
 /* The session with the guard taken, or NULL (guard not taken): then only forward. A session in

@@ -2,7 +2,7 @@
 /* Processes: the children a traced process starts, its execs, and the waits for its children.
  *
  * The process tree (under `tinytrace record|replay`, tt_rt_tree): every child is traced too.
- * A fork (vfork, clone without CLONE_VM) child takes its creation path from its parent's count
+ * A fork (or clone without CLONE_VM) child takes its creation path from its parent's count
  * of children (tt_rt_fork_child) and opens its own recording at its first call; a
  * posix_spawn, system or popen child, and every exec, gets its identity in TT_ENV_RT
  * (tt_rt_spawn_env, tt_rt_exec_env), and the image that execs finishes its own file first
@@ -24,8 +24,8 @@
  * recording there: the runtime finishes the file first and counts the exec
  * (tt_rt_exec_untraceable). An exec of an ordinary program starts that program's own recording.
  *
- * vfork runs as fork: an interposer cannot return twice on one stack. A program that uses vfork
- * as it may (the child only execs or _exits) sees no difference.
+ * In the tree, vfork is a real vfork whose child records nothing and execs the way a
+ * posix_spawn child does (below, "vfork"); elsewhere it runs as fork.
  */
 #include "preload.h"
 
@@ -195,8 +195,14 @@ static char *const *before_exec(const char *path, char *const argv[], char *cons
     return envp;
 }
 
+static int vfork_exec(const char *file, const char *path, char *const argv[],
+                      char *const envp[], bool search);
+static bool in_vfork_child(void);
+
 TT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
+    if (UNLIKELY(in_vfork_child()))
+        return vfork_exec(path, path, argv, envp, false);
     char *const *e = before_exec(path, argv, envp);
     return REAL(execve, execve_fn)(path, argv, e);
 }
@@ -210,6 +216,8 @@ TT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
     char buf[PATH_MAX];
     const char *path = search_path(file, buf, sizeof buf);
+    if (UNLIKELY(in_vfork_child()))
+        return vfork_exec(file, path, argv, envp, true);
     char *const *e = before_exec(path, argv, envp);
     return REAL(execvpe, int (*)(const char *, char *const[], char *const[]))(file, argv, e);
 }
@@ -265,6 +273,45 @@ static bool proc_event(tt_session *s, enum site k, struct in_head *h, void *data
     return tt_pl_in_simple(s, TT_CH_PROC, k, h, data ? &v : NULL, data ? 1 : 0);
 }
 
+/* The parent's side of a fork-like start, once the child exists (@pid, -1 with @real_errno):
+ * recorded on TT_CH_PROC at site @k, or met in the recording, and child @n noted as started by
+ * @how. The guard is held; it is released here, with errno as the call leaves it (@e0 when it
+ * succeeded). @rec: the start is live and recorded (a recording, or a replay that failed and
+ * goes on). */
+static pid_t fork_parent(tt_session *s, enum site k, unsigned n, bool rec, pid_t pid,
+                         int real_errno, int e0, const char *how)
+{
+    struct in_head h = { 0 };
+    if (rec && tt_pl_recording(s)) {
+        h.ret = pid;
+        h.err = pid < 0 ? real_errno : 0;
+        proc_event(s, k, &h, NULL, 0);
+        if (pid > 0)
+            tt_rt_note_child(n, pid, how);
+    } else if (!rec && proc_event(s, k, &h, NULL, 0)) {
+        /* replay: the recorded start is met after the real one, where it was recorded: the
+         * fork's own handlers (pthread_atfork: perl's take mutexes) make their calls inside
+         * it, before it returns */
+        if (h.ret > 0 && pid > 0) {
+            tt_pl_id_remember((pid_t)h.ret, pid);
+        } else if (pid > 0) {
+            /* it failed when recorded: so it does now, and the live child goes */
+            REAL(kill, int (*)(pid_t, int))(pid, SIGKILL);
+            while (REAL(waitpid, waitpid_fn)(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        } else {
+            h.ret = -1; /* it failed now, not when recorded: as the live call says */
+            h.err = real_errno;
+        }
+    } else if (pid > 0) {
+        h.ret = pid; /* the replay failed and goes on: a live fork */
+    } else {
+        h.ret = -1;
+        h.err = real_errno;
+    }
+    return (pid_t)tt_pl_finish(&h, e0);
+}
+
 /* A fork-like start: @start makes the child (fork, or clone with the caller's arguments) and
  * returns its pid, 0 in the child, -1. */
 static pid_t fork_like(enum site k, pid_t (*start)(void *), void *ctx)
@@ -301,34 +348,7 @@ static pid_t fork_like(enum site k, pid_t (*start)(void *), void *ctx)
         errno = real_errno;
         return pid;
     }
-    if (rec && tt_pl_recording(s)) {
-        h.ret = pid;
-        h.err = pid < 0 ? real_errno : 0;
-        proc_event(s, k, &h, NULL, 0);
-        if (pid > 0)
-            tt_rt_note_child(n, pid, tt_pl_site_names[k]);
-    } else if (!rec && proc_event(s, k, &h, NULL, 0)) {
-        /* replay: the recorded start is met after the real one, where it was recorded: the
-         * fork's own handlers (pthread_atfork: perl's take mutexes) make their calls inside
-         * it, before it returns */
-        if (h.ret > 0 && pid > 0) {
-            tt_pl_id_remember((pid_t)h.ret, pid);
-        } else if (pid > 0) {
-            /* it failed when recorded: so it does now, and the live child goes */
-            REAL(kill, int (*)(pid_t, int))(pid, SIGKILL);
-            while (REAL(waitpid, waitpid_fn)(pid, NULL, 0) < 0 && errno == EINTR)
-                ;
-        } else {
-            h.ret = -1; /* it failed now, not when recorded: as the live call says */
-            h.err = real_errno;
-        }
-    } else if (pid > 0) {
-        h.ret = pid; /* the replay failed and goes on: a live fork */
-    } else {
-        h.ret = -1;
-        h.err = real_errno;
-    }
-    return (pid_t)tt_pl_finish(&h, e0);
+    return fork_parent(s, k, n, rec, pid, real_errno, e0, tt_pl_site_names[k]);
 }
 
 static pid_t start_fork(void *ctx)
@@ -342,9 +362,175 @@ TT_EXPORT pid_t fork(void)
     return fork_like(S_fork, start_fork, NULL);
 }
 
+/* ---------------------------------------------------------------- vfork
+ *
+ * In the tree, vfork is a real vfork (x86-64): the child runs on the parent's memory, and the
+ * calling thread of the parent waits until the child has exec'd or ended. A shell (dash) starts
+ * every command this way and gcc every pass; as a fork, each child got a copy of the parent's
+ * memory that its exec then tore down, 0.3 ms a process here (PERFORMANCE.md, issue 17).
+ *
+ * The child records nothing and allocates nothing: it holds the nesting guard from its first
+ * instruction in C, so every call it makes forwards. Its exec (vfork_exec) hands the program it
+ * becomes the identity of child N as posix_spawn does (path root/N, first image gen 0), built
+ * on the child's stack, and leaves in the thread's state (vf, thread-local: the child runs on
+ * the calling thread's TLS) what the parent must say: the command line, and whether the runtime
+ * cannot follow it (a static or setuid program, an environment without the runtime, a closed
+ * settings descriptor). When vfork returns in the parent, the parent records the start as a
+ * fork's (the pid, TT_CH_PROC) and notes the child as "vfork CMD"; a replay does the same
+ * vfork, so the images pair. An interposer written in C cannot return twice from one frame, so
+ * vfork itself is a few instructions of assembly: tt_pl_vfork_begin decides and prepares, the
+ * system call is made with the return address kept in a register (as glibc's vfork does), and
+ * tt_pl_vfork_end, tail-called, returns in the child and in the parent. Everywhere else (no
+ * tree, no live session, replay --process, other architectures) vfork runs as fork. */
+struct vfork_state {
+    tt_session *s;
+    unsigned n;          /* the child's number */
+    int e0;              /* errno before the call */
+    bool rec;            /* the start is recorded */
+    bool untraceable;    /* the child execs a program the runtime cannot follow */
+    pid_t parent;        /* the parent's pid: a child's child is not the vfork child */
+    char cmd[512];       /* what the child execs */
+};
+static __thread struct vfork_state vf;
+/* between the system call and its return in the parent: only the child runs then */
+__thread bool tt_pl_vforked;
+
+static bool in_vfork_child(void)
+{
+    return tt_pl_vforked && (pid_t)syscall(SYS_getppid) == vf.parent;
+}
+
+size_t tt_pl_vfork_kept(int out[2])
+{
+    if (__builtin_expect(!tt_pl_vforked, 1) || !in_vfork_child())
+        return 0;
+    return tt_rt_inherited_fds(out);
+}
+
+/* 1: a real vfork follows, prepared; 0: vfork runs as fork (tt_pl_vfork_as_fork). */
+int tt_pl_vfork_begin(void);
+__attribute__((used)) int tt_pl_vfork_begin(void)
+{
+    if (!tt_rt_tree())
+        return 0;
+    tt_session *s = tt_pl_enter();
+    if (!s)
+        return 0;
+    bool rec = tt_pl_recording(s);
+    if (!rec && tt_rt_alone()) {
+        tt_rt_guard_leave(); /* replay --process: the fork path answers from the recording */
+        return 0;
+    }
+    vf.s = s;
+    vf.e0 = errno;
+    vf.rec = rec;
+    vf.n = tt_rt_child_next();
+    vf.untraceable = false;
+    vf.cmd[0] = '\0';
+    vf.parent = (pid_t)syscall(SYS_getpid);
+    tt_pl_vforked = true;
+    /* no guard across the call, as for a fork: the child takes it first thing */
+    tt_rt_guard_leave();
+    return 1;
+}
+
+pid_t tt_pl_vfork_as_fork(void);
+__attribute__((used)) pid_t tt_pl_vfork_as_fork(void)
+{
+    return fork();
+}
+
+/* Called with the system call's result: 0 in the child, the pid or -errno in the parent. */
+pid_t tt_pl_vfork_end(long r);
+__attribute__((used)) pid_t tt_pl_vfork_end(long r)
+{
+    if (r == 0) {
+        (void)tt_rt_guard_enter(); /* the child: every call it makes forwards */
+        return 0;
+    }
+    /* the parent, once the child has exec'd or ended: the guard the child took is in this
+     * thread's state, which the child shared; it is the parent's now */
+    tt_rt_guard_leave();
+    tt_pl_vforked = false;
+    if (!tt_rt_guard_enter())
+        return r < 0 ? (errno = (int)-r, -1) : (pid_t)r;
+    pid_t pid = r < 0 ? -1 : (pid_t)r;
+    int real_errno = r < 0 ? (int)-r : 0;
+    if (vf.untraceable && pid > 0)
+        tt_rt_vfork_untraceable(vf.cmd);
+    char how[sizeof vf.cmd + 8];
+    snprintf(how, sizeof how, "vfork%s%s", vf.cmd[0] ? " " : "", vf.cmd);
+    return fork_parent(vf.s, S_fork, vf.n, vf.rec, pid, real_errno, vf.e0, how);
+}
+
+#if defined(__x86_64__)
+__asm__(".text\n"
+        ".globl vfork\n"
+        ".type vfork, @function\n"
+        ".p2align 4\n"
+        "vfork:\n"
+        ".cfi_startproc\n"
+        "subq $8, %rsp\n"
+        ".cfi_adjust_cfa_offset 8\n"
+        "call tt_pl_vfork_begin\n"
+        "addq $8, %rsp\n"
+        ".cfi_adjust_cfa_offset -8\n"
+        "testl %eax, %eax\n"
+        "jz tt_pl_vfork_as_fork\n"
+        "popq %rdi\n" /* the return address, in a register the system call keeps */
+        ".cfi_adjust_cfa_offset -8\n"
+        ".cfi_register %rip, %rdi\n"
+        "movl $58, %eax\n" /* SYS_vfork */
+        "syscall\n"
+        "pushq %rdi\n"
+        ".cfi_adjust_cfa_offset 8\n"
+        ".cfi_rel_offset %rip, 0\n"
+        "movq %rax, %rdi\n"
+        "jmp tt_pl_vfork_end\n"
+        ".cfi_endproc\n"
+        ".size vfork, .-vfork\n");
+#else
 TT_EXPORT pid_t vfork(void)
 {
     return fork();
+}
+#endif
+
+/* An exec in the child of a real vfork, with the guard held: @path to check (@file for
+ * execvpe's own search, @search). The program gets child vf.n's identity in TT_ENV_RT, in an
+ * environment built on this stack; nothing is allocated, nothing recorded. */
+static int vfork_exec(const char *file, const char *path, char *const argv[],
+                      char *const envp[], bool search)
+{
+    size_t n = 0;
+    while (envp && envp[n])
+        n++;
+    char *e[n + 2];
+    char var[sizeof TT_ENV_RT + 400], value[380];
+    char *const *use = envp;
+    join_argv(argv, vf.cmd, sizeof vf.cmd);
+    if (!vf.cmd[0])
+        snprintf(vf.cmd, sizeof vf.cmd, "%s", path);
+    if (will_exec(path)) {
+        if (!traceable(path, 0) || !env_loads_runtime(envp) ||
+            tt_rt_spawn_rt_value(vf.n, value, sizeof value) != 0) {
+            vf.untraceable = true;
+        } else {
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++)
+                if (strncmp(envp[i], TT_ENV_RT "=", sizeof TT_ENV_RT) != 0)
+                    e[k++] = envp[i];
+            snprintf(var, sizeof var, TT_ENV_RT "=%s", value);
+            e[k++] = var;
+            e[k] = NULL;
+            use = e;
+        }
+    }
+    int rc = search ? REAL(execvpe, int (*)(const char *, char *const[], char *const[]))(
+                          file, argv, use)
+                    : REAL(execve, execve_fn)(path, argv, use);
+    vf.untraceable = false; /* the exec failed: nothing ran */
+    return rc;
 }
 
 /* Whether a child running @path with @envp will be traced; when not, it is counted and named

@@ -183,7 +183,7 @@ TT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
     int rc = real(sig, give, &real_old);
     if (rc != 0)
         return rc;
-    if (act) {
+    if (act && !tt_pl_vforked) { /* a vfork child's dispositions are its own, not its memory */
         if (give == &tramp) {
             g_chld.mask = act->sa_mask;
             atomic_store_explicit(&g_chld.flags, act->sa_flags, memory_order_relaxed);
