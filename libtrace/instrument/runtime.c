@@ -450,11 +450,11 @@ size_t tt_rt_inherited_fds(int out[2])
     return n;
 }
 
-int tt_rt_spawn_rt_value(unsigned n, char *out, size_t cap)
+int tt_rt_spawn_rt_value(unsigned n, char *out, size_t cap, int *fd)
 {
-    /* the raw call: fcntl is the fd guard's, and this runs in a vfork child */
-    if (g_rt_fd < 0 || !g_tree || syscall(SYS_fcntl, (int)g_rt_fd, F_GETFD) < 0)
+    if (g_rt_fd < 0 || !g_tree)
         return -1;
+    *fd = g_rt_fd;
     char anchor[48];
     anchor_text(anchor, sizeof anchor);
     int k = snprintf(out, cap, "%010d:%s/%u:0:0%s", g_rt_fd, g_path, n, anchor);
@@ -974,7 +974,8 @@ void rt_close(bool flush_stdio)
  * reaches the kernel through glibc's internal alias, not through here. */
 __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
-    g_exit_status = status & 0xff;
+    if (!guard) /* held: the runtime's own exit, or a vfork child's, whose memory is not its */
+        g_exit_status = status & 0xff;
     if (!guard)
         rt_close(false);
     exit_now(status);
@@ -982,7 +983,8 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status)
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status)
 {
-    g_exit_status = status & 0xff;
+    if (!guard) /* held: the runtime's own exit, or a vfork child's, whose memory is not its */
+        g_exit_status = status & 0xff;
     if (!guard)
         rt_close(false);
     exit_now(status);

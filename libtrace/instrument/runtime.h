@@ -143,10 +143,10 @@ void tt_rt_fork_child(tt_session *parent, unsigned n);
 /* @envp with the identity of child @n (a posix_spawn, system or popen child) for the program
  * it runs; malloc'd, or @envp itself. */
 char *const *tt_rt_spawn_env(char *const envp[], unsigned n);
-/* The value of TT_ENV_RT for child @n, as tt_rt_spawn_env gives it, into @out: 0, or -1 when
- * there is nothing to hand on (no tree, no settings descriptor, or one the program closed).
- * Allocates nothing, takes no lock: a vfork child calls it. */
-int tt_rt_spawn_rt_value(unsigned n, char *out, size_t cap);
+/* The value of TT_ENV_RT for child @n, as tt_rt_spawn_env gives it, into @out, and the
+ * settings descriptor it names into *@fd: 0, or -1 when there is nothing to hand on (no tree,
+ * no settings descriptor). Allocates nothing, takes no lock: a vfork child calls it. */
+int tt_rt_spawn_rt_value(unsigned n, char *out, size_t cap, int *fd);
 /* The descriptors the programs this process execs inherit from the runtime (the settings,
  * and in a replay the report channel), ascending, into @out: how many (0 to 2). */
 size_t tt_rt_inherited_fds(int out[2]);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t reaped;
@@ -108,12 +109,60 @@ static int sigchld_case(void)
     return 0;
 }
 
+/* "late": a background child (a fork) ends while the parent waits in a vfork whose child
+ * sleeps 300 ms before its exec, so its SIGCHLD is delivered as the vfork returns; the handler
+ * reaps it there. The delivery is the parent's like any other: recorded, and replayed where it
+ * was. */
+static volatile sig_atomic_t late_reaped;
+static pid_t late_bg;
+
+static void on_late_chld(int sig)
+{
+    (void)sig;
+    int st;
+    if (late_bg > 0 && waitpid(late_bg, &st, WNOHANG) == late_bg)
+        late_reaped = 1;
+}
+
+static int late_case(void)
+{
+    signal(SIGALRM, on_alarm);
+    signal(SIGCHLD, on_late_chld);
+    late_bg = fork();
+    if (late_bg == 0) {
+        usleep(50 * 1000);
+        _exit(7);
+    }
+    pid_t pid = vfork();
+    if (pid == 0) {
+        struct timespec ts = {0, 300 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        char *argv[] = {"/bin/true", NULL};
+        execv(argv[0], argv);
+        _exit(124);
+    }
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    alarm(10);
+    while (!late_reaped)
+        sigsuspend(&old);
+    alarm(0);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    printf("late: the background child was reaped by the handler\n");
+    reap(pid, "late vfork child");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int p[2];
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc > 1 && !strcmp(argv[1], "sigchld"))
         return sigchld_case();
+    if (argc > 1 && !strcmp(argv[1], "late"))
+        return late_case();
     pid_t a = start("missing", 1);
     reap(a, "missing");
     if (pipe(p) != 0)

@@ -592,6 +592,19 @@ def vfork_children_are_traced_as_the_programs_they_exec():
         rep = c.tt("replay", "h.tt")
         check(matched(rep) and rep.stdout == r.stdout, "... and the replay matches",
               "%r %r %s" % (r.stdout, rep.stdout, rep.stderr[-800:]))
+        r = c.tt("record", "-o", "l.tt", "--", VFORK_PROG, "late")
+        check(r.returncode == 0 and "reaped by the handler" in r.stdout,
+              "a SIGCHLD that waited for a vfork to return is handled",
+              r.stdout + r.stderr[-800:])
+        same = 0
+        for i in range(3):
+            rep = c.tt("replay", "l.tt")
+            same += matched(rep) and rep.stdout == r.stdout
+            if not (matched(rep) and rep.stdout == r.stdout):
+                check(False, "replay %d of prog-vfork late" % (i + 1),
+                      "%r %r %s" % (r.stdout, rep.stdout, rep.stderr[-800:]))
+                break
+        check(same == 3, "... recorded, and replayed where it was, 3 of 3", same)
         r = c.tt("record", "-o", "d.tt", "--", "sh", "-c", "/bin/echo a; date +%N; /bin/echo b")
         procs = sorted(os.listdir(c.path("d.tt.procs"))) if r.returncode == 0 else []
         check(procs == ["root.1.tt", "root.2.tt", "root.3.tt", "tree"],

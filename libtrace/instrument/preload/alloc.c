@@ -88,7 +88,9 @@ static void note_free(enum site k, const void *p)
 /* An allocation of tinytrace's own: the region, once the runtime has reserved it. */
 static inline bool ours(void)
 {
-    return UNLIKELY(tt_in_tracer) && tt_region_active();
+    /* a vfork child holds the guard for the program's calls: its allocations are the
+     * program's (libc's heap, as without the runtime), not the tracer's region */
+    return UNLIKELY(tt_in_tracer) && !tt_pl_vforked && tt_region_active();
 }
 
 TT_EXPORT void *malloc(size_t n)

@@ -37,8 +37,9 @@
  * runtime's live one at exit.
  *
  * In the child of a real vfork (process.c), whose calls all forward, close, close_range,
- * closefrom, dup2 and dup3 still spare the descriptors its exec must hand on: the runtime's
- * settings and a replay's report channel (tt_pl_vfork_kept).
+ * closefrom, dup2, dup3 and fcntl still spare the descriptors its exec must hand on, as they
+ * spare a reserved one: the runtime's settings and a replay's report channel
+ * (tt_pl_vfork_kept).
  *
  * Not covered: a raw system call instruction, a program linked statically, a signal handler
  * that interrupts tinytrace itself (the guard is held: its calls forward). The writer notices a
@@ -269,6 +270,10 @@ TT_EXPORT int dup3(int old, int new, int flags)
         void *arg = va_arg(ap, void *);                                                        \
         va_end(ap);                                                                            \
         fcntl_fn f = REAL(name, fcntl_fn);                                                     \
+        if (UNLIKELY(vfork_keeps(fd))) {                                                       \
+            errno = EBADF;                                                                     \
+            return -1;                                                                         \
+        }                                                                                      \
         if (!tt_rt_guard_enter())                                                              \
             return f(fd, cmd, arg);                                                            \
         if (UNLIKELY(tt_fd_is_reserved(fd)))                                                   \

@@ -64,7 +64,7 @@ static _Atomic uint64_t anon_bits[ANON_MAX / 64];
 
 static int anon_mark(int fd)
 {
-    if (fd >= 0 && fd < ANON_MAX)
+    if (fd >= 0 && fd < ANON_MAX && !tt_pl_vforked) /* a vfork child's map is its parent's */
         atomic_fetch_or_explicit(&anon_bits[fd / 64], 1ull << (fd % 64), memory_order_relaxed);
     return fd;
 }

@@ -32,6 +32,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -273,6 +274,23 @@ static bool proc_event(tt_session *s, enum site k, struct in_head *h, void *data
     return tt_pl_in_simple(s, TT_CH_PROC, k, h, data ? &v : NULL, data ? 1 : 0);
 }
 
+/* A real vfork in progress on this thread ("vfork" below says how it goes). */
+struct vfork_state {
+    tt_session *s;
+    unsigned n;          /* the child's number */
+    int e0;              /* errno before the call */
+    bool rec;            /* the start is recorded */
+    bool untraceable;    /* the child execs a program the runtime cannot enter */
+    bool untraced;       /* ... or one it could, which cannot find the runtime's settings */
+    unsigned starts;     /* children the child itself started: untraced */
+    pid_t parent;        /* the parent's pid: a child's child is not the vfork child */
+    sigset_t mask;       /* the thread's signal mask before the call */
+    char cmd[512];       /* what the child execs */
+};
+static __thread struct vfork_state vf;
+/* between the system call and its return in the parent: only the child runs then */
+__thread bool tt_pl_vforked;
+
 /* The parent's side of a fork-like start, once the child exists (@pid, -1 with @real_errno):
  * recorded on TT_CH_PROC at site @k, or met in the recording, and child @n noted as started by
  * @how. The guard is held; it is released here, with errno as the call leaves it (@e0 when it
@@ -319,7 +337,9 @@ static pid_t fork_like(enum site k, pid_t (*start)(void *), void *ctx)
     tt_session *s = tt_rt_tree() ? tt_pl_enter() : NULL;
     if (!s) {
         pid_t pid = start(ctx);
-        if (pid > 0 && !tt_rt_tree() && tt_rt_guard_enter()) {
+        if (pid > 0 && UNLIKELY(tt_pl_vforked))
+            vf.starts++; /* a vfork child's child: untraced, its parent counts it */
+        else if (pid > 0 && !tt_rt_tree() && tt_rt_guard_enter()) {
             tt_rt_child_untraced(NULL);
             tt_rt_guard_leave();
         }
@@ -382,18 +402,6 @@ TT_EXPORT pid_t fork(void)
  * system call is made with the return address kept in a register (as glibc's vfork does), and
  * tt_pl_vfork_end, tail-called, returns in the child and in the parent. Everywhere else (no
  * tree, no live session, replay --process, other architectures) vfork runs as fork. */
-struct vfork_state {
-    tt_session *s;
-    unsigned n;          /* the child's number */
-    int e0;              /* errno before the call */
-    bool rec;            /* the start is recorded */
-    bool untraceable;    /* the child execs a program the runtime cannot follow */
-    pid_t parent;        /* the parent's pid: a child's child is not the vfork child */
-    char cmd[512];       /* what the child execs */
-};
-static __thread struct vfork_state vf;
-/* between the system call and its return in the parent: only the child runs then */
-__thread bool tt_pl_vforked;
 
 static bool in_vfork_child(void)
 {
@@ -417,19 +425,31 @@ __attribute__((used)) int tt_pl_vfork_begin(void)
     if (!s)
         return 0;
     bool rec = tt_pl_recording(s);
-    if (!rec && tt_rt_alone()) {
-        tt_rt_guard_leave(); /* replay --process: the fork path answers from the recording */
+    /* a user shadow stack (CET) would fault: the child's returns and calls rewrite the entry
+     * the parent returns through, which glibc's own vfork avoids by never returning in the
+     * child; such a process runs vfork as fork (ARCH_SHSTK_STATUS, 0x5005; EINVAL: none) */
+    unsigned long shstk = 0;
+    bool shadow = syscall(SYS_arch_prctl, 0x5005, &shstk) == 0 && (shstk & 1);
+    /* replay --process: the fork path answers from the recording */
+    if ((!rec && tt_rt_alone()) || shadow) {
+        tt_rt_guard_leave();
         return 0;
     }
     vf.s = s;
     vf.e0 = errno;
     vf.rec = rec;
     vf.n = tt_rt_child_next();
-    vf.untraceable = false;
+    vf.untraceable = vf.untraced = false;
+    vf.starts = 0;
     vf.cmd[0] = '\0';
     vf.parent = (pid_t)syscall(SYS_getpid);
+    /* Every signal waits until the child has the guard, and the parent its own state back
+     * (as glibc's posix_spawn blocks them around its vfork): a handler in between would run
+     * in the child on the parent's session, or in the parent with the child's guard. */
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &vf.mask);
     tt_pl_vforked = true;
-    /* no guard across the call, as for a fork: the child takes it first thing */
     tt_rt_guard_leave();
     return 1;
 }
@@ -446,25 +466,32 @@ __attribute__((used)) pid_t tt_pl_vfork_end(long r)
 {
     if (r == 0) {
         (void)tt_rt_guard_enter(); /* the child: every call it makes forwards */
+        pthread_sigmask(SIG_SETMASK, &vf.mask, NULL);
         return 0;
     }
     /* the parent, once the child has exec'd or ended: the guard the child took is in this
-     * thread's state, which the child shared; it is the parent's now */
+     * thread's state, which the child shared; it is the parent's now, and so are signals,
+     * which a delivery waiting since the call meets recorded as anywhere else */
     tt_rt_guard_leave();
     tt_pl_vforked = false;
+    pthread_sigmask(SIG_SETMASK, &vf.mask, NULL);
     if (!tt_rt_guard_enter())
         return r < 0 ? (errno = (int)-r, -1) : (pid_t)r;
     pid_t pid = r < 0 ? -1 : (pid_t)r;
     int real_errno = r < 0 ? (int)-r : 0;
     if (vf.untraceable && pid > 0)
         tt_rt_vfork_untraceable(vf.cmd);
+    if (vf.untraced && pid > 0)
+        tt_rt_child_untraced(vf.cmd);
+    for (unsigned i = 0; i < vf.starts && pid > 0; i++)
+        tt_rt_child_untraced(NULL);
     char how[sizeof vf.cmd + 8];
     snprintf(how, sizeof how, "vfork%s%s", vf.cmd[0] ? " " : "", vf.cmd);
     return fork_parent(vf.s, S_fork, vf.n, vf.rec, pid, real_errno, vf.e0, how);
 }
 
 #if defined(__x86_64__)
-__asm__(".text\n"
+__asm__(".pushsection .text\n"
         ".globl vfork\n"
         ".type vfork, @function\n"
         ".p2align 4\n"
@@ -488,7 +515,8 @@ __asm__(".text\n"
         "movq %rax, %rdi\n"
         "jmp tt_pl_vfork_end\n"
         ".cfi_endproc\n"
-        ".size vfork, .-vfork\n");
+        ".size vfork, .-vfork\n"
+        ".popsection\n");
 #else
 TT_EXPORT pid_t vfork(void)
 {
@@ -507,14 +535,21 @@ static int vfork_exec(const char *file, const char *path, char *const argv[],
         n++;
     char *e[n + 2];
     char var[sizeof TT_ENV_RT + 400], value[380];
+    int fd = -1, fl;
     char *const *use = envp;
     join_argv(argv, vf.cmd, sizeof vf.cmd);
     if (!vf.cmd[0])
         snprintf(vf.cmd, sizeof vf.cmd, "%s", path);
     if (will_exec(path)) {
-        if (!traceable(path, 0) || !env_loads_runtime(envp) ||
-            tt_rt_spawn_rt_value(vf.n, value, sizeof value) != 0) {
-            vf.untraceable = true;
+        if (!traceable(path, 0)) {
+            vf.untraceable = true; /* static, setuid */
+        } else if (!env_loads_runtime(envp) ||
+                   tt_rt_spawn_rt_value(vf.n, value, sizeof value, &fd) != 0 ||
+                   (fl = REAL(fcntl, int (*)(int, int, ...))(fd, F_GETFD)) < 0 ||
+                   (fl & FD_CLOEXEC)) {
+            /* env -i, or the settings descriptor gone (the fd guard keeps it from the
+             * program's closes; libc's fcntl here, which the guard would refuse) */
+            vf.untraced = true;
         } else {
             size_t k = 0;
             for (size_t i = 0; i < n; i++)
@@ -529,7 +564,7 @@ static int vfork_exec(const char *file, const char *path, char *const argv[],
     int rc = search ? REAL(execvpe, int (*)(const char *, char *const[], char *const[]))(
                           file, argv, use)
                     : REAL(execve, execve_fn)(path, argv, use);
-    vf.untraceable = false; /* the exec failed: nothing ran */
+    vf.untraceable = vf.untraced = false; /* the exec failed: nothing ran */
     return rc;
 }
 
@@ -552,7 +587,9 @@ static int spawn(spawn_fn real, bool search, pid_t *pid, const char *path,
     tt_session *s = tt_rt_tree() ? tt_pl_enter() : NULL;
     if (!s) {
         int rc = real(pid, path, fa, attr, argv, envp);
-        if (rc == 0 && tt_rt_guard_enter()) {
+        if (rc == 0 && UNLIKELY(tt_pl_vforked))
+            vf.starts++; /* a vfork child's child: untraced, its parent counts it */
+        else if (rc == 0 && tt_rt_guard_enter()) {
             char cmd[512];
             join_argv(argv, cmd, sizeof cmd);
             tt_rt_child_untraced(cmd[0] ? cmd : path);
