@@ -27,12 +27,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -83,21 +81,14 @@ static void make_one(struct tool_spares *s)
 static unsigned names_in(int dir, unsigned most)
 {
     int d = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (d < 0)
-        return 0;
+    DIR *dp = d >= 0 ? fdopendir(d) : NULL;
     unsigned n = 0;
-    _Alignas(8) char buf[4096];
-    long got;
-    while (n < most && (got = syscall(SYS_getdents64, d, buf, sizeof buf)) > 0) {
-        for (long off = 0; off < got;) {
-            const struct dirent64 *de = (const struct dirent64 *)(const void *)(buf + off);
-            if (de->d_reclen == 0)
-                break;
-            off += de->d_reclen;
-            n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
-        }
-    }
-    close(d);
+    for (struct dirent *de; dp && n < most && (de = readdir(dp)) != NULL;)
+        n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+    if (dp)
+        closedir(dp);
+    else if (d >= 0)
+        close(d);
     return n;
 }
 

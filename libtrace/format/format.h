@@ -320,12 +320,12 @@ void tt_thread_row_decode(const uint8_t in[TT_THREAD_ROW], tt_thread_entry *e);
  * 0600, for writing, and takes the recording's lock on it (held until the last descriptor of
  * the open file description is closed). Returns the fd, or -1 with errno set. */
 int tt_partial_create(const char *temp);
-/* The folder of empty files made ahead, beside a trace (TT_SPARES_DIR, store.h; `tinytrace
- * record` keeps one in FILE.procs for the tree's processes): creating a file costs a process of
- * the tree more than the rest of its session on some file systems (ext4 without a journal:
- * 0.4-0.9 ms, a scan past the inodes deleted lately), renaming one does not. Makes one of the spares in TT_SPARES_DIR beside @temp @temp, as tt_partial_create would make
- * it: empty, 0600, ours, opened for writing and locked. Returns the fd, or -1 (no folder, no
- * spare left: the caller creates the file). */
+/* Makes one of the empty files in the folder TT_SPARES_DIR (store.h) beside @temp into @temp,
+ * as tt_partial_create would make it: empty, 0600, ours, opened for writing and locked. Returns
+ * the fd, or -1 (no folder, no spare left: the caller creates the file). `tinytrace record`
+ * keeps such a folder in FILE.procs for the tree's processes: on some file systems creating a
+ * file costs more than the rest of a short process's session (ext4 without a journal: 0.4-0.5
+ * ms, a scan past the inodes deleted lately), and renaming one does not. */
 int tt_partial_take(const char *temp);
 /* Takes the recording's lock on the file of @fd, for @fd's open file description. Returns 0
  * (taken, or the file system has no locks), or the errno: EAGAIN when another open file

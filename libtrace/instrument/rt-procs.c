@@ -133,22 +133,21 @@ void note_processes(tt_session *s)
 }
 
 
-void tt_rt_exec_untraceable(const char *cmd)
+void tt_rt_vfork_untraceable(const char *cmd)
 {
     atomic_fetch_add_explicit(&g_untraceable, 1, memory_order_relaxed);
     first_child(cmd, false);
+}
+
+void tt_rt_exec_untraceable(const char *cmd)
+{
+    tt_rt_vfork_untraceable(cmd);
     /* the exec leaves nothing of this image: the file is finished now, under the guard the
      * caller holds (the close must not record its own calls) */
     int was = guard;
     guard = 0;
     rt_close(false);
     guard = was;
-}
-
-void tt_rt_vfork_untraceable(const char *cmd)
-{
-    atomic_fetch_add_explicit(&g_untraceable, 1, memory_order_relaxed);
-    first_child(cmd, false);
 }
 
 void fork_child(void)

@@ -463,11 +463,10 @@ int tt_rt_spawn_rt_value(unsigned n, char *out, size_t cap, int *fd)
 
 char *const *tt_rt_spawn_env(char *const envp[], unsigned n)
 {
-    if (g_rt_fd < 0 || !g_tree)
+    char value[sizeof g_path + 112];
+    int fd;
+    if (tt_rt_spawn_rt_value(n, value, sizeof value, &fd) != 0)
         return envp;
-    char value[sizeof g_path + 112], anchor[48];
-    anchor_text(anchor, sizeof anchor);
-    snprintf(value, sizeof value, "%010d:%s/%u:0:0%s", g_rt_fd, g_path, n, anchor);
     return env_with_rt(envp, value);
 }
 
@@ -974,19 +973,19 @@ void rt_close(bool flush_stdio)
  * reaches the kernel through glibc's internal alias, not through here. */
 __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
-    if (!guard) /* held: the runtime's own exit, or a vfork child's, whose memory is not its */
+    if (!guard) { /* held: the runtime's own exit, or a vfork child's, whose memory is not its */
         g_exit_status = status & 0xff;
-    if (!guard)
         rt_close(false);
+    }
     exit_now(status);
 }
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status)
 {
-    if (!guard) /* held: the runtime's own exit, or a vfork child's, whose memory is not its */
+    if (!guard) { /* held: the runtime's own exit, or a vfork child's, whose memory is not its */
         g_exit_status = status & 0xff;
-    if (!guard)
         rt_close(false);
+    }
     exit_now(status);
 }
 #endif /* TT_RT_PRELOAD */

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t reaped;
+static volatile sig_atomic_t reaped; /* the SIGCHLD handler of the case has run */
 
 static void on_chld(int sig)
 {
@@ -33,6 +33,27 @@ static void on_alarm(int sig)
     ssize_t n = write(1, msg, sizeof msg - 1);
     (void)n;
     _exit(3);
+}
+
+/* SIGCHLD blocked: the mask before, for await_handler. */
+static sigset_t block_chld(void)
+{
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    return old;
+}
+
+/* Waits in sigsuspend, with mask @old, until the case's handler has run; 10 s at most
+ * (on_alarm), then the mask is @old again. */
+static void await_handler(const sigset_t *old)
+{
+    alarm(10);
+    while (!reaped)
+        sigsuspend(old);
+    alarm(0);
+    sigprocmask(SIG_SETMASK, old, NULL);
 }
 
 static pid_t start(const char *what, int out)
@@ -92,18 +113,11 @@ static void read_all(int fd, const char *name)
  * default before it execs. The parent waits for its handler in sigsuspend, 10 s at most. */
 static int sigchld_case(void)
 {
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGCHLD);
     signal(SIGALRM, on_alarm);
     signal(SIGCHLD, on_chld);
-    sigprocmask(SIG_BLOCK, &block, &old);
+    sigset_t old = block_chld();
     pid_t pid = start("sigchld", 1);
-    alarm(10);
-    while (!reaped)
-        sigsuspend(&old);
-    alarm(0);
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    await_handler(&old);
     printf("sigchld: the parent's handler ran\n");
     reap(pid, "sigchld");
     return 0;
@@ -113,7 +127,6 @@ static int sigchld_case(void)
  * sleeps 300 ms before its exec, so its SIGCHLD is delivered as the vfork returns; the handler
  * reaps it there. The delivery is the parent's like any other: recorded, and replayed where it
  * was. */
-static volatile sig_atomic_t late_reaped;
 static pid_t late_bg;
 
 static void on_late_chld(int sig)
@@ -121,7 +134,7 @@ static void on_late_chld(int sig)
     (void)sig;
     int st;
     if (late_bg > 0 && waitpid(late_bg, &st, WNOHANG) == late_bg)
-        late_reaped = 1;
+        reaped = 1;
 }
 
 static int late_case(void)
@@ -141,15 +154,8 @@ static int late_case(void)
         execv(argv[0], argv);
         _exit(124);
     }
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &block, &old);
-    alarm(10);
-    while (!late_reaped)
-        sigsuspend(&old);
-    alarm(0);
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    sigset_t old = block_chld();
+    await_handler(&old);
     printf("late: the background child was reaped by the handler\n");
     reap(pid, "late vfork child");
     return 0;

@@ -202,13 +202,13 @@ def waits_replay_the_recorded_order():
               % (same, r.stdout.strip()))
 
 
-def replays_like(c, trace, stdout, n, what):
-    """How many of @n replays of @trace match and print @stdout; the first that does not is
-    shown."""
+def replays_like(c, trace, stdout, n, what, verdict=matched):
+    """How many of @n replays of @trace print @stdout and have the @verdict (a test of the
+    replay's result: matched by default); the first that does not is shown."""
     same = 0
     for i in range(n):
         rep = c.tt("replay", trace)
-        ok = matched(rep) and rep.stdout == stdout
+        ok = verdict(rep) and rep.stdout == stdout
         same += ok
         if not ok and same == i:
             check(False, "replay %d of %s" % (i + 1, what),
@@ -575,14 +575,8 @@ def vfork_children_are_traced_as_the_programs_they_exec():
               "tinytrace-test-program" in (notraces[0][1] or ""),
               "... the two children without a trace are listed, with what they exec'd",
               notraces)
-        same = 0
-        for i in range(10):
-            rep = c.tt("replay", "v.tt")
-            same += rep.returncode == 8 and rep.stdout == r.stdout
-            if rep.returncode != 8 or rep.stdout != r.stdout:
-                check(False, "replay %d of prog-vfork" % (i + 1),
-                      "%d %r %r %s" % (rep.returncode, r.stdout, rep.stdout, rep.stderr[-800:]))
-                break
+        same = replays_like(c, "v.tt", r.stdout, 10, "prog-vfork",
+                            verdict=lambda rep: rep.returncode == 8)
         check(same == 10, "... replays print the recorded date and statuses, 10 of 10, and "
               "exit 8 for what ran live", same)
         r = c.tt("record", "-o", "h.tt", "--", VFORK_PROG, "sigchld")
@@ -596,14 +590,7 @@ def vfork_children_are_traced_as_the_programs_they_exec():
         check(r.returncode == 0 and "reaped by the handler" in r.stdout,
               "a SIGCHLD that waited for a vfork to return is handled",
               r.stdout + r.stderr[-800:])
-        same = 0
-        for i in range(3):
-            rep = c.tt("replay", "l.tt")
-            same += matched(rep) and rep.stdout == r.stdout
-            if not (matched(rep) and rep.stdout == r.stdout):
-                check(False, "replay %d of prog-vfork late" % (i + 1),
-                      "%r %r %s" % (r.stdout, rep.stdout, rep.stderr[-800:]))
-                break
+        same = replays_like(c, "l.tt", r.stdout, 3, "prog-vfork late")
         check(same == 3, "... recorded, and replayed where it was, 3 of 3", same)
         r = c.tt("record", "-o", "d.tt", "--", "sh", "-c", "/bin/echo a; date +%N; /bin/echo b")
         procs = sorted(os.listdir(c.path("d.tt.procs"))) if r.returncode == 0 else []

@@ -71,11 +71,13 @@ static int refuse(int e)
 }
 
 /* In a vfork child: whether @fd is one its exec must hand on (tt_pl_vfork_kept). */
-static bool vfork_keeps(int fd)
+static inline bool vfork_keeps(int fd)
 {
+    if (__builtin_expect(!tt_pl_vforked, 1)) /* every other process: one load, no call */
+        return false;
     int k[2];
     size_t n = tt_pl_vfork_kept(k);
-    return UNLIKELY(n) && (fd == k[0] || (n > 1 && fd == k[1]));
+    return n && (fd == k[0] || (n > 1 && fd == k[1]));
 }
 
 TT_EXPORT int close(int fd)
@@ -117,9 +119,43 @@ static int close_around(int64_t first, int64_t last, int flags, const int *r, si
     return rc;
 }
 
-/* The descriptors a vfork child keeps within [first, last] into @r (ascending): how many. */
-static size_t vfork_kept_in(unsigned first, unsigned last, int r[2])
+/* close_range(@first, @last, @flags) but @r[0..n) (ascending, all in the range), as the kernel
+ * would do it: flags it does not know refused with EINVAL before anything is closed; the
+ * table unshared first, as CLOSE_RANGE_UNSHARE would, and the caller's new table closed. */
+static int close_range_around(unsigned first, unsigned last, int flags, const int *r, size_t n)
 {
+    if (flags & ~(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if ((flags & CLOSE_RANGE_UNSHARE) && unshare(CLONE_FILES) != 0)
+        return -1;
+    return close_around(first, last, flags & ~CLOSE_RANGE_UNSHARE, r, n);
+}
+
+/* closefrom(@first) but @r[0..n) (ascending, all from @first up, n > 0): the sub-ranges below
+ * the last of them (a close per number where close_range fails: a kernel before 5.9), then
+ * the real closefrom above it, which has its own fallback. */
+static void closefrom_around(unsigned first, const int *r, size_t n, closefrom_fn f)
+{
+    int top = r[n - 1];
+    if (close_around(first, (int64_t)top - 1, 0, r, n - 1) != 0) {
+        close_fn c = REAL(close, close_fn);
+        for (int fd = (int)first, i = 0; fd < top; fd++) {
+            while ((size_t)i < n && r[i] < fd)
+                i++;
+            if ((size_t)i == n || r[i] != fd)
+                c(fd);
+        }
+    }
+    f(top + 1);
+}
+
+/* The descriptors a vfork child keeps within [first, last] into @r (ascending): how many. */
+static inline size_t vfork_kept_in(unsigned first, unsigned last, int r[2])
+{
+    if (__builtin_expect(!tt_pl_vforked, 1))
+        return 0;
     int k[2];
     size_t n = tt_pl_vfork_kept(k), m = 0;
     for (size_t i = 0; i < n; i++)
@@ -133,16 +169,8 @@ TT_EXPORT int close_range(unsigned first, unsigned last, int flags)
     close_range_fn f = REAL(close_range, close_range_fn);
     int kept[2];
     size_t nk = first <= last ? vfork_kept_in(first, last, kept) : 0;
-    if (UNLIKELY(nk)) {
-        /* a vfork child, whose calls all forward: around what its exec hands on */
-        if (flags & ~(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC)) {
-            errno = EINVAL;
-            return -1;
-        }
-        if ((flags & CLOSE_RANGE_UNSHARE) && unshare(CLONE_FILES) != 0)
-            return -1;
-        return close_around(first, last, flags & ~CLOSE_RANGE_UNSHARE, kept, nk);
-    }
+    if (UNLIKELY(nk)) /* a vfork child, whose calls all forward: around what its exec hands on */
+        return close_range_around(first, last, flags, kept, nk);
     if (!tt_rt_guard_enter())
         return f(first, last, flags);
     int r[TT_FD_SLOTS];
@@ -151,12 +179,7 @@ TT_EXPORT int close_range(unsigned first, unsigned last, int flags)
         tt_rt_guard_leave();
         return f(first, last, flags);
     }
-    if (flags & ~(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC))
-        return refuse(EINVAL);
-    /* the table is unshared first, as the flag would, and the caller's new table closed */
-    if ((flags & CLOSE_RANGE_UNSHARE) && unshare(CLONE_FILES) != 0)
-        return refuse(errno);
-    int rc = close_around(first, last, flags & ~CLOSE_RANGE_UNSHARE, r, n);
+    int rc = close_range_around(first, last, flags, r, n);
     int e = errno;
     tt_rt_guard_leave();
     errno = e;
@@ -168,15 +191,8 @@ TT_EXPORT void closefrom(int low)
     closefrom_fn f = REAL(closefrom, closefrom_fn);
     int kept[2];
     size_t nk = vfork_kept_in(low < 0 ? 0 : (unsigned)low, ~0U, kept);
-    if (UNLIKELY(nk)) {
-        int top = kept[nk - 1];
-        if (close_around(low < 0 ? 0 : low, (int64_t)top - 1, 0, kept, nk - 1) != 0) {
-            close_fn c = REAL(close, close_fn);
-            for (int fd = low < 0 ? 0 : low; fd < top; fd++)
-                if (!vfork_keeps(fd))
-                    c(fd);
-        }
-        f(top + 1);
+    if (UNLIKELY(nk)) { /* a vfork child: around what its exec hands on */
+        closefrom_around(low < 0 ? 0 : (unsigned)low, kept, nk, f);
         return;
     }
     if (!tt_rt_guard_enter()) {
@@ -191,17 +207,7 @@ TT_EXPORT void closefrom(int low)
         f(low);
         return;
     }
-    /* the sub-ranges below the last reserved number (a close per number where close_range
-     * fails: a kernel before 5.9), then the real closefrom above it, which has its own
-     * fallback */
-    int top = r[n - 1];
-    if (close_around(first, (int64_t)top - 1, 0, r, n - 1) != 0) {
-        close_fn c = REAL(close, close_fn);
-        for (int fd = (int)first; fd < top; fd++)
-            if (!tt_fd_is_reserved(fd))
-                c(fd);
-    }
-    f(top + 1);
+    closefrom_around(first, r, n, f);
     tt_rt_guard_leave();
 }
 

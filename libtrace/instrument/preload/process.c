@@ -410,7 +410,7 @@ static bool in_vfork_child(void)
 
 size_t tt_pl_vfork_kept(int out[2])
 {
-    if (__builtin_expect(!tt_pl_vforked, 1) || !in_vfork_child())
+    if (!in_vfork_child())
         return 0;
     return tt_rt_inherited_fds(out);
 }
