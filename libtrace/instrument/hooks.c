@@ -197,7 +197,7 @@ __attribute__((no_instrument_function, always_inline)) static inline void hook(u
         atomic_signal_fence(memory_order_seq_cst);
         int rc = tt_record_fn_fast_(s, kind | TT_RAW_ADDR | (uint32_t)(a >> 32) << 16,
                                     (uint32_t)a, tt_ticks());
-        tt_rt_guard_leave();
+        tt_rt_guard_leave_recorded();
         if (TT_LIKELY(rc == TT_OK))
             return;
     }

@@ -575,13 +575,54 @@ bool tt_rt_deliver_waiting(void)
     return s && g_mode == TT_MODE_REPLAY && tt_replay_deliver_left_(s, false) > 0;
 }
 
+/* Replay: how deep the thread is in recorded deliveries' handlers. A delivery recorded at a
+ * call's return that a handler's call meets is made by the loop that made the handler's
+ * (tt_replay_deliver_left_, tt_rp_peek_), once the handler returned, as it was recorded. */
+static __thread unsigned delivering;
+
 /* The replayer met a recorded signal delivery: the program's handler runs (preload/signal.c) */
 static void rt_deliver(tt_session *s, const tt_event *ev)
 {
     (void)s;
+    delivering++;
     tt_pl_signal_deliver_(ev->payload, ev->payload_len);
+    delivering--;
+}
+
+/* Replay: the thread's next recorded event is a delivery made at the return of the call just
+ * met; the guard's release makes it (tt_rt_held_run_). */
+static void rt_held(tt_session *s)
+{
+    (void)s;
+    tt_rt_held = 1;
 }
 #endif
+
+__thread int tt_rt_held;
+__thread uint32_t tt_rt_io_count;
+__thread uint32_t tt_rt_span_base;
+
+void tt_rt_held_run_(bool at_return)
+{
+    tt_rt_held = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+#ifdef TT_RT_PRELOAD
+    if (g_mode != TT_MODE_REPLAY) {
+        tt_pl_signal_release_(at_return);
+        return;
+    }
+    /* the lookup without a lock: this may be a handler's release (the thread is known, it
+     * just met an event) */
+    tt_session *s = atomic_load_explicit(&tt_rt_live, memory_order_acquire);
+    if (s && !delivering && tt_rt_guard_enter()) {
+        tt_replay_deliver_left_(s, true);
+        atomic_signal_fence(memory_order_seq_cst);
+        tt_in_tracer = 0;
+    }
+#else
+    (void)at_return;
+#endif
+}
 
 static void stop_at_setup(tt_session *s)
 {
@@ -671,7 +712,7 @@ static void rt_publish(tt_session *s, bool first)
     if (g_mode == TT_MODE_REPLAY) {
         tt_replay_stop_at_exit_(s);
 #ifdef TT_RT_PRELOAD
-        tt_replay_signals_(s, TT_RT_SIGNAL_SITE, rt_deliver);
+        tt_replay_signals_(s, TT_RT_SIGNAL_SITE, TT_RT_SIGNAL_RETURN_SITE, rt_deliver, rt_held);
 #endif
     }
     if (g_mode == TT_MODE_RECORD && first) {

@@ -71,19 +71,50 @@ extern __thread int tt_in_tracer __attribute__((visibility("hidden")));
  * store of 1 from sinking below the work it guards (or merging with the store of 0), and the
  * work from leaking out of the guarded span. A handler that interrupts between the test and the
  * store finds 0, runs its own hook to the end and leaves 0 again. */
+/* A signal that came while the guard was held and waits for its release (preload/signal.c:
+ * a child's SIGCHLD for the program's handler, held in a recording, or a replay's delivery
+ * recorded at the return of the call just replayed): nonzero until tt_rt_held_run_ has made
+ * it. Set by the thread itself (and by a handler on it). */
+extern __thread int tt_rt_held __attribute__((visibility("hidden")));
+/* The io events the thread recorded (preload.h counts them), and their count when it last
+ * took the guard: a span that recorded one returns from a call that the replay meets. */
+extern __thread uint32_t tt_rt_io_count __attribute__((visibility("hidden")));
+extern __thread uint32_t tt_rt_span_base __attribute__((visibility("hidden")));
+/* Makes what tt_rt_held says waits, now that the guard is free: @at_return, the span just left
+ * recorded the call's events (the delivery then follows them, made where the call returns).
+ * Out of line, and rare. */
+void tt_rt_held_run_(bool at_return);
+
 static inline bool tt_rt_guard_enter(void)
 {
     if (tt_in_tracer)
         return false;
     tt_in_tracer = 1;
+    tt_rt_span_base = tt_rt_io_count;
     atomic_signal_fence(memory_order_seq_cst);
     return true;
 }
 
+/* The guard's release, then what waited for it: the flag is tested after the store, so a
+ * signal held just before it is made here, and one that comes after finds the guard free. */
 static inline void tt_rt_guard_leave(void)
 {
     atomic_signal_fence(memory_order_seq_cst);
     tt_in_tracer = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (__builtin_expect(tt_rt_held != 0, 0))
+        tt_rt_held_run_(tt_rt_io_count != tt_rt_span_base);
+}
+
+/* The same, after a span that recorded an event of its own (a function hook's enter or exit):
+ * its delivery is made where it returns. */
+static inline void tt_rt_guard_leave_recorded(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    tt_in_tracer = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (__builtin_expect(tt_rt_held != 0, 0))
+        tt_rt_held_run_(true);
 }
 
 /* The program installed a signal handler (preload/signal.c), from now on a buffer may fill
@@ -95,7 +126,13 @@ void tt_rt_handler_installed(void);
  * one (the preload library's only): @info is its recorded siginfo_t. Called by the replayer on the thread the delivery was
  * recorded on, with the guard held (it runs the handler outside it). */
 #define TT_RT_SIGNAL_SITE "tinytrace:signal"
+/* ... and of one that came while the runtime worked inside a call, recorded after that call's
+ * events: a replay makes it where that call returns. */
+#define TT_RT_SIGNAL_RETURN_SITE "tinytrace:signal-at-return"
 void tt_pl_signal_deliver_(const void *info, size_t len);
+/* Record, the guard free: the SIGCHLDs held while it was taken are given back to the thread
+ * (preload/signal.c); @at_return as tt_rt_held_run_'s. */
+void tt_pl_signal_release_(bool at_return);
 /* Replay, from the handler of a live signal the replay swallows, the guard held: the
  * deliveries the calling thread's recording has next are made now (async-signal-safe as far
  * as the program's handler is). */

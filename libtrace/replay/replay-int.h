@@ -82,11 +82,14 @@ struct tt_replayer {
     void (*stop_fn)(tt_session *s, const tt_event *ev);
     uint32_t stop_thread;
     uint64_t stop_seq;
-    /* the runtime's recorded signal deliveries: io events at site signal_site (0: the
-     * recording has none), each handed to deliver where a call meets it. Set before any
-     * thread runs */
+    /* the runtime's recorded signal deliveries: io events at site signal_site or
+     * signal_return_site (0: the recording has none), each handed to deliver where a call
+     * meets it; one at signal_return_site is told to held as soon as it is the thread's next
+     * event, so it is made where the call before it returns. Set before any thread runs */
     uint32_t signal_site;
+    uint32_t signal_return_site;
     void (*deliver)(tt_session *s, const tt_event *ev);
+    void (*held)(tt_session *s);
     /* sync.c: what recorded thread k (< TT_RP_SLEEP_MAX) last slept for: its object and its
      * turn + 1, with TT_RP_AT_LEAST for "or later"; written by that thread only */
     struct tt_rp_sleep {

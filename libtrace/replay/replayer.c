@@ -87,20 +87,23 @@ int tt_replay_stop_at_(tt_session *s, uint32_t thread, uint64_t seq,
     return TT_OK;
 }
 
-int tt_replay_signals_(tt_session *s, const char *site,
-                       void (*fn)(tt_session *s, const tt_event *ev))
+int tt_replay_signals_(tt_session *s, const char *site, const char *site_at_return,
+                       void (*fn)(tt_session *s, const tt_event *ev), void (*held)(tt_session *s))
 {
     struct tt_replayer *rp = s->be == &tt_replay_backend ? s->rp : NULL;
-    if (!rp || !site || !fn)
+    if (!rp || !site || !site_at_return || !fn || !held)
         return TT_E_INVAL;
     rp->signal_site = tt_reader_find_object(rp->r, TT_OBJ_SITE, site);
+    rp->signal_return_site = tt_reader_find_object(rp->r, TT_OBJ_SITE, site_at_return);
     rp->deliver = fn;
+    rp->held = held;
     return TT_OK;
 }
 
 static bool is_delivery(const struct tt_replayer *rp, const tt_event *ev)
 {
-    return rp->signal_site != 0 && ev->kind == TT_EV_IO && ev->sp.site == rp->signal_site;
+    return ev->kind == TT_EV_IO && ev->sp.site != 0 &&
+           (ev->sp.site == rp->signal_site || ev->sp.site == rp->signal_return_site);
 }
 
 /* The delivery @ev (the cursor's) of thread @t, whose busy flag is set: consumed, then made
@@ -645,6 +648,15 @@ int tt_rp_consume_(tt_session *s, struct tt_rp_thread *t, const tt_event *ev)
         int rc2 = tt_rp_publish_next_(rp, t, t->rec, &e2);
         if (rc2 != TT_OK)
             return rc2;
+    }
+    if (TT_UNLIKELY(rp->signal_return_site != 0)) {
+        /* a delivery recorded at this call's return: the runtime makes it there (an error
+         * of the peek is met again by the next call's) */
+        const tt_event *next;
+        tt_error_info e3;
+        if (tt_reader_peek_ref(rp->r, t->rec, &next, &e3) == TT_OK && next->kind == TT_EV_IO &&
+            next->sp.site == rp->signal_return_site)
+            rp->held(s);
     }
     return TT_OK;
 }

@@ -422,13 +422,15 @@ int tt_replay_first_left_(tt_session *s, tt_report_event *out);
  * thread replays. */
 int tt_replay_stop_at_(tt_session *s, uint32_t thread, uint64_t seq,
                        void (*fn)(tt_session *s, const tt_event *ev));
-/* Replay (the runtime's signal deliveries): a recorded io event at the site named @site is a
- * delivery, not a call: where a call of its thread meets it, it is consumed and @fn called
- * with it (its payload a copy), on that thread, outside the replay's busy flag, before the
- * call is compared with what follows. At the close one left over is not counted as unmatched.
- * Before any thread replays. */
-int tt_replay_signals_(tt_session *s, const char *site,
-                       void (*fn)(tt_session *s, const tt_event *ev));
+/* Replay (the runtime's signal deliveries): a recorded io event at the site named @site or
+ * @site_at_return is a delivery, not a call: where a call of its thread meets it, it is
+ * consumed and @fn called with it (its payload a copy), on that thread, outside the replay's
+ * busy flag, before the call is compared with what follows. When a call's event is consumed
+ * and the thread's next is one at @site_at_return, @held is called on that thread (the busy
+ * flag set), so the runtime can make it as the call returns (tt_replay_deliver_left_). At the
+ * close one left over is not counted as unmatched. Before any thread replays. */
+int tt_replay_signals_(tt_session *s, const char *site, const char *site_at_return,
+                       void (*fn)(tt_session *s, const tt_event *ev), void (*held)(tt_session *s));
 /* ... and the deliveries the calling thread's recording has next are made now, the same way:
  * at the process's exit (after its last call, before its end), and from the live signal's
  * handler (@in_handler: then only for a thread already known, found without a lock), for a

@@ -10,23 +10,63 @@
  * would meet the live SIGCHLD tens of milliseconds later, after other calls. With "suspend"
  * the handler reaps the second too, while main waits for it in sigsuspend(), where it makes no
  * call (SIGCHLD blocked around the check, so that it cannot land between the check and the
- * wait: pause() would leave that window, and wait for ever when it is hit). */
+ * wait: pause() would leave that window, and wait for ever when it is hit).
+ *
+ * With "spin" it starts SPIN children one after another, each exiting at once with its own
+ * status, and after each start calls getpid() until the handler has reaped that child: the
+ * parent is inside the runtime (recording a getpid) most of the time, so most SIGCHLDs come
+ * while the runtime works. It prints how many calls each child took and its status; a replay
+ * must run the handler after the same call to print the same. */
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define SPIN 20
+
 static pid_t first, second;
 static volatile sig_atomic_t second_done;
 static int pausing;
 static int go[2];
+static volatile sig_atomic_t reaped, reaped_status;
 
 static void put(const char *s)
 {
     ssize_t n = write(1, s, strlen(s));
     (void)n;
+}
+
+/* "spin": reaps every child that ended, as bash's handler does */
+static void on_chld_spin(int sig)
+{
+    (void)sig;
+    int st;
+    while (waitpid(-1, &st, WNOHANG) > 0) {
+        reaped_status = WIFEXITED(st) ? WEXITSTATUS(st) : 100;
+        reaped++;
+    }
+}
+
+static int spin(void)
+{
+    for (int i = 0; i < SPIN; i++) {
+        pid_t p = fork();
+        if (p == 0)
+            _exit(10 + i);
+        if (p < 0)
+            return 2;
+        unsigned long calls = 0;
+        while (reaped <= i) {
+            (void)getpid();
+            if (++calls > 100000000ul)
+                return put("main: the handler never ran\n"), 2;
+        }
+        printf("child %d: status %d after %lu calls\n", i, (int)reaped_status, calls);
+    }
+    return 0;
 }
 
 static void on_chld(int sig)
@@ -49,19 +89,22 @@ int main(int argc, char **argv)
 {
     /* "suspend": the second is reaped by the handler too, while main waits in sigsuspend() */
     pausing = argc > 1 && strcmp(argv[1], "suspend") == 0;
+    bool spinning = argc > 1 && strcmp(argv[1], "spin") == 0;
     int data[2];
     if (pipe(data) != 0 || pipe(go) != 0)
         return 2;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_chld;
+    sa.sa_handler = spinning ? on_chld_spin : on_chld;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGCHLD, &sa, NULL) != 0)
         return 2;
     struct sigaction back;
-    if (sigaction(SIGCHLD, NULL, &back) != 0 || back.sa_handler != on_chld)
+    if (sigaction(SIGCHLD, NULL, &back) != 0 || back.sa_handler != sa.sa_handler)
         return put("sigaction does not give the handler back\n"), 2;
+    if (spinning)
+        return spin();
     fflush(stdout);
     first = fork();
     if (first == 0) {

@@ -239,6 +239,21 @@ def sigchld_handlers_run_where_the_recording_ran_them():
         same = replays_like(c, "p.tt", r.stdout, 5, "prog-sigchld suspend")
         check(same == 5, "a handler awaited in sigsuspend() runs, %d of 5 replays" % same)
 
+        # SIGCHLDs that come while the runtime records a call (prog-sigchld spin: 20 children,
+        # the parent recording getpid calls until its handler reaped each): held until the
+        # call returns and recorded there, so the handler's waits are in the recording and
+        # each replay runs it after the same call
+        r = c.tt("record", "-o", "h.tt", "--", SIGCHLD_PROG, "spin")
+        check(r.returncode == 0 and r.stdout.count(" calls\n") == 20 and
+              "child 19: status 29 " in r.stdout, "record prog-sigchld spin",
+              "%d %r %s" % (r.returncode, r.stdout[-400:], r.stderr[-800:]))
+        dump = c.tt("dump", "h.tt")
+        check(dump.returncode == 0 and " tinytrace:signal-at-return " in dump.stdout,
+              "the recording holds deliveries held to a call's return",
+              dump.stdout[-1500:])
+        same = replays_like(c, "h.tt", r.stdout, 5, "prog-sigchld spin")
+        check(same == 5, "a handler held to a call's return runs there, %d of 5 replays" % same)
+
         with open(c.path("subst.sh"), "w") as f:
             f.write('for i in 1 2 3 4 5 6 7 8; do x=$(echo v$i); printf "%s " "$x"; done\n'
                     'y=$(date +%N); echo ${#y}\n')

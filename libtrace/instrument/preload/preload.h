@@ -210,7 +210,8 @@ static inline fnptr tt_pl_real(enum real_fn id)
     Y(cond_reacquire, "condition wait: reacquire")                                             \
     Y(thread_start, "thread start")                                                            \
     Y(thread_end, "thread exit")                                                               \
-    Y(signal_delivery, TT_RT_SIGNAL_SITE)
+    Y(signal_delivery, TT_RT_SIGNAL_SITE)                                                     \
+    Y(signal_return, TT_RT_SIGNAL_RETURN_SITE)
 
 /* clock_getres, one site per clock as for clock_gettime, the clocks in CLOCK_SITES' order with
  * CLOCK_REALTIME first (clock.c counts on it) */
@@ -261,6 +262,10 @@ static inline uint32_t tt_pl_site_id(tt_session *s, enum site k)
 int tt_sync_begin_(tt_session *s, tt_sync *op, tt_sync_kind kind, uint32_t site,
                    const void *object);
 int tt_sync_end_(tt_session *s, tt_sync *op, int result, int took);
+
+/* A fork child's first step: the SIGCHLDs its parent's thread held are not its own
+ * (signal.c). */
+void tt_pl_signal_fork_child_(void);
 
 /* In the child of a real vfork (process.c): the descriptors its exec must still hand on (the
  * runtime's settings, a replay's report channel), ascending, into @out, and how many; 0 in any
@@ -316,6 +321,7 @@ static inline int tt_pl_io_event(tt_session *s, tt_io_dir dir, uint32_t channel,
     /* tt_io with a site: replay then names the call that was expected */
     tt_event ev = { .kind = TT_EV_IO, .dir = (uint8_t)dir, .arg = channel,
                     .sp = { 0, tt_pl_site_id(s, k) }, .payload_len = len, .payload = buf };
+    tt_rt_io_count++; /* the span recorded (or met) a call's event: runtime.h */
     return tt_event_full_(s, &ev, buf, len, out_len);
 }
 

@@ -359,6 +359,7 @@ static pid_t fork_like(enum site k, pid_t (*start)(void *), void *ctx)
     tt_rt_guard_leave();
     pid_t pid = start(ctx);
     if (pid == 0) {
+        tt_pl_signal_fork_child_();
         tt_pl_sites_forget_();
         tt_rt_fork_child(s, n);
         return 0;

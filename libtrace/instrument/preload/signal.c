@@ -52,12 +52,16 @@ static void installing(__sighandler_t h)
     if (h == SIG_DFL || h == SIG_IGN || h == SIG_HOLD || !tt_rt_guard_enter())
         return;
     tt_rt_handler_installed();
-    /* the delivery's site, interned now: a handler may not intern */
+    /* the deliveries' sites, interned now: a handler may not intern */
     tt_session *s = tt_rt_session();
-    if (tt_active_(s))
+    if (tt_active_(s)) {
         tt_pl_site_id(s, S_signal_delivery);
+        tt_pl_site_id(s, S_signal_return);
+    }
     tt_rt_guard_leave();
 }
+
+typedef long (*syscall_fn)(long, ...);
 
 /* Whether @si is a delivery the process did not cause itself: a child's end, stop or continue,
  * or a signal another process sent. */
@@ -65,7 +69,68 @@ static bool from_elsewhere(const siginfo_t *si)
 {
     if (si->si_code > 0)
         return true; /* CLD_EXITED and the other CLD_ codes: the kernel's */
-    return si->si_pid != (pid_t)syscall(SYS_getpid);
+    /* libc's syscall: this library's would record a getpid */
+    return si->si_pid != (pid_t)REAL(syscall, syscall_fn)(SYS_getpid);
+}
+
+/* The SIGCHLDs that came while the thread was inside the runtime (the guard held), in a
+ * recording. Their handler does not run there: its calls would go unrecorded, and a replay,
+ * which never ran it, would diverge where the program saw what it did (bash's command
+ * substitution finding its child already reaped). They wait in this ring until the guard is
+ * released, and tt_pl_signal_release_ then gives each back to the thread (rt_tgsigqueueinfo,
+ * with its siginfo): the kernel delivers it at once, or when the program next unblocks
+ * SIGCHLD, and the trampoline records it there. Beyond HELD_CAP waiting, one is dropped (as a
+ * pending SIGCHLD merges with one already pending). The trampoline writes tail, the release
+ * head; a signal may interrupt the release, never the other way round. */
+#define HELD_CAP 8u
+static __thread struct {
+    siginfo_t q[HELD_CAP];
+    unsigned head, tail;
+} held;
+/* While a release gives one back: the site its delivery is recorded at, read and cleared by
+ * the trampoline that gets it at once (0: none is being given back) */
+static __thread int giving_back;
+
+static void hold(const siginfo_t *si)
+{
+    if (held.tail - held.head < HELD_CAP) {
+        held.q[held.tail % HELD_CAP] = *si;
+        atomic_signal_fence(memory_order_seq_cst);
+        held.tail++;
+    }
+    tt_rt_held = 1;
+}
+
+void tt_pl_signal_release_(bool at_return)
+{
+    if (held.head == held.tail)
+        return;
+    if (tt_pl_vforked) {
+        tt_rt_held = 1; /* the parent's: its thread gives them back when it runs again */
+        return;
+    }
+    int e = errno;
+    syscall_fn sys = REAL(syscall, syscall_fn);
+    long pid = sys(SYS_getpid), tid = sys(SYS_gettid);
+    while (held.head != held.tail) {
+        siginfo_t si = held.q[held.head % HELD_CAP];
+        atomic_signal_fence(memory_order_seq_cst);
+        held.head++;
+        /* at the return of the call whose events came before (the replay makes it where that
+         * call returns), or where no call had one yet (before the next call, as any other) */
+        giving_back = at_return ? S_signal_return : S_signal_delivery;
+        atomic_signal_fence(memory_order_seq_cst);
+        sys(SYS_rt_tgsigqueueinfo, pid, tid, SIGCHLD, &si);
+        atomic_signal_fence(memory_order_seq_cst);
+        giving_back = 0;
+    }
+    errno = e;
+}
+
+void tt_pl_signal_fork_child_(void)
+{
+    held.head = held.tail = 0; /* a fork child has no pending signal of its parent's */
+    tt_rt_held = 0;
 }
 
 static void call_handler(uintptr_t fn, int flags, int sig, siginfo_t *si, void *uc)
@@ -100,10 +165,20 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
             errno = e;
             return;
         }
-        uint32_t site = atomic_load_explicit(&tt_pl_site_ids[S_signal_delivery],
-                                             memory_order_relaxed);
-        /* inside the runtime (the guard held) the handler's calls go unrecorded, and so does
-         * the delivery; nor is a thread registered in a handler (a lock, and memory) */
+        /* inside the runtime (the guard held): held until it is released, and recorded then
+         * (a vfork child's is its own; with SA_RESETHAND the kernel has already reset the
+         * disposition, and the handler runs here, unrecorded, with its calls) */
+        if (tt_in_tracer && !tt_pl_vforked && !(flags & SA_RESETHAND)) {
+            hold(si);
+            errno = e;
+            return;
+        }
+        int given = giving_back;
+        giving_back = 0;
+        uint32_t site = atomic_load_explicit(
+            &tt_pl_site_ids[given == S_signal_return ? S_signal_return : S_signal_delivery],
+            memory_order_relaxed);
+        /* nor is a thread registered in a handler (a lock, and memory) */
         if (site != 0 && tt_rt_thread_known() && tt_rt_guard_enter()) {
             siginfo_t copy = *si;
             tt_event ev = { .kind = TT_EV_IO, .dir = TT_IO_IN, .arg = TT_CH_PROC,
