@@ -602,6 +602,24 @@ __thread int tt_rt_held;
 __thread uint32_t tt_rt_io_count;
 __thread uint32_t tt_rt_span_base;
 
+int tt_rt_guard_leave_live(void)
+{
+    int held = 0;
+    if (g_mode == TT_MODE_REPLAY) { /* a recording's held signals are given back here */
+        held = tt_rt_held;
+        tt_rt_held = 0;
+    }
+    tt_rt_guard_leave();
+    return held;
+}
+
+void tt_rt_guard_enter_live(int held)
+{
+    (void)tt_rt_guard_enter();
+    if (held)
+        tt_rt_held = 1;
+}
+
 void tt_rt_held_run_(bool at_return)
 {
     tt_rt_held = 0;
@@ -715,6 +733,10 @@ static void rt_publish(tt_session *s, bool first)
         tt_replay_signals_(s, TT_RT_SIGNAL_SITE, TT_RT_SIGNAL_RETURN_SITE, rt_deliver, rt_held);
 #endif
     }
+#ifdef TT_RT_PRELOAD
+    if (g_mode == TT_MODE_RECORD && !first)
+        tt_pl_signal_sites_(s); /* a fork child forgot its parent's, and may get a delivery */
+#endif
     if (g_mode == TT_MODE_RECORD && first) {
         record_meta(s);
         record_world(s);

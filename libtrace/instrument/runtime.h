@@ -99,12 +99,20 @@ static inline bool tt_rt_guard_enter(void)
  * signal held just before it is made here, and one that comes after finds the guard free. */
 static inline void tt_rt_guard_leave(void)
 {
+    /* read before the release: a handler that runs after it takes the guard (and the base) */
+    bool at_return = tt_rt_io_count != tt_rt_span_base;
     atomic_signal_fence(memory_order_seq_cst);
     tt_in_tracer = 0;
     atomic_signal_fence(memory_order_seq_cst);
     if (__builtin_expect(tt_rt_held != 0, 0))
-        tt_rt_held_run_(tt_rt_io_count != tt_rt_span_base);
+        tt_rt_held_run_(at_return);
 }
+
+/* Around live work in the middle of an interposed call whose recorded event a replay has
+ * already met (a replayed posix_spawn's real spawn, a replayed wait's real wait): a delivery
+ * recorded at the call's return keeps waiting for it. Leave returns what enter takes back. */
+int tt_rt_guard_leave_live(void);
+void tt_rt_guard_enter_live(int held);
 
 /* The same, after a span that recorded an event of its own (a function hook's enter or exit):
  * its delivery is made where it returns. */
@@ -133,6 +141,9 @@ void tt_pl_signal_deliver_(const void *info, size_t len);
 /* Record, the guard free: the SIGCHLDs held while it was taken are given back to the thread
  * (preload/signal.c); @at_return as tt_rt_held_run_'s. */
 void tt_pl_signal_release_(bool at_return);
+/* Record, a fork child's session just opened (the guard held): the deliveries' sites interned
+ * again when the program has a SIGCHLD handler (a handler may not intern). */
+void tt_pl_signal_sites_(tt_session *s);
 /* Replay, from the handler of a live signal the replay swallows, the guard held: the
  * deliveries the calling thread's recording has next are made now (async-signal-safe as far
  * as the program's handler is). */

@@ -650,13 +650,21 @@ int tt_rp_consume_(tt_session *s, struct tt_rp_thread *t, const tt_event *ev)
             return rc2;
     }
     if (TT_UNLIKELY(rp->signal_return_site != 0)) {
-        /* a delivery recorded at this call's return: the runtime makes it there (an error
-         * of the peek is met again by the next call's) */
+        /* a delivery recorded at this call's return, past the tracer's own events: the
+         * runtime makes it there (an error of the peek is met again by the next call's) */
         const tt_event *next;
         tt_error_info e3;
-        if (tt_reader_peek_ref(rp->r, t->rec, &next, &e3) == TT_OK && next->kind == TT_EV_IO &&
-            next->sp.site == rp->signal_return_site)
-            rp->held(s);
+        while (tt_reader_peek_ref(rp->r, t->rec, &next, &e3) == TT_OK) {
+            if (next->kind == TT_EV_IO && next->sp.site == rp->signal_return_site) {
+                rp->held(s);
+                break;
+            }
+            if (!stepped_over(rp, next) || next->kind == TT_EV_THREAD_END ||
+                next->kind == TT_EV_SESSION_END)
+                break;
+            count_tracer(rp, t, next);
+            tt_reader_advance(rp->r, t->rec);
+        }
     }
     return TT_OK;
 }

@@ -615,9 +615,9 @@ static int spawn(spawn_fn real, bool search, pid_t *pid, const char *path,
         rc = (int)h.ret;
         if (rc == 0 && !tt_rt_alone()) {
             pid_t lp = 0;
-            tt_rt_guard_leave();
+            int held = tt_rt_guard_leave_live();
             int r = real(&lp, path, fa, attr, argv, env);
-            tt_rt_guard_enter();
+            tt_rt_guard_enter_live(held);
             if (r == 0)
                 tt_pl_id_remember(child, lp);
         }
@@ -707,7 +707,7 @@ static int tree_system(tt_session *s, const char *command)
         posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
         pid_t pid = 0;
         int status = -1;
-        tt_rt_guard_leave();
+        int held = tt_rt_guard_leave_live();
         int rc = REAL(posix_spawn, spawn_fn)(&pid, "/bin/sh", NULL, &attr, argv, env);
         if (rc == 0) {
             while (REAL(waitpid, waitpid_fn)(pid, &status, 0) < 0 && errno == EINTR)
@@ -715,7 +715,7 @@ static int tree_system(tt_session *s, const char *command)
         } else {
             status = 127 << 8;
         }
-        tt_rt_guard_enter();
+        tt_rt_guard_enter_live(held);
         posix_spawnattr_destroy(&attr);
         if (env != environ)
             free((void *)env);
@@ -925,9 +925,9 @@ static pid_t wait_any(struct wait_args *a)
             }
         } else if (proc_event(s, k, &h, &o, sizeof o)) {
             if (h.ret > 0 && !tt_rt_alone()) {
-                tt_rt_guard_leave();
+                int held = tt_rt_guard_leave_live();
                 wait_for(a, tt_pl_id_live((pid_t)h.ret));
-                tt_rt_guard_enter();
+                tt_rt_guard_enter_live(held);
             }
         } else {
             tt_rt_guard_leave();

@@ -91,6 +91,8 @@ static __thread struct {
  * the trampoline that gets it at once (0: none is being given back) */
 static __thread int giving_back;
 
+/* From the trampoline, SIGCHLD blocked (a handler without SA_NODEFER): no other hold
+ * interrupts it */
 static void hold(const siginfo_t *si)
 {
     if (held.tail - held.head < HELD_CAP) {
@@ -110,21 +112,36 @@ void tt_pl_signal_release_(bool at_return)
         return;
     }
     int e = errno;
+    /* taken out with every signal blocked: a handler that runs here (another signal's, or a
+     * delivery's made in the loop below) may release too */
+    sigset_t all, was;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &was);
+    siginfo_t q[HELD_CAP];
+    unsigned n = 0;
+    while (held.head != held.tail && n < HELD_CAP)
+        q[n++] = held.q[held.head++ % HELD_CAP];
+    pthread_sigmask(SIG_SETMASK, &was, NULL);
     syscall_fn sys = REAL(syscall, syscall_fn);
     long pid = sys(SYS_getpid), tid = sys(SYS_gettid);
-    while (held.head != held.tail) {
-        siginfo_t si = held.q[held.head % HELD_CAP];
-        atomic_signal_fence(memory_order_seq_cst);
-        held.head++;
+    for (unsigned i = 0; i < n; i++) {
         /* at the return of the call whose events came before (the replay makes it where that
          * call returns), or where no call had one yet (before the next call, as any other) */
         giving_back = at_return ? S_signal_return : S_signal_delivery;
         atomic_signal_fence(memory_order_seq_cst);
-        sys(SYS_rt_tgsigqueueinfo, pid, tid, SIGCHLD, &si);
+        sys(SYS_rt_tgsigqueueinfo, pid, tid, SIGCHLD, &q[i]);
         atomic_signal_fence(memory_order_seq_cst);
         giving_back = 0;
     }
     errno = e;
+}
+
+void tt_pl_signal_sites_(tt_session *s)
+{
+    if (!atomic_load_explicit(&g_chld.fn, memory_order_acquire))
+        return;
+    tt_pl_site_id(s, S_signal_delivery);
+    tt_pl_site_id(s, S_signal_return);
 }
 
 void tt_pl_signal_fork_child_(void)
@@ -167,8 +184,9 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
         }
         /* inside the runtime (the guard held): held until it is released, and recorded then
          * (a vfork child's is its own; with SA_RESETHAND the kernel has already reset the
-         * disposition, and the handler runs here, unrecorded, with its calls) */
-        if (tt_in_tracer && !tt_pl_vforked && !(flags & SA_RESETHAND)) {
+         * disposition, and with SA_NODEFER another could come in the middle of the hold: the
+         * handler runs here, unrecorded, with its calls) */
+        if (tt_in_tracer && !tt_pl_vforked && !(flags & (SA_RESETHAND | SA_NODEFER))) {
             hold(si);
             errno = e;
             return;
