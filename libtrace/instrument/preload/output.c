@@ -81,6 +81,15 @@ void tt_pl_seg_flush(tt_session *s, int fd)
     pthread_mutex_unlock(&g->mu);
 }
 
+/* A replay's write is made for real before its bytes meet the recording: a signal delivery
+ * the recording has next (a handler that ran, and wrote, before this write did) is made
+ * first, or the handler's output would follow this write's. */
+static void deliveries_first(tt_session *s)
+{
+    if (!tt_pl_recording(s) && tt_rt_tree())
+        tt_rt_deliver_next();
+}
+
 /* A write to fd 1 or 2 while output is checked: written for real (in replay too), then the
  * bytes that were written are compared (replay) or recorded. */
 ssize_t tt_pl_out_write(int fd, const void *buf, size_t n)
@@ -89,6 +98,7 @@ ssize_t tt_pl_out_write(int fd, const void *buf, size_t n)
     tt_session *s = tt_pl_enter();
     if (!s)
         return f(fd, buf, n);
+    deliveries_first(s);
     ssize_t r = f(fd, buf, n);
     int err = errno;
     if (r > 0)
@@ -117,6 +127,7 @@ TT_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
     tt_session *s = tt_pl_enter();
     if (!s)
         return f(fd, iov, cnt);
+    deliveries_first(s);
     ssize_t r = f(fd, iov, cnt);
     int err = errno;
     size_t left = r > 0 ? (size_t)r : 0;
