@@ -187,8 +187,9 @@ static void warn_untraced(tool_trace *t)
     if (n && u)
         fputs(" and ", stderr);
     if (u)
-        fprintf(stderr, "%" PRIu32 " exec%s of a program the runtime cannot follow (static or "
-                "setuid) ran unrecorded", u, u == 1 ? "" : "s");
+        fprintf(stderr, "%" PRIu32 " exec%s of a program the runtime cannot follow (static, "
+                "setuid, or given an environment without the runtime) ran unrecorded", u,
+                u == 1 ? "" : "s");
     if (first[0]) {
         fputs(" (the first: ", stderr);
         tool_print_text(stderr, first, strlen(first));
