@@ -198,6 +198,45 @@ static void warn_untraced(tool_trace *t)
     fputs("; replay runs them live and does not compare them\n", stderr);
 }
 
+/* Says once what ran unrecorded below the root (an exec the runtime could not follow in a
+ * descendant, which only that descendant's manifest counts) and which processes died before
+ * their trace was finished: the tree's manifest names them. The root's own are said above. */
+static void warn_tree(const char *file)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+    if (tool_procs_dir(file, dir, sizeof dir) != 0 || stat(dir, &st) != 0)
+        return; /* the program started no process */
+    tool_proc *v;
+    size_t n;
+    if (tool_procs_read(file, &v, &n) != 0)
+        return;
+    size_t unrecorded = 0, died = 0;
+    const tool_proc *first_u = NULL, *first_d = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(v[i].path, "root") != 0 && strncmp(v[i].note, "ran unrecorded", 14) == 0) {
+            unrecorded++;
+            first_u = first_u ? first_u : &v[i];
+        }
+        if (v[i].partial) {
+            died++;
+            first_d = first_d ? first_d : &v[i];
+        }
+    }
+    fflush(stdout);
+    if (unrecorded)
+        fprintf(stderr, "tinytrace: warning: %zu process%s of the tree exec'd a program the "
+                "runtime cannot follow, which ran unrecorded (the first: %s, %.200s); replay "
+                "runs them live and does not compare them\n", unrecorded,
+                unrecorded == 1 ? "" : "es", first_u->name, first_u->note);
+    if (died)
+        fprintf(stderr, "tinytrace: warning: %zu process%s of the tree died before %s trace was "
+                "finished (the first: %s%s%.200s); `tinytrace recover` saves what %s wrote\n",
+                died, died == 1 ? "" : "es", died == 1 ? "its" : "their", first_d->name,
+                first_d->cmd[0] ? ", " : "", first_d->cmd, died == 1 ? "it" : "they");
+    free(v);
+}
+
 /* What the command line asks for. */
 struct record {
     const char *output;
@@ -470,7 +509,8 @@ int cmd_record(int argc, char **argv)
     rc = summarize(&o, o.output, abs, &before, pid, status);
     if (rc < 0) {
         tool_auth_sign(abs); /* a trace without it still is one: replay asks for --trust */
-        tool_procs_finish(abs, pids, statuses, nreaped);
+        if (tool_procs_finish(abs, pids, statuses, nreaped) == 0)
+            warn_tree(abs);
     }
     /* after the MACs and the tree's manifest went in: each file waits for the disk once */
     tool_procs_sync(abs); /* reported; the traces are there all the same */

@@ -435,6 +435,8 @@ def a_process_killed_in_the_tree_leaves_the_rest_verifying():
                  'date +%N; sh -c "date +%N; kill -9 \\$\\$"; echo after $?')
         check(r.returncode == 0 and "after 137" in r.stdout, "record a tree with a SIGKILL",
               r.stdout + r.stderr)
+        check("warning: 1 process of the tree died before its trace was finished" in r.stderr
+              and "tinytrace recover" in r.stderr, "record warns of the dead process", r.stderr)
         d = c.path("k.tt.procs")
         files = sorted(os.listdir(d)) if os.path.isdir(d) else []
         partial = [f for f in files if f.endswith(".partial")]
@@ -480,6 +482,11 @@ def an_untraceable_child_is_named_and_runs_live():
         named = [p for p in doc.get("processes") or [] if "/sbin/ldconfig" in p["note"]]
         check(len(named) == 1 and "unrecorded" in named[0]["note"],
               "the tree names the untraceable child", doc.get("processes"))
+        # in a child of the tree: only the tree's manifest names it, and record says so
+        r2 = c.tt("record", "-o", "e.tt", "--", "sh", "-c", "env -i /bin/true; echo done")
+        check(r2.returncode == 0 and "warning: 1 process of the tree exec'd a program the "
+              "runtime cannot follow" in r2.stderr and "/bin/true" in r2.stderr,
+              "record warns of an unrecorded exec in a child", r2.stderr)
         rep = c.tt("replay", "u.tt")
         check(rep.returncode == 8 and "/sbin/ldconfig" in rep.stderr and
               "replay matched the recording" not in rep.stderr and rep.stdout == r.stdout,
