@@ -501,8 +501,8 @@ def a_shells_children_do_not_carry_their_siblings_notes():
     objects as the 2nd's (it held 56 more), every child is listed with its pid and status, and
     the loop replays."""
     with Case("siblings") as c:
-        # (not $(seq 30): bash reaps a command substitution's child from its SIGCHLD handler,
-        # whose delivery against the pipe's read is not replayed yet)
+        # (a counted loop, so that every child is a /bin/true: the command substitution case
+        # is sigchld_handlers_run_where_the_recording_ran_them's)
         r = c.tt("record", "-o", "b.tt", "--", "bash", "-c",
                  "for ((i = 0; i < 30; i++)); do /bin/true; done; echo done")
         check(r.returncode == 0 and r.stdout == "done\n", "record a bash loop of 30 children",
