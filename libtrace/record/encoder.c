@@ -28,6 +28,15 @@ static inline size_t leaf_run(struct tt_tables *restrict tb, struct tb_thread *r
                               uint64_t origin, uint64_t *last_time, uint32_t fn,
                               uint64_t exit_word, uint64_t *seq)
 {
+    /* the next raw record first: most exits are not followed by the same leaf again (a call
+     * tree's), and this one load and compare is all they pay */
+    const uint64_t enter_word = exit_word - (TT_EV_EXIT - TT_EV_ENTER);
+    uint64_t next_word;
+    if ((size_t)(end - raw) < 2 * sizeof(struct tt_raw_short))
+        return 0;
+    memcpy(&next_word, raw, sizeof next_word);
+    if (next_word != enter_word)
+        return 0;
     const uint32_t depth = t->depth;
     if (!(t->run_at && fn == t->prev_fn && depth == t->prev_depth &&
           t->prev_chunk == tb->chunk_off && depth < t->max_depth && t->rows_cap >= 40 &&
@@ -58,9 +67,8 @@ static inline size_t leaf_run(struct tt_tables *restrict tb, struct tb_thread *r
     uint64_t last = last0, n = 0, total = 0;
     struct summary_row *const r = &tb->sum[tb->sum_last];
     uint64_t longest = r->longest, longest_at = 0;
-    /* the pair's raw records as the last exit's: the same words, but for the kind byte (the
-     * function as an id or as an address, TT_RAW_ADDR, compares either way) */
-    const uint64_t enter_word = exit_word - (TT_EV_EXIT - TT_EV_ENTER);
+    /* the pair's raw records are the last exit's words (enter_word above), but for the kind
+     * byte: the function as an id or as an address (TT_RAW_ADDR) compares either way */
     for (; n < nmax; n++, raw += 2 * sizeof(struct tt_raw_short)) {
         struct tt_raw_short e, x;
         memcpy(&e, raw, sizeof e);
