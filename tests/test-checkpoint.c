@@ -221,6 +221,65 @@ Test(checkpoint, restore_commits_every_provider_and_the_epoch_goes_up)
     free(sink.data);
 }
 
+/* TT_PARAM_INDEX 0 leaves the index tables out (index_offset 0, tt_index_open says why) but not
+ * the checkpoint table: a replay from a checkpoint needs it, stats does not */
+Test(checkpoint, without_the_index_tables_the_checkpoint_table_is_still_written)
+{
+    tt_memory_sink sink;
+    tt_session *s;
+    tt_error_info err = {0};
+    tt_config cfg;
+    tt_config_init(&cfg);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_MODE, TT_MODE_RECORD, &err), TT_OK, "%s",
+                 err.message);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_INDEX, 0, &err), TT_OK, "%s", err.message);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_INDEX, 2, &err), TT_E_CONFIG,
+                 "TT_PARAM_INDEX takes 0 or 1");
+    memset(&sink, 0, sizeof sink);
+    tt_config_set_memory_sink(&cfg, &sink);
+    cr_assert_eq(tt_session_open(&cfg, &s, &err), TT_OK, "%s", err.message);
+    providers_on(s, 0x51);
+    uint32_t fn = fn_of(s, "work");
+    cr_assert_eq(tt_checkpoint(s, 7), TT_OK);
+    some_calls(s, fn, 11);
+    change_states(0x52);
+    cr_assert_eq(tt_checkpoint_restore(s, NULL, 8, &err), TT_OK, "%s", err.message);
+    some_calls(s, fn, 12);
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_PER_THREAD, &err),
+                 TT_OK, "%s", err.message);
+    cr_assert_eq(tr.m.index_offset, 0u, "an index was written: offset %llu",
+                 (unsigned long long)tr.m.index_offset);
+    tt_index *ix;
+    cr_assert_eq(tt_index_open(tr.r, NULL, &ix, &err), TT_E_INVAL);
+    cr_assert_not_null(strstr(err.message, "recorded without"), "%s", err.message);
+    cr_assert_eq(tt_reader_checkpoint_count(tr.r), 1u);
+    cr_assert_eq(tt_reader_restore_count(tr.r), 1u);
+    tt_checkpoint_entry ce;
+    cr_assert_eq(tt_reader_checkpoint(tr.r, 0, &ce), TT_OK);
+    cr_assert_eq(ce.site, 7u);
+    cr_assert_eq(ce.providers, (uint32_t)NPROV);
+    tt_restore_entry re;
+    cr_assert_eq(tt_reader_restore(tr.r, 1, &re), TT_OK);
+    cr_assert_eq(re.checkpoint, 0u);
+    cr_assert_eq(re.site, 8u);
+    tt_test_reader_close(&tr);
+
+    /* the events are all there, and the file verifies */
+    tt_test_events ev;
+    thread_events(sink.data, sink.len, 0, &ev);
+    cr_assert_eq(count_kind(&ev, TT_EV_USER), 2u);
+    cr_assert_eq(count_kind(&ev, TT_EV_RESTORE), 1u);
+    tt_test_events_free(&ev);
+    tt_source src;
+    tt_source_memory(&src, sink.data, sink.len);
+    tt_verify_result vr;
+    cr_assert_eq(tt_verify(&src, NULL, &vr), TT_OK, "%s", vr.message);
+    free(sink.data);
+}
+
 Test(checkpoint, a_stage_that_fails_cancels_the_others_changes_nothing_and_a_retry_succeeds)
 {
     tt_memory_sink sink;

@@ -510,6 +510,11 @@ Test(config, from_env_refuses_a_sync_that_is_not_0_or_1_naming_the_variable)
     expect_env_refused("TINYTRACE_SYNC", "2");
 }
 
+Test(config, from_env_refuses_an_index_that_is_not_0_or_1_naming_the_variable)
+{
+    expect_env_refused("TINYTRACE_INDEX", "2");
+}
+
 /* The writer's fdatasync, counted: this program's definition is the one the library, linked
  * into it, calls. */
 static _Atomic unsigned datasyncs;

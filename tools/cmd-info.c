@@ -102,6 +102,13 @@ static void print_text(const tool_trace *t)
            m->threads_length);
     printf("object table:     offset %" PRIu64 ", length %" PRIu64 "\n", m->objects_offset,
            m->objects_length);
+    if (m->version >= 2 && m->index_offset != 0)
+        printf("index tables:     offset %" PRIu64 ", length %" PRIu64 "\n", m->index_offset,
+               m->index_length);
+    else /* stats, tree and report refuse the file; the rest read it */
+        printf("index tables:     none (%s)\n",
+               m->version < 2 ? "format version 1"
+               : (m->flags & TT_MF_RECOVERED) ? "recovered" : "recorded without them");
     printf("file size:        %" PRIu64 "\n", m->file_size);
     printf("ticks per second: %" PRIu64 "%s\n", m->ticks_per_sec,
            (m->flags & TT_MF_TSC) ? " (TSC)" : "");
@@ -444,6 +451,8 @@ static void print_manifest_json(tool_json *j, const tool_trace *t)
     tj_u64(j, "threads_length", m->threads_length);
     tj_u64(j, "objects_offset", m->objects_offset);
     tj_u64(j, "objects_length", m->objects_length);
+    tj_u64(j, "index_offset", m->index_offset);
+    tj_u64(j, "index_length", m->index_length);
     tj_u64(j, "file_size", m->file_size);
     tj_u64(j, "ticks_per_sec", m->ticks_per_sec);
     tj_u64(j, "tick_origin", m->tick_origin);

@@ -62,8 +62,8 @@ static const char usage[] =
     "  -h, --help          print this help\n"
     "\n"
     "Exits 0 on success; 2 on a usage error; 3 when the tables are damaged or missing\n"
-    "(recovered and version-1 traces have none); 6 when FILE cannot be opened, memory runs out\n"
-    "or the output cannot be written.\n";
+    "(recovered, version-1 and record --no-index traces have none); 6 when FILE cannot be\n"
+    "opened, memory runs out or the output cannot be written.\n";
 
 enum sort_key { BY_TOTAL, BY_SELF, BY_CALLS, BY_AVG, BY_MAX, BY_NAME };
 

@@ -34,8 +34,9 @@ static const char usage[] =
     "                      kinds{}\n" TOOL_NO_DEMANGLE_HELP TOOL_MAX_MEMORY_HELP TOOL_PROCESS_HELP
     "  -h, --help          print this help\n"
     "\n"
-    "Exits 0 on success; 3 when the tables are damaged or missing (a recovered or version-1\n"
-    "trace has no index tables); 6 when FILE cannot be opened or the output written.\n";
+    "Exits 0 on success; 3 when the tables are damaged or missing (a recovered, version-1 or\n"
+    "record --no-index trace has no index tables); 6 when FILE cannot be opened or the output\n"
+    "written.\n";
 
 struct ctx {
     tool_trace *t;

@@ -67,8 +67,8 @@ static const char usage[] =
     "  -h, --help              print this help\n"
     "\n"
     "Exits 0 on success; 2 on a usage error (an unknown thread or function); 3 when the tables\n"
-    "are damaged or missing (recovered and version-1 traces have none); 6 when FILE cannot be\n"
-    "opened or the output written.\n";
+    "are damaged or missing (recovered, version-1 and record --no-index traces have none); 6\n"
+    "when FILE cannot be opened or the output written.\n";
 
 struct opts {
     int one_thread;

@@ -188,12 +188,18 @@ int tool_trace_start(tool_trace *t, const char *path, const tool_opts *o, tt_cur
     if (rc == TOOL_EXIT_OK && upto >= TOOL_TRACE_OPEN)
         rc = tool_trace_open(t);
     if (rc == TOOL_EXIT_OK && upto >= TOOL_TRACE_INDEX) {
-        /* no index tables (TT_E_INVAL: a recovered or version-1 trace) is a damaged file to a
-         * verb that cannot work without them */
+        /* no index tables (TT_E_INVAL: a recovered, version-1 or --no-index trace) is exit 3
+         * to a verb that cannot work without them, but not called damaged: the message says
+         * why the file has none */
         tool_error_info_init(&err);
         rc = tt_index_open(t->r, &t->lim, &t->ix, &err);
-        if (rc != TT_OK)
-            rc = tool_report(t->path, "index tables", rc == TT_E_INVAL ? TT_E_CORRUPT : rc, &err);
+        if (rc == TT_E_INVAL) {
+            tool_error("%s: this command needs the index tables, and %s", t->path,
+                       tool_strip_path(tool_strip_path(err.message, t->path), t->src.name));
+            rc = TOOL_EXIT_CORRUPT;
+        } else if (rc != TT_OK) {
+            rc = tool_report(t->path, "index tables", rc, &err);
+        }
     }
     if (rc == TOOL_EXIT_OK && o != NULL && o->one_thread && o->thread >= t->m.thread_count) {
         tool_error("%s: the trace has no thread %" PRIu32 " (it has %" PRIu32 ")", t->path,

@@ -185,9 +185,9 @@ void tt_encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
      * be reloaded and stored again for each event */
     uint64_t seq = t->seq, last_time = t->last_time, count = 0;
     const uint32_t tid = t->base.id; /* on the recording thread's line: read once, not per event */
-    /* NULL without tables, or when there was no memory for this thread's (the index is then
-     * marked failed) */
-    struct tb_thread *tbt = tb ? tt_tables_of(tb, tid) : NULL;
+    /* NULL without tables, without an index (TT_PARAM_INDEX 0: the checkpoint marks only), or
+     * when there was no memory for this thread's (the index is then marked failed) */
+    struct tb_thread *tbt = tb && !tb->marks_only ? tt_tables_of(tb, tid) : NULL;
     bool has_time = t->has_time, split = t->pending != 0;
     uint64_t last_addr = 0; /* the last address-form function and its id */
     uint32_t last_id = 0;
@@ -260,6 +260,8 @@ void tt_encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
         prev_fn = sr.function;
         if (tbt)
             tt_tables_event(tb, w, tbt, tid, kind, sr.function, rel, seq, (uint32_t)count);
+        else if (TT_UNLIKELY(tb && (kind == TT_EV_CHECKPOINT || kind == TT_EV_RESTORE)))
+            tt_tables_mark_(tb, tid, seq, rel, (uint32_t)count); /* no index (TT_PARAM_INDEX 0) */
         seq++;
         count++;
         if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {

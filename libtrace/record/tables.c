@@ -38,7 +38,8 @@
  * it grows with the length of the run.
  *
  * A session recording into caller storage (tt_config_set_writer_storage) allocates nothing on its own, so
- * it writes no index: its files are version 2 without a directory (index_offset = 0).
+ * it writes no index: its files are version 2 without a directory (index_offset = 0). Nor does
+ * one with TT_PARAM_INDEX 0, which asked for none.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -78,6 +79,7 @@ int tt_tables_open(tt_session *s, struct tt_tables **out)
     if (!tb)
         return TT_E_NOMEM;
     tb->s = s;
+    tb->marks_only = !s->cfg.index; /* TT_PARAM_INDEX 0: the checkpoint table, no index */
     *out = tb;
     return TT_OK;
 }
@@ -563,7 +565,7 @@ static bool put(struct tt_tables *tb, uint8_t **buf, size_t *len, size_t *cap, u
 void tt_tables_write_tail(struct tt_tables *tb, struct tt_writer *w, uint32_t nthreads)
 {
     tt_manifest *m = tt_writer_manifest_(w);
-    if (tb->failed)
+    if (tb->failed || tb->marks_only)
         return;
     /* summary: rows sorted by function id */
     uint32_t n = 0;

@@ -77,6 +77,7 @@ struct tt_tables {
     struct fixup { uint32_t thread; uint64_t at, back; } *fix;
     size_t nfix, fix_cap;
     bool failed;              /* out of memory: the file gets no index */
+    bool marks_only;          /* TT_PARAM_INDEX 0: no index, only the checkpoint marks below */
     /* where each checkpoint and restore event went (tt_tables_mark_), for the checkpoint table
      * (tables.c, at close, with the session's notes of them) */
     tt_session *s;

@@ -35,6 +35,7 @@ void tt_config_init(tt_config *cfg)
     c->chaos_depth = 3;
     c->chaos_delay_us = 1000;
     c->sync = 1;
+    c->index = 1;
 }
 
 static const char *param_name(tt_param p)
@@ -57,6 +58,7 @@ static const char *param_name(tt_param p)
     case TT_PARAM_REAL_SLEEP: return "TT_PARAM_REAL_SLEEP";
     case TT_PARAM_SYNC: return "TT_PARAM_SYNC";
     case TT_PARAM_SPARES: return "TT_PARAM_SPARES";
+    case TT_PARAM_INDEX: return "TT_PARAM_INDEX";
     default: return "unknown parameter";
     }
 }
@@ -109,6 +111,7 @@ static int check(tt_param p, uint64_t v, const char *name, tt_error_info *err)
     case TT_PARAM_REAL_SLEEP:
     case TT_PARAM_SYNC:
     case TT_PARAM_SPARES:
+    case TT_PARAM_INDEX:
         return range(err, name, v, 0, 1);
     case TT_PARAM_CHAOS_SEED:
         return TT_OK;
@@ -140,6 +143,7 @@ static uint64_t *slot(struct tt_config_impl *c, tt_param p)
     case TT_PARAM_REAL_SLEEP: return &c->real_sleep;
     case TT_PARAM_SYNC: return &c->sync;
     case TT_PARAM_SPARES: return &c->spares;
+    case TT_PARAM_INDEX: return &c->index;
     default: return NULL;
     }
 }
@@ -333,7 +337,7 @@ static const char *const known_vars[] = {
     "KEEP_GOING", "PID", "PRELOAD", "PROGRESS_MS", "REPORT_FD", "RT", "CHAOS", "CHAOS_DEPTH",
     "CHAOS_DELAY_US", "REAL_SLEEP", "REPLAY_FROM", "STOP_AT", "GDB", "TREE", "PROCESS",
     "REPORT_NONCE", "OUTSIDE_FIFO", "FILTER", "NOTRACE", "DEPTH", "DEBUGINFO_PATH", "SYNC",
-    "SPARES",
+    "SPARES", "INDEX",
 };
 
 static int check_names(tt_error_info *err)
@@ -426,7 +430,8 @@ int tt_config_from_env(tt_config *cfg, tt_error_info *err)
         (rc = env_num(&tmp, "TINYTRACE_CHAOS_DELAY_US", TT_PARAM_CHAOS_DELAY_US, 1, err)) ||
         (rc = env_num(&tmp, "TINYTRACE_REAL_SLEEP", TT_PARAM_REAL_SLEEP, 1, err)) ||
         (rc = env_num(&tmp, "TINYTRACE_SYNC", TT_PARAM_SYNC, 1, err)) ||
-        (rc = env_num(&tmp, "TINYTRACE_SPARES", TT_PARAM_SPARES, 1, err)))
+        (rc = env_num(&tmp, "TINYTRACE_SPARES", TT_PARAM_SPARES, 1, err)) ||
+        (rc = env_num(&tmp, "TINYTRACE_INDEX", TT_PARAM_INDEX, 1, err)))
         return rc;
     /* TINYTRACE_CHAOS=SEED: chaos on, with that seed */
     if (tt_setting_("TINYTRACE_CHAOS")) {

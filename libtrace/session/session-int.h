@@ -40,6 +40,7 @@ struct tt_config_impl {
     uint64_t real_sleep;
     uint64_t sync;                /* TT_PARAM_SYNC: fdatasync at close */
     uint64_t spares;              /* TT_PARAM_SPARES: the partial file is a spare, renamed */
+    uint64_t index;               /* TT_PARAM_INDEX: the swapper builds the index tables */
     uint64_t replay_from;         /* TT_PARAM_REPLAY_FROM: checkpoint N + 1, 0: not set */
     tt_memory_sink *memory_sink;
     tt_sink_write_fn cb_fn;

@@ -94,6 +94,13 @@ typedef enum tt_param {
                                    * there is one left (`tinytrace record` keeps one filled
                                    * for the tree's processes: a rename costs less than a
                                    * create on some file systems); 0 (default) = created */
+    TT_PARAM_INDEX,               /* record: 1 (default) = the swapper builds the index tables
+                                   * (docs/FORMAT.md §14) while it writes, for stats, tree,
+                                   * report and dump --from; 0 = none (index_offset 0; the
+                                   * checkpoint table is still written): a recording that only
+                                   * replay, verify, dump, diff and export will read costs its
+                                   * program less, 0.66-0.74x the wall time on deep call trees
+                                   * (docs/PERFORMANCE.md) */
     TT_PARAM_PARAM_MAX_
 } tt_param;
 
