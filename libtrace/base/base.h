@@ -146,6 +146,32 @@ int tt_fd_relocate(int slot, int fd);
  * no number free); @fd stays open. */
 int tt_fd_high(int fd);
 
+/* ---- the next definition of a name, as dlsym(RTLD_NEXT) finds it (dso.c) ----
+ * The objects after one object in the link-map chain, with their dynamic symbol tables, for
+ * many look-ups at the cost of one each. Meant for startup (a constructor), when the chain is
+ * the global scope; not async-signal-safe (dladdr1). */
+#define TT_DSO_MAX 32
+struct tt_dso {
+    uintptr_t base;
+    const void *sym;         /* DT_SYMTAB */
+    const char *str;         /* DT_STRTAB */
+    const uint16_t *versym;  /* DT_VERSYM, or NULL */
+    const uint32_t *gnu;     /* DT_GNU_HASH */
+    const char *name;
+};
+struct tt_dso_scope {
+    uint32_t n;
+    struct tt_dso obj[TT_DSO_MAX];
+};
+enum { TT_DSO_FOUND, TT_DSO_NONE, TT_DSO_ASK };
+/* The objects after the one that holds @self. False when one of them cannot be searched
+ * (no GNU hash table) or there are too many: then only dlsym can answer. */
+bool tt_dso_scope_after(struct tt_dso_scope *sc, const void *self);
+/* TT_DSO_FOUND with *@out the function dlsym(RTLD_NEXT, @name) would return; TT_DSO_NONE when
+ * no object of @sc defines @name; TT_DSO_ASK when the answer is the loader's to give (an IFUNC,
+ * a name defined in more than one object, anything but a plain function). */
+int tt_dso_find(const struct tt_dso_scope *sc, const char *name, void **out);
+
 /* ---- the tracer's own threads and calls (util.c) ----
  * Nonzero while tinytrace itself runs on this thread: the swapper holds it for its whole life,
  * the runtime and the interposers while they work. Anything that would record (an interposed

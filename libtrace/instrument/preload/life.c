@@ -9,7 +9,8 @@
 /* After the runtime's constructor (101): the session exists when the process is traced. */
 __attribute__((constructor(102))) static void preload_init(void)
 {
-    /* resolve everything now, so that no dlsym runs later inside a signal handler */
+    /* the real functions' tables now, and what only dlsym can find, so that no dlsym runs
+     * later inside a signal handler (real.c) */
     tt_pl_real_load_all();
     tt_session *s = tt_pl_enter();
     if (!s)
