@@ -307,7 +307,9 @@ void record_meta(tt_session *s)
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return;
-    size_t cap = 65536, n = 0;
+    /* most command lines are short: a small block first (a block of 64 KiB or more is a run of
+     * its own in the region, mapped and given back with three system calls), doubled as needed */
+    size_t cap = 4096, n = 0;
     char *cmd = malloc(cap);
     for (ssize_t r = 1; cmd && r > 0;) {
         if (n + 1 == cap) {
@@ -331,15 +333,20 @@ void record_meta(tt_session *s)
         return;
     }
     cmd[n] = '\0';
-    for (size_t i = 0; i < n; i += strlen(cmd + i) + 1)
-        if (strlen(cmd + i) > ARG_META_MAX) { /* too long for a name: record no command line */
+    size_t longest = 0;
+    for (size_t i = 0; i < n; i += strlen(cmd + i) + 1) {
+        size_t len = strlen(cmd + i);
+        if (len > ARG_META_MAX) { /* too long for a name: record no command line */
             free(cmd);
             return;
         }
+        longest = len > longest ? len : longest;
+    }
     int argc = 0;
-    char *a = malloc(ARG_META_MAX + 32);
+    const size_t acap = longest + 32; /* "argv[N]=" and the argument */
+    char *a = malloc(acap);
     for (size_t i = 0; a && i < n; i += strlen(cmd + i) + 1, argc++) {
-        snprintf(a, ARG_META_MAX + 32, "argv[%d]=%s", argc, cmd + i);
+        snprintf(a, acap, "argv[%d]=%s", argc, cmd + i);
         tt_intern(s, TT_OBJ_META, a, &id);
     }
     if (a) {

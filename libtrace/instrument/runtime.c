@@ -365,11 +365,8 @@ static bool rt_settings_load(void)
         return false;
     if (*end == ':' && !proc_identity_parse(end + 1))
         return false;
-    char text[16384];
-    ssize_t n = pread((int)fd, text, sizeof text - 1, 0);
-    if (n < 0)
+    if (tt_settings_read_((int)fd) != TT_OK)
         return false;
-    tt_settings_load_(text, (size_t)n);
     /* out of the program's way, so that its own descriptors are numbered as in the other mode;
      * still inherited, for an exec of this process (tt_rt_exec_env). A descendant finds it
      * there already. */
@@ -660,11 +657,19 @@ static void stop_at_setup(tt_session *s)
  * TINYTRACE_FILE as it is); @copy: a fork child's recording, which begins with the names its
  * parent had interned (so every id the image holds, cached by the families and the hooks,
  * stays valid). Returns the tt_error code; *@sp the session. The guard is held. */
-static int rt_open(const char *cfg_file, tt_session *copy, tt_session **sp, tt_error_info *err)
+static int rt_open(const char *cfg_file, tt_session *copy, const tt_config *base,
+                   tt_session **sp, tt_error_info *err)
 {
+    /* @base: the settings as the constructor read them, not read again; NULL: read them now
+     * (a fork child's first call, after the program may have set TINYTRACE_* itself) */
     tt_config cfg;
-    tt_config_init(&cfg);
-    int rc = tt_config_from_env(&cfg, err);
+    int rc = TT_OK;
+    if (base) {
+        cfg = *base;
+    } else {
+        tt_config_init(&cfg);
+        rc = tt_config_from_env(&cfg, err);
+    }
     if (rc == TT_OK && env_flag(TT_ENV_KEEP_GOING))
         rc = tt_config_set(&cfg, TT_PARAM_DIVERGENCE, TT_DIVERGE_COUNT, err);
     if (rc == TT_OK && cfg_file)
@@ -763,7 +768,7 @@ static tt_session *rt_open_pending(void)
         char file[4200];
         tt_error_info err;
         int rc = proc_file(file, sizeof file) == 0
-                     ? rt_open(file, g_parent_session, &s, &err)
+                     ? rt_open(file, g_parent_session, NULL, &s, &err)
                      : tt_fail(&err, TT_E_CONFIG, 0, UINT64_MAX, "no TINYTRACE_FILE");
         /* release: pairs with the acquire above, on another thread that saw it pending */
         atomic_store_explicit(&g_pending, 0, memory_order_release);
@@ -839,10 +844,12 @@ static void rt_init(void)
     char file[4200];
     tt_config probe;
     tt_config_init(&probe);
-    tt_config_from_env(&probe, NULL);
+    /* read once: rt_open starts from it, unless it was refused (then rt_open reads the
+     * settings again, to say why) */
+    const tt_config *base = tt_config_from_env(&probe, NULL) == TT_OK ? &probe : NULL;
     int rc = g_tree && proc_file(file, sizeof file) != 0
                  ? tt_fail(&err, TT_E_CONFIG, 0, UINT64_MAX, "no TINYTRACE_FILE")
-                 : rt_open(g_tree ? file : NULL, NULL, &s, &err);
+                 : rt_open(g_tree ? file : NULL, NULL, base, &s, &err);
     if (rc == TT_E_IO && err.sys_errno == EEXIST && (owner || from_tool) && !g_tree &&
         tt_session_mode_of_(&probe) == TT_MODE_RECORD) {
         /* This process was traced before an exec (a shell running its last command, a wrapper
@@ -851,7 +858,7 @@ static void rt_init(void)
         char partial[4200];
         snprintf(partial, sizeof partial, "%s.%s.partial", tt_setting_("TINYTRACE_FILE"), me);
         if (unlink(partial) == 0)
-            rc = rt_open(NULL, NULL, &s, &err);
+            rc = rt_open(NULL, NULL, base, &s, &err);
     }
     if (rc != TT_OK && tt_session_mode_of_(&probe) == TT_MODE_REPLAY) {
         g_mode = TT_MODE_REPLAY;

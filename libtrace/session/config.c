@@ -7,6 +7,7 @@
 #include <sys/auxv.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "session-int.h"
 
@@ -257,7 +258,7 @@ int tt_config_set_writer_storage(tt_config *cfg, void *storage, size_t len, tt_e
 /* ---------------------------------------------------------------- settings
  *
  * A TINYTRACE_* setting comes from the environment, or from the settings the runtime was handed
- * by `tinytrace record|replay` through a descriptor (tt_settings_load_): then the program's
+ * by `tinytrace record|replay` through a descriptor (tt_settings_read_): then the program's
  * environment holds none of them, and a program that opens its own session from the environment
  * still finds the runtime's. Neither counts in a setuid or setgid process. */
 
@@ -266,11 +267,9 @@ static char settings_text[16384];
 static const char *settings_key[SETTINGS_MAX], *settings_val[SETTINGS_MAX];
 static unsigned nsettings;
 
-int tt_settings_load_(const char *text, size_t len)
+/* Splits settings_text, @len bytes long, into its lines. */
+static void settings_parse(size_t len)
 {
-    if (len >= sizeof settings_text)
-        return TT_E_LIMIT;
-    memcpy(settings_text, text, len);
     settings_text[len] = '\0';
     nsettings = 0;
     for (char *line = settings_text; *line && nsettings < SETTINGS_MAX;) {
@@ -286,6 +285,16 @@ int tt_settings_load_(const char *text, size_t len)
             break;
         line = nl + 1;
     }
+}
+
+int tt_settings_read_(int fd)
+{
+    /* straight into the static buffer: no copy on the constructor's stack, whose pages a short
+     * process would fault in for it */
+    ssize_t n = pread(fd, settings_text, sizeof settings_text - 1, 0);
+    if (n < 0)
+        return TT_E_IO;
+    settings_parse((size_t)n);
     return TT_OK;
 }
 

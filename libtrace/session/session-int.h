@@ -63,9 +63,10 @@ static inline const struct tt_config_impl *tt_cfg(const tt_config *c)
 /* The mode a config asks for. */
 tt_mode tt_session_mode_of_(const tt_config *cfg);
 /* Settings handed to the runtime as text ("NAME=VALUE" lines, NAME without the TINYTRACE_
- * prefix): tt_setting_ finds them where the environment has no such variable. Called once,
- * before any session opens. */
-int tt_settings_load_(const char *text, size_t len);
+ * prefix) in the file open at @fd, read from its start (at most 16 KiB): tt_setting_ finds them
+ * where the environment has no such variable. Called once, before any session opens; TT_E_IO
+ * when the read fails. */
+int tt_settings_read_(int fd);
 /* The value of TINYTRACE_* setting @name (the whole name), from the environment or the loaded
  * settings; NULL when it has none, and always in a setuid or setgid process. */
 const char *tt_setting_(const char *name);
