@@ -671,6 +671,116 @@ Test(index, leaf_loops_give_the_rows_the_events_imply, .timeout = 60)
     free(sink.data);
 }
 
+/* The same loops without the index tables (TT_PARAM_INDEX 0), where the swapper takes a loop's
+ * leaf calls in bulk with nothing to keep but the event bytes (encoder.c, leaf_run_bare): read
+ * back, the events are the calls made, one for one, in order, with their tags, and their times
+ * keep every step over 63 ticks that the loops made. */
+Test(index, leaf_loops_without_the_index_read_back_call_for_call, .timeout = 60)
+{
+    tt_memory_sink sink;
+    tt_session *s;
+    tt_error_info err = {0};
+    tt_config cfg;
+    tt_config_init(&cfg);
+    tt_config_set(&cfg, TT_PARAM_MODE, TT_MODE_RECORD, &err);
+    tt_config_set(&cfg, TT_PARAM_BUFFER_BYTES, 4096, &err); /* 256 raw records a buffer */
+    tt_config_set(&cfg, TT_PARAM_MEMORY_BYTES, 64 * 4096, &err);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_INDEX, 0, &err), TT_OK, "%s", err.message);
+    tt_config_set_memory_sink(&cfg, &sink);
+    cr_assert_eq(tt_session_open(&cfg, &s, &err), TT_OK, "%s", err.message);
+    uint32_t root = fn_named(s, "root%d", 0), mid = fn_named(s, "mid%d", 0), leaf[3];
+    for (int i = 0; i < 3; i++)
+        leaf[i] = fn_named(s, "leaf%d", i);
+    static const int lengths[] = { 1, 2, 127, 128, 255, 256, 257, 600, 4097 };
+    const int nlen = (int)(sizeof lengths / sizeof lengths[0]);
+    /* what was called: kind, function (the tag, for a user event) */
+    size_t cap = 64, nw = 0, spins = 0;
+    struct { uint32_t kind, what; } *want = malloc(cap * sizeof *want);
+    cr_assert_not_null(want);
+#define WANT(k, w)                                                                             \
+    do {                                                                                       \
+        if (nw == cap) {                                                                       \
+            cap *= 2;                                                                          \
+            want = realloc(want, cap * sizeof *want);                                          \
+            cr_assert_not_null(want);                                                          \
+        }                                                                                      \
+        want[nw].kind = (k);                                                                   \
+        want[nw++].what = (w);                                                                 \
+    } while (0)
+    cr_assert_eq(tt_enter(s, root), TT_OK);
+    WANT(TT_EV_ENTER, root);
+    uint32_t tag = 0;
+    for (int r = 0; r < 3 * nlen; r++) {
+        int n = lengths[r % nlen];
+        uint32_t f = leaf[r % 3];
+        int deeper = r % 4 == 1;
+        if (deeper) {
+            cr_assert_eq(tt_enter(s, mid), TT_OK);
+            WANT(TT_EV_ENTER, mid);
+        }
+        for (int i = 0; i < n; i++) {
+            uint32_t g = i % 333 == 300 ? leaf[(r + 1) % 3] : f; /* another function, once */
+            cr_assert_eq(tt_enter(s, g), TT_OK);
+            WANT(TT_EV_ENTER, g);
+            if (i % 97 == 50) { /* an event inside the call: not a bare enter/exit pair */
+                tag++;
+                cr_assert_eq(tt_user(s, tag, &tag, sizeof tag), TT_OK);
+                WANT(TT_EV_USER, tag);
+            }
+            if (i % 211 == 7) {
+                spin();
+                spins++;
+            }
+            cr_assert_eq(tt_exit(s, g), TT_OK);
+            WANT(TT_EV_EXIT, g);
+        }
+        if (deeper) {
+            cr_assert_eq(tt_exit(s, mid), TT_OK);
+            WANT(TT_EV_EXIT, mid);
+        }
+    }
+    cr_assert_eq(tt_exit(s, root), TT_OK);
+    WANT(TT_EV_EXIT, root);
+#undef WANT
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+
+    tt_source src;
+    tt_source_memory(&src, sink.data, sink.len);
+    tt_verify_result vr;
+    cr_assert_eq(tt_verify_ex(&src, NULL, 0, &vr), TT_OK, "%s", vr.message);
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_PER_THREAD, &err),
+                 TT_OK, "%s", err.message);
+    cr_assert_eq(tr.m.index_offset, 0u, "recorded without the index tables");
+    tt_test_events evs = {0};
+    tt_test_read_cursor(&tr, 0, &evs);
+    cr_assert_eq(evs.end_code, TT_E_END, "%s", evs.err.message);
+    size_t k = 0, long_steps = 0;
+    uint64_t prev_time = 0;
+    for (size_t i = 0; i < evs.n; i++) {
+        const tt_event *e = &evs.v[i].ev;
+        if (e->kind != TT_EV_ENTER && e->kind != TT_EV_EXIT && e->kind != TT_EV_USER)
+            continue; /* the session's and the thread's own events */
+        cr_assert_lt(k, nw, "more events than calls");
+        uint32_t what = e->kind == TT_EV_USER ? (uint32_t)e->arg : e->sp.function;
+        cr_assert(e->kind == want[k].kind && what == want[k].what,
+                  "event %zu: kind %u (%u), the program made kind %u (%u)", k, e->kind, what,
+                  want[k].kind, want[k].what);
+        cr_assert_geq(e->time, prev_time, "event %zu goes back in time", k);
+        if (k && e->time - prev_time > 63)
+            long_steps++;
+        prev_time = e->time;
+        k++;
+    }
+    cr_assert_eq(k, nw, "%zu events read back, %zu calls made", k, nw);
+    cr_assert_geq(long_steps, spins, "each spin is a step over 63 ticks (%zu spins, %zu steps)",
+                  spins, long_steps);
+    tt_test_reader_close(&tr);
+    tt_test_events_free(&evs);
+    free(want);
+    free(sink.data);
+}
+
 /* ---- the reader's memory ---- */
 
 /* A loop of @calls leaf calls under one root frame, recorded into @sink. */

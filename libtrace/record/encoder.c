@@ -13,6 +13,36 @@
 #include "record.h"
 #include "tables.h"
 
+/* One pair of a loop's leaf calls at @raw: its enter and exit are @enter_word and @exit_word
+ * (kind and function as recorded) and each comes within TT_TAG_SHORT_STEP ticks of the event
+ * before it, the encoder's time rules applied (time from @origin, never before *@last). Then
+ * *@step is the enter's step, *@dur the exit's, *@last the exit's time, and it returns true;
+ * false, having changed nothing, for any other pair. */
+static inline bool leaf_pair(const uint8_t *raw, uint64_t enter_word, uint64_t exit_word,
+                             uint64_t origin, uint64_t *last, uint64_t *step, uint64_t *dur)
+{
+    struct tt_raw_short e, x;
+    memcpy(&e, raw, sizeof e);
+    memcpy(&x, raw + sizeof e, sizeof x);
+    uint64_t ew, xw;
+    memcpy(&ew, &e, sizeof ew);
+    memcpy(&xw, &x, sizeof xw);
+    if (ew != enter_word || xw != exit_word)
+        return false;
+    uint64_t t1 = e.time > origin ? e.time - origin : 0;
+    if (t1 < *last)
+        t1 = *last;
+    uint64_t t2 = x.time > origin ? x.time - origin : 0;
+    if (t2 < t1)
+        t2 = t1;
+    if (((t1 - *last) | (t2 - t1)) > TT_TAG_SHORT_STEP)
+        return false;
+    *step = t1 - *last;
+    *dur = t2 - t1;
+    *last = t2;
+    return true;
+}
+
 /* A loop's leaf calls, in bulk. Called after an exit whose frame row went into a run of
  * repeated leaves (tables.h, leaf_again); while the next two raw records are an enter and an
  * exit of the same function, at the same depth, each close enough to the one before for a
@@ -70,22 +100,8 @@ static inline size_t leaf_run(struct tt_tables *restrict tb, struct tb_thread *r
     /* the pair's raw records are the last exit's words (enter_word above), but for the kind
      * byte: the function as an id or as an address (TT_RAW_ADDR) compares either way */
     for (; n < nmax; n++, raw += 2 * sizeof(struct tt_raw_short)) {
-        struct tt_raw_short e, x;
-        memcpy(&e, raw, sizeof e);
-        memcpy(&x, raw + sizeof e, sizeof x);
-        uint64_t ew, xw;
-        memcpy(&ew, &e, sizeof ew);
-        memcpy(&xw, &x, sizeof xw);
-        if (ew != enter_word || xw != exit_word)
-            break;
-        uint64_t t1 = e.time > origin ? e.time - origin : 0;
-        if (t1 < last)
-            t1 = last;
-        uint64_t t2 = x.time > origin ? x.time - origin : 0;
-        if (t2 < t1)
-            t2 = t1;
-        const uint64_t s1 = t1 - last, dur = t2 - t1;
-        if ((s1 | dur) > TT_TAG_SHORT_STEP)
+        uint64_t s1, dur;
+        if (!leaf_pair(raw, enter_word, exit_word, origin, &last, &s1, &dur))
             break;
         o[2 * n] = (uint8_t)(TT_TAG_SHORT | s1);
         o[2 * n + 1] = (uint8_t)(TT_TAG_SHORT | TT_TAG_SHORT_EXIT | dur);
@@ -96,7 +112,6 @@ static inline size_t leaf_run(struct tt_tables *restrict tb, struct tb_thread *r
             longest_at = n + 1; /* + 1: 0 is "no longer call" */
         }
         total += dur;
-        last = t2;
     }
     if (n == 0)
         return 0;
@@ -128,6 +143,29 @@ static inline size_t leaf_run(struct tt_tables *restrict tb, struct tb_thread *r
     *op = o;
     *last_time = last;
     *seq = sq + 2 * n;
+    return (size_t)n * 2 * sizeof(struct tt_raw_short);
+}
+
+/* leaf_run without the index tables (TT_PARAM_INDEX 0): the same pairs, two short tags each,
+ * and nothing else to keep. Returns the raw bytes consumed. */
+static inline size_t leaf_run_bare(const uint8_t *raw, const uint8_t *end, uint8_t **op,
+                                   uint64_t origin, uint64_t *last_time, uint64_t exit_word,
+                                   uint64_t *seq)
+{
+    const uint64_t enter_word = exit_word - (TT_EV_EXIT - TT_EV_ENTER);
+    const uint64_t nmax = (uint64_t)(end - raw) / (2 * sizeof(struct tt_raw_short));
+    uint8_t *o = *op;
+    uint64_t last = *last_time, n = 0;
+    for (; n < nmax; n++, raw += 2 * sizeof(struct tt_raw_short)) {
+        uint64_t s1, dur;
+        if (!leaf_pair(raw, enter_word, exit_word, origin, &last, &s1, &dur))
+            break;
+        o[2 * n] = (uint8_t)(TT_TAG_SHORT | s1);
+        o[2 * n + 1] = (uint8_t)(TT_TAG_SHORT | TT_TAG_SHORT_EXIT | dur);
+    }
+    *op = o + 2 * n;
+    *last_time = last;
+    *seq += 2 * n;
     return (size_t)n * 2 * sizeof(struct tt_raw_short);
 }
 
@@ -266,10 +304,13 @@ void tt_encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
         count++;
         if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
             raw += sizeof sr;
-            if (kind == TT_EV_EXIT && tbt && tbt->run_at) {
+            /* without this thread's tables (TT_PARAM_INDEX 0, caller storage, no memory for
+             * them) every exit may start a run */
+            if (kind == TT_EV_EXIT && (!tbt || tbt->run_at)) {
                 uint64_t s0 = seq;
-                raw += leaf_run(tb, tbt, raw, end, &o, origin, &last_time, sr.function, raw_word,
-                                &seq);
+                raw += tbt ? leaf_run(tb, tbt, raw, end, &o, origin, &last_time, sr.function,
+                                      raw_word, &seq)
+                           : leaf_run_bare(raw, end, &o, origin, &last_time, raw_word, &seq);
                 count += seq - s0;
                 prev_time = last_time;
             }
