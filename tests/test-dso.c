@@ -61,7 +61,11 @@ Test(dso, every_function_after_the_program_is_dlsyms_answer_or_left_to_dlsym)
             const char *name = d->str + s->st_name;
             functions++;
             void *p = NULL;
-            int rc = tt_dso_find(&scope, name, &p);
+            /* the object's own table and bloom filter know the name */
+            cr_assert(tt_dso_find_in(d, name, &p) != TT_DSO_NONE, "%s: %s", name, d->name);
+            uint32_t last;
+            cr_assert_geq(tt_dso_maybe(&scope, name, &last), 1u, "%s: no bloom filter", name);
+            int rc = tt_dso_find(&scope, name, &p, NULL);
             void *want = dlsym(RTLD_NEXT, name);
             cr_assert(rc != TT_DSO_NONE, "%s: %s defines it, the walk says no one does", name,
                       d->name);
@@ -88,8 +92,9 @@ Test(dso, an_ifunc_is_left_to_dlsym_and_an_unknown_name_is_not_found)
     cr_assert(tt_dso_scope_after(&scope, &scope));
     void *p = NULL;
     /* glibc's string functions on x86-64 are IFUNCs: the symbol's value is the resolver */
-    cr_assert_eq(tt_dso_find(&scope, "strlen", &p), TT_DSO_ASK);
-    cr_assert_eq(tt_dso_find(&scope, "tinytrace_no_such_function_anywhere", &p), TT_DSO_NONE);
+    cr_assert_eq(tt_dso_find(&scope, "strlen", &p, NULL), TT_DSO_ASK);
+    cr_assert_eq(tt_dso_find(&scope, "tinytrace_no_such_function_anywhere", &p, NULL),
+                 TT_DSO_NONE);
     cr_assert_eq(dlsym(RTLD_NEXT, "tinytrace_no_such_function_anywhere"), NULL);
 }
 
@@ -104,7 +109,7 @@ Test(dso, a_name_two_objects_define_is_left_to_dlsym)
     const char *name = NULL;
     void *p = NULL;
     for (size_t i = 0; i < sizeof names / sizeof names[0] && !name; i++)
-        if (tt_dso_find(&scope, names[i], &p) == TT_DSO_FOUND)
+        if (tt_dso_find(&scope, names[i], &p, NULL) == TT_DSO_FOUND)
             name = names[i];
     cr_assert(name != NULL, "one of libc's plain functions is found once");
     cr_assert_eq(p, dlsym(RTLD_NEXT, name));
@@ -112,5 +117,21 @@ Test(dso, a_name_two_objects_define_is_left_to_dlsym)
     twice = scope;
     cr_assert_lt(twice.n, TT_DSO_MAX);
     twice.obj[twice.n++] = *libc;
-    cr_assert_eq(tt_dso_find(&twice, name, &p), TT_DSO_ASK, "%s is defined twice", name);
+    cr_assert_eq(tt_dso_find(&twice, name, &p, NULL), TT_DSO_ASK, "%s is defined twice", name);
+}
+
+/* A name with two versions in one table is the loader's to choose: glibc before 2.35 answers
+ * RTLD_NEXT with the oldest, later ones with the default. posix_spawn has GLIBC_2.2.5 and
+ * GLIBC_2.15 in glibc's libc on x86-64 (as clock_gettime has GLIBC_2.2.5 and GLIBC_2.17). */
+Test(dso, a_name_with_two_versions_is_left_to_dlsym)
+{
+    cr_assert(tt_dso_scope_after(&scope, &scope));
+    const struct tt_dso *libc = libc_of(&scope);
+    cr_assert(libc != NULL);
+    void *p = NULL;
+    cr_assert_eq(tt_dso_find_in(libc, "posix_spawn", &p), TT_DSO_ASK);
+    cr_assert_eq(tt_dso_find_in(libc, "clock_gettime", &p), TT_DSO_ASK);
+    /* close has one version: found, and it is dlsym's */
+    cr_assert_eq(tt_dso_find_in(libc, "close", &p), TT_DSO_FOUND);
+    cr_assert_eq(p, dlsym(RTLD_NEXT, "close"));
 }

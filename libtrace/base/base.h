@@ -147,10 +147,11 @@ int tt_fd_relocate(int slot, int fd);
 int tt_fd_high(int fd);
 
 /* ---- the next definition of a name, as dlsym(RTLD_NEXT) finds it (dso.c) ----
- * The objects after one object in the link-map chain, with their dynamic symbol tables, for
- * many look-ups at the cost of one each. Meant for startup (a constructor), when the chain is
- * the global scope; not async-signal-safe (dladdr1). */
-#define TT_DSO_MAX 32
+ * The objects loaded after one object, with their dynamic symbol tables, for many look-ups at
+ * the cost of one each. Meant for startup (a constructor), when they are the global scope
+ * after it. Building the scope is not async-signal-safe (dl_iterate_phdr); a look-up is, as
+ * long as the objects it reads stay loaded. */
+#define TT_DSO_MAX 64
 struct tt_dso {
     uintptr_t base;
     const void *sym;         /* DT_SYMTAB */
@@ -167,10 +168,16 @@ enum { TT_DSO_FOUND, TT_DSO_NONE, TT_DSO_ASK };
 /* The objects after the one that holds @self. False when one of them cannot be searched
  * (no GNU hash table) or there are too many: then only dlsym can answer. */
 bool tt_dso_scope_after(struct tt_dso_scope *sc, const void *self);
-/* TT_DSO_FOUND with *@out the function dlsym(RTLD_NEXT, @name) would return; TT_DSO_NONE when
- * no object of @sc defines @name; TT_DSO_ASK when the answer is the loader's to give (an IFUNC,
- * a name defined in more than one object, anything but a plain function). */
-int tt_dso_find(const struct tt_dso_scope *sc, const char *name, void **out);
+/* TT_DSO_FOUND with *@out the function dlsym(RTLD_NEXT, @name) would return (and *@which, if
+ * not NULL, the index of its object in @sc); TT_DSO_NONE when no object of @sc defines @name;
+ * TT_DSO_ASK when the answer is the loader's to give (an IFUNC, a name defined in more than one
+ * object or with more than one version, anything but a plain visible function). */
+int tt_dso_find(const struct tt_dso_scope *sc, const char *name, void **out, uint32_t *which);
+/* The same in one object alone: what it defines, not what the scope's order would pick. */
+int tt_dso_find_in(const struct tt_dso *d, const char *name, void **out);
+/* How many objects of @sc may define @name, by their bloom filters alone (one that says no does
+ * not; one that says yes may); *@which is the last of them. */
+uint32_t tt_dso_maybe(const struct tt_dso_scope *sc, const char *name, uint32_t *which);
 
 /* ---- the tracer's own threads and calls (util.c) ----
  * Nonzero while tinytrace itself runs on this thread: the swapper holds it for its whole life,

@@ -7,80 +7,111 @@
  * the loop was some 38 µs of a /bin/true that takes 740 µs untraced (docs/PERFORMANCE.md).
  *
  * The objects dlsym(RTLD_NEXT) searches are those after the caller in the global scope. At
- * startup, which is when the constructor runs, that is the link-map chain after the caller
- * (main, the preloads, then the needed libraries, breadth first). Each object's GNU hash table
- * answers whether it defines a name, as the loader's own lookup does. The answer is taken only
- * when it cannot differ from dlsym's, whatever the order of the objects:
- *   - exactly one object after the caller defines the name, as a function (STT_FUNC);
- *   - in that object the definition is unversioned, or is the one default (non-hidden) version,
- *     which is what an unversioned dlsym returns (glibc's check_match with
- *     DL_LOOKUP_RETURN_NEWEST).
+ * startup, which is when the constructor runs, they are the objects loaded after the caller
+ * (main, the preloads, then the needed libraries, breadth first), in dl_iterate_phdr's order.
+ * Each object's GNU hash table answers whether it defines a name, as the loader's own lookup
+ * does. The answer is taken only when it cannot differ from dlsym's, whatever the order of the
+ * objects and whichever glibc:
+ *   - exactly one object of the scope defines the name, as a function (STT_FUNC), visible;
+ *   - that object's table has one entry of that name, unversioned or of a default (non-hidden)
+ *     version: then every glibc's unversioned dlsym returns it (with several versions, a glibc
+ *     before 2.35 answers RTLD_NEXT with the oldest).
  * Anything else (an IFUNC, whose address is its resolver's answer; a name defined in two
- * objects, where the search order decides; an object without a GNU hash table; more than
- * TT_DSO_MAX objects) is left to dlsym: TT_DSO_ASK. tests/test-dso.c holds every function of
- * libc against dlsym.
+ * objects, where the search order decides; several versions; an object without a GNU hash
+ * table; more than TT_DSO_MAX objects) is left to dlsym: TT_DSO_ASK. The caller decides which
+ * objects may be read later (preload/real.c pins the one it reads). tests/test-dso.c holds
+ * every function of the objects after the test program against dlsym.
  */
-#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <string.h>
 
 #include "base.h"
 
-/* A d_ptr of the dynamic section: glibc has made it absolute, except in an object whose dynamic
- * section is read-only (the vDSO), where it is still relative to the load address. */
-static uintptr_t dyn_ptr(const struct link_map *l, ElfW(Addr) p)
-{
-    return p < l->l_addr ? l->l_addr + p : p;
-}
-
-/* @l's tables into @d; false when it has no GNU hash table (or no symbols) to search. */
-static bool dso_load(struct tt_dso *d, const struct link_map *l)
+/* The object of @info's tables into @d; false when it has none to search (no dynamic section,
+ * no GNU hash table). glibc makes the dynamic section's pointers absolute where the section is
+ * writable (dl_relocate_ld); a read-only one keeps them relative to the load address. */
+static bool dso_load(struct tt_dso *d, const struct dl_phdr_info *info)
 {
     memset(d, 0, sizeof *d);
-    if (!l->l_ld)
+    const ElfW(Dyn) *dyn = NULL;
+    bool relocated = false;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+            relocated = (info->dlpi_phdr[i].p_flags & PF_W) != 0;
+        }
+    if (!dyn)
         return false;
-    for (const ElfW(Dyn) *e = l->l_ld; e->d_tag != DT_NULL; e++) {
+    const uintptr_t add = relocated ? 0 : info->dlpi_addr;
+    for (const ElfW(Dyn) *e = dyn; e->d_tag != DT_NULL; e++) {
         switch (e->d_tag) {
         case DT_SYMTAB:
-            d->sym = (const void *)dyn_ptr(l, e->d_un.d_ptr);
+            d->sym = (const void *)(add + e->d_un.d_ptr);
             break;
         case DT_STRTAB:
-            d->str = (const char *)dyn_ptr(l, e->d_un.d_ptr);
+            d->str = (const char *)(add + e->d_un.d_ptr);
             break;
         case DT_VERSYM:
-            d->versym = (const uint16_t *)dyn_ptr(l, e->d_un.d_ptr);
+            d->versym = (const uint16_t *)(add + e->d_un.d_ptr);
             break;
         case DT_GNU_HASH:
-            d->gnu = (const uint32_t *)dyn_ptr(l, e->d_un.d_ptr);
+            d->gnu = (const uint32_t *)(add + e->d_un.d_ptr);
             break;
         default:
             break;
         }
     }
-    d->base = l->l_addr;
-    d->name = l->l_name;
+    d->base = info->dlpi_addr;
+    d->name = info->dlpi_name;
     /* the bloom filter's word count must be a power of two (the loader asserts the same) */
     return d->sym && d->str && d->gnu && d->gnu[0] != 0 && d->gnu[2] != 0 &&
            (d->gnu[2] & (d->gnu[2] - 1)) == 0;
 }
 
+struct scope_walk {
+    struct tt_dso_scope *sc;
+    uintptr_t self;
+    int state; /* 0: before the object holding self, 1: after it, -1: failed */
+};
+
+static bool holds(const struct dl_phdr_info *info, uintptr_t a)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && a >= lo && a - lo < ph->p_memsz)
+            return true;
+    }
+    return false;
+}
+
+static int scope_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct scope_walk *w = data;
+    (void)size;
+    if (w->state == 0) {
+        if (holds(info, w->self))
+            w->state = 1;
+        return 0;
+    }
+    /* the vDSO is an object of the process but not of the scope dlsym searches */
+    if (info->dlpi_name && strncmp(info->dlpi_name, "linux-vdso", 10) == 0)
+        return 0;
+    if (w->sc->n == TT_DSO_MAX || !dso_load(&w->sc->obj[w->sc->n], info)) {
+        w->state = -1; /* one object that cannot be searched: every answer is dlsym's */
+        return 1;
+    }
+    w->sc->n++;
+    return 0;
+}
+
 bool tt_dso_scope_after(struct tt_dso_scope *sc, const void *self)
 {
     sc->n = 0;
-    Dl_info info;
-    struct link_map *me = NULL;
-    if (!dladdr1(self, &info, (void **)&me, RTLD_DL_LINKMAP) || !me)
-        return false;
-    for (const struct link_map *l = me->l_next; l; l = l->l_next) {
-        /* the vDSO is on the chain but not in the scope dlsym searches */
-        if (l->l_name && strncmp(l->l_name, "linux-vdso", 10) == 0)
-            continue;
-        if (sc->n == TT_DSO_MAX || !dso_load(&sc->obj[sc->n], l))
-            return false; /* one object that cannot be searched: every answer is dlsym's */
-        sc->n++;
-    }
-    return true;
+    struct scope_walk w = { sc, (uintptr_t)self, 0 };
+    dl_iterate_phdr(scope_cb, &w);
+    return w.state == 1;
 }
 
 static uint32_t gnu_hash(const char *s)
@@ -91,72 +122,92 @@ static uint32_t gnu_hash(const char *s)
     return h;
 }
 
+/* Whether @d's bloom filter lets @d define the name hashed @h (no: it does not; yes: it may). */
+static bool dso_maybe(const struct tt_dso *d, uint32_t h)
+{
+    const uint32_t nbloom = d->gnu[2], shift = d->gnu[3];
+    const ElfW(Addr) *bloom = (const ElfW(Addr) *)(const void *)(d->gnu + 4);
+    const unsigned bits = sizeof(ElfW(Addr)) * 8;
+    const ElfW(Addr) word = bloom[(h / bits) & (nbloom - 1)];
+    const ElfW(Addr) mask = (ElfW(Addr))1 << (h % bits) | (ElfW(Addr))1 << ((h >> shift) % bits);
+    return (word & mask) == mask;
+}
+
 /* The definition dlsym would take from @d alone: TT_DSO_FOUND (@out set), TT_DSO_NONE, or
  * TT_DSO_ASK when only the loader can say. */
 static int dso_find(const struct tt_dso *d, const char *name, uint32_t h, void **out)
 {
-    const uint32_t nbuckets = d->gnu[0], symoffset = d->gnu[1], nbloom = d->gnu[2],
-                   shift = d->gnu[3];
-    const ElfW(Addr) *bloom = (const ElfW(Addr) *)(const void *)(d->gnu + 4);
-    const uint32_t *buckets = (const uint32_t *)(const void *)(bloom + nbloom);
-    const uint32_t *chain = buckets + nbuckets;
-    const unsigned bits = sizeof(ElfW(Addr)) * 8;
-    const ElfW(Addr) word = bloom[(h / bits) & (nbloom - 1)];
-    const ElfW(Addr) mask = (ElfW(Addr))1 << (h % bits) | (ElfW(Addr))1 << ((h >> shift) % bits);
-    if ((word & mask) != mask)
+    if (!dso_maybe(d, h))
         return TT_DSO_NONE;
+    const uint32_t nbuckets = d->gnu[0], symoffset = d->gnu[1], nbloom = d->gnu[2];
+    const uint32_t *buckets = d->gnu + 4 + nbloom * (sizeof(ElfW(Addr)) / 4);
+    const uint32_t *chain = buckets + nbuckets;
     uint32_t i = buckets[h % nbuckets];
     if (i == 0 || i < symoffset)
         return TT_DSO_NONE;
-    const ElfW(Sym) *syms = d->sym, *versioned = NULL;
-    unsigned nversioned = 0;
+    const ElfW(Sym) *syms = d->sym, *found = NULL;
+    unsigned entries = 0;
     for (;; i++) {
         const uint32_t h2 = chain[i - symoffset];
         const ElfW(Sym) *s = &syms[i];
-        if ((h | 1) == (h2 | 1) && strcmp(name, d->str + s->st_name) == 0 &&
-            s->st_shndx != SHN_UNDEF) {
-            const unsigned bind = ELF64_ST_BIND(s->st_info), type = ELF64_ST_TYPE(s->st_info);
-            const uint16_t ver = d->versym ? d->versym[i] : 1;
-            if (bind != STB_GLOBAL && bind != STB_WEAK)
-                return TT_DSO_ASK;
-            if ((ver & 0x7fff) >= 2) {
-                if (!(ver & 0x8000)) { /* a default version; a hidden one is never taken */
-                    versioned = s;
-                    nversioned++;
-                }
-            } else {
-                if (type != STT_FUNC || s->st_value == 0)
-                    return TT_DSO_ASK;
-                *out = (void *)(d->base + s->st_value);
-                return TT_DSO_FOUND;
-            }
+        if ((h | 1) == (h2 | 1) && s->st_shndx != SHN_UNDEF &&
+            strcmp(name, d->str + s->st_name) == 0) {
+            entries++;
+            found = s;
         }
         if (h2 & 1)
             break;
     }
-    if (nversioned == 0)
+    if (entries == 0)
         return TT_DSO_NONE;
-    if (nversioned > 1 || ELF64_ST_TYPE(versioned->st_info) != STT_FUNC ||
-        versioned->st_value == 0)
+    const unsigned bind = ELF64_ST_BIND(found->st_info), type = ELF64_ST_TYPE(found->st_info);
+    const unsigned vis = ELF64_ST_VISIBILITY(found->st_other);
+    /* one entry: a second version (or a hidden one, which some glibc take for RTLD_NEXT) is
+     * the loader's to choose between */
+    if (entries > 1 || (bind != STB_GLOBAL && bind != STB_WEAK) || type != STT_FUNC ||
+        found->st_value == 0 || vis == STV_HIDDEN || vis == STV_INTERNAL ||
+        (d->versym && (d->versym[found - syms] & 0x8000)))
         return TT_DSO_ASK;
-    *out = (void *)(d->base + versioned->st_value);
+    *out = (void *)(d->base + found->st_value);
     return TT_DSO_FOUND;
 }
 
-int tt_dso_find(const struct tt_dso_scope *sc, const char *name, void **out)
+int tt_dso_find_in(const struct tt_dso *d, const char *name, void **out)
+{
+    return dso_find(d, name, gnu_hash(name), out);
+}
+
+uint32_t tt_dso_maybe(const struct tt_dso_scope *sc, const char *name, uint32_t *which)
+{
+    const uint32_t h = gnu_hash(name);
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < sc->n; k++)
+        if (dso_maybe(&sc->obj[k], h)) {
+            n++;
+            *which = k;
+        }
+    return n;
+}
+
+int tt_dso_find(const struct tt_dso_scope *sc, const char *name, void **out, uint32_t *which)
 {
     const uint32_t h = gnu_hash(name);
     void *found = NULL;
+    uint32_t at = 0;
     for (uint32_t k = 0; k < sc->n; k++) {
         void *p = NULL;
         int rc = dso_find(&sc->obj[k], name, h, &p);
         if (rc == TT_DSO_ASK || (rc == TT_DSO_FOUND && found))
             return TT_DSO_ASK; /* the search order would decide */
-        if (rc == TT_DSO_FOUND)
+        if (rc == TT_DSO_FOUND) {
             found = p;
+            at = k;
+        }
     }
     if (!found)
         return TT_DSO_NONE;
     *out = found;
+    if (which)
+        *which = at;
     return TT_DSO_FOUND;
 }
