@@ -182,9 +182,12 @@ __attribute__((no_instrument_function, noinline)) static void hook_slow(uint32_t
 
 /* The common case inline and with no call, so that the hook saves no registers (with the slow
  * path inline, gcc pushed and popped six on every event): a live recording session, no filter,
- * the guard free, the thread in the first TLS way with room in its buffer. Anything else goes
- * to hook_slow, which does it all again from the start: a failure of the append (a nested
- * call, a closing session) fails there the same way and is reported. */
+ * the guard free, the thread in the first TLS way with room in its buffer. It does not take the
+ * guard (two stores and the compiler fences around them were 4-7% of a recorded loop's time):
+ * the append's busy flag stands for it (runtime.h, tt_rt_appending), and a call nested in the
+ * append (a signal handler's) is dropped here, as the guard dropped it. Anything else goes to
+ * hook_slow, which does it all again from the start: a failure of the append (a closing
+ * session) fails there the same way and is reported. */
 __attribute__((no_instrument_function, always_inline)) static inline void hook(uint32_t kind,
                                                                                 void *fn)
 {
@@ -193,13 +196,21 @@ __attribute__((no_instrument_function, always_inline)) static inline void hook(u
     const uint64_t a = (uint64_t)(uintptr_t)fn;
     if (TT_LIKELY(s != NULL && !tt_in_tracer && !tt_filter_on &&
                   s->head.mode == TT_MODE_RECORD && a < TT_RAW_ADDR_END)) {
-        tt_in_tracer = 1;
-        atomic_signal_fence(memory_order_seq_cst);
+        /* not the guard: the append's busy flag is the guard for a handler that interrupts
+         * it (runtime.h, tt_rt_appending) */
         int rc = tt_record_fn_fast_(s, kind | TT_RAW_ADDR | (uint32_t)(a >> 32) << 16,
                                     (uint32_t)a, tt_ticks());
-        tt_rt_guard_leave_recorded();
-        if (TT_LIKELY(rc == TT_OK))
+        if (TT_LIKELY(rc == TT_OK)) {
+            /* a SIGCHLD held during the append is made now, at the return of the call whose
+             * event it follows (the flag is read after busy's release) */
+            atomic_signal_fence(memory_order_seq_cst);
+            if (__builtin_expect(tt_rt_held != 0, 0))
+                tt_rt_held_run_(true);
             return;
+        }
+        if (rc == TT_E_MODE)
+            return; /* a handler's call inside another's append: not recorded, as under the
+                     * guard (record_api.h, tt_rec_begin_) */
     }
     hook_slow(kind, fn);
 }

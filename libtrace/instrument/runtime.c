@@ -1043,7 +1043,9 @@ void rt_close(bool flush_stdio)
  * reaches the kernel through glibc's internal alias, not through here. */
 __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
-    if (!guard) { /* held: the runtime's own exit, or a vfork child's, whose memory is not its */
+    /* held: the runtime's own exit, or a vfork child's, whose memory is not its; or a handler's
+     * exit in the middle of a hook's append, which the close would wait for */
+    if (!guard && !tt_rt_appending()) {
         g_exit_status = status & 0xff;
         rt_close(false);
     }
@@ -1052,7 +1054,9 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status)
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status)
 {
-    if (!guard) { /* held: the runtime's own exit, or a vfork child's, whose memory is not its */
+    /* held: the runtime's own exit, or a vfork child's, whose memory is not its; or a handler's
+     * exit in the middle of a hook's append, which the close would wait for */
+    if (!guard && !tt_rt_appending()) {
         g_exit_status = status & 0xff;
         rt_close(false);
     }

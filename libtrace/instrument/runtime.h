@@ -9,7 +9,8 @@
  * nothing but forward to the real function when it returns false. The guard is per thread and is
  * held while tinytrace itself runs, so the tracer never traces itself — not from its own malloc
  * calls, not from its swapper thread (which holds the guard for its whole life), not from a
- * signal handler that interrupts it.
+ * signal handler that interrupts it. The hooks' fast path (hooks.c) is the exception: it tests
+ * the guard but does not take it, and its append's busy flag stands for it (tt_rt_appending).
  *
  * The environment the tool sets for it, its exit status and its report: protocol.h.
  */
@@ -24,6 +25,7 @@
 #include <tinytrace/tinytrace.h>
 
 #include "protocol.h"
+#include "session-int.h"
 
 /* io channels of the environment, fixed so that recording and replay agree. */
 enum tt_rt_channel {
@@ -85,9 +87,22 @@ extern __thread uint32_t tt_rt_span_base __attribute__((visibility("hidden")));
  * Out of line, and rare. */
 void tt_rt_held_run_(bool at_return);
 
+/* The thread is inside an append of the function hooks' fast path (hooks.c), which takes the
+ * thread's busy flag (record_api.h) but not the guard, to keep two stores off every enter and
+ * exit. Only a signal handler that interrupted the append can see it set, and for the handler
+ * it counts as the guard held: its calls forward unrecorded, a SIGCHLD is held until the append
+ * is done. Async-signal-safe: loads only. */
+static inline bool tt_rt_appending(void)
+{
+    tt_session *s = atomic_load_explicit(&tt_rt_live, memory_order_relaxed);
+    const struct tls_way *w = &tt_tls_cache[0];
+    return s != NULL && w->s == s && w->uid == s->uid &&
+           atomic_load_explicit(&w->t->busy, memory_order_relaxed) != 0;
+}
+
 static inline bool tt_rt_guard_enter(void)
 {
-    if (tt_in_tracer)
+    if (tt_in_tracer || tt_rt_appending())
         return false;
     tt_in_tracer = 1;
     tt_rt_span_base = tt_rt_io_count;
@@ -113,17 +128,6 @@ static inline void tt_rt_guard_leave(void)
  * recorded at the call's return keeps waiting for it. Leave returns what enter takes back. */
 int tt_rt_guard_leave_live(void);
 void tt_rt_guard_enter_live(int held);
-
-/* The same, after a span that recorded an event of its own (a function hook's enter or exit):
- * its delivery is made where it returns. */
-static inline void tt_rt_guard_leave_recorded(void)
-{
-    atomic_signal_fence(memory_order_seq_cst);
-    tt_in_tracer = 0;
-    atomic_signal_fence(memory_order_seq_cst);
-    if (__builtin_expect(tt_rt_held != 0, 0))
-        tt_rt_held_run_(true);
-}
 
 /* The program installed a signal handler (preload/signal.c), from now on a buffer may fill
  * inside one: a recording whose swapper waits for its first buffer starts it now. The
