@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Integration test of the preload library: real programs recorded and replayed.
 
-    test-preload.py PRELOAD_SO TINYTRACE PROBE READ_STDIN ALLOC SWAPPER
+    test-preload.py PRELOAD_SO TINYTRACE PROBE READ_STDIN ALLOC SWAPPER DLCLOSE DLLEAF
 
 Each program runs as `tinytrace record|replay` runs it: with LD_PRELOAD=PRELOAD_SO and
 TINYTRACE_MODE=record, then replay, and TINYTRACE_FILE naming the trace. A replay must print
@@ -12,7 +12,9 @@ printing random.random(), time.time() and os.urandom(), three readers of stdin f
 input on replay (a C program using stdio, cat, python3), preload-probe (every interposed call,
 sockets and pipes included), the output check (TINYTRACE_CHECK_OUTPUT) and the allocation events
 (TINYTRACE_ALLOC) with a replay that must match and one that must diverge, and preload-swapper
-(the swapper thread starts at the first buffer handed over or signal handler, not before).
+(the swapper thread starts at the first buffer handed over or signal handler, not before),
+and preload-dlclose (a library opened before the runtime's constructor and closed by the program
+leaves the real functions found after it working).
 
 Every check runs, failures are collected and listed at the end; the exit status is 1 if any
 failed. Each case works in its own temporary directory, removed afterwards whatever happens.
@@ -396,18 +398,29 @@ def case_swapper():
                       "in more than one chunk", i)
 
 
+def case_dlclose():
+    with Case("dlclose") as c:
+        env = dict(base_env(), PRELOAD_DLLEAF=DLLEAF, LD_PRELOAD=PRELOAD)
+        idle = run([DLCLOSE], env=env, cwd=c.work)
+        check(idle.rc == 0 and idle.out == b"closed, then called on\n",
+              "dlclose: the preloaded runtime, no session: the program runs to its end", idle)
+        rec = c.record([DLCLOSE], extra={"PRELOAD_DLLEAF": DLLEAF})
+        check(rec.out == b"closed, then called on\n", "dlclose: recorded, it runs to its end",
+              rec)
+
+
 CASES = [case_date, case_python, case_stdin, case_probe, case_longjmp, case_other_clock,
          case_relative_file, case_ignored_signal, case_off, case_check_output, case_alloc,
-         case_swapper]
+         case_swapper, case_dlclose]
 
 
 def main():
-    global PRELOAD, TINYTRACE, PROBE, READ_STDIN, ALLOC, SWAPPER
-    if len(sys.argv) != 7:
+    global PRELOAD, TINYTRACE, PROBE, READ_STDIN, ALLOC, SWAPPER, DLCLOSE, DLLEAF
+    if len(sys.argv) != 9:
         print(__doc__)
         return 2
-    PRELOAD, TINYTRACE, PROBE, READ_STDIN, ALLOC, SWAPPER = [os.path.abspath(a)
-                                                            for a in sys.argv[1:]]
+    (PRELOAD, TINYTRACE, PROBE, READ_STDIN, ALLOC, SWAPPER, DLCLOSE,
+     DLLEAF) = [os.path.abspath(a) for a in sys.argv[1:]]
     if not shutil.which("date"):
         print("SKIP: no date command")
         return 77
