@@ -15,11 +15,12 @@
 
 /* One pair of a loop's leaf calls at @raw: its enter and exit are @enter_word and @exit_word
  * (kind and function as recorded) and each comes within TT_TAG_SHORT_STEP ticks of the event
- * before it, the encoder's time rules applied (time from @origin, never before *@last). Then
- * *@step is the enter's step, *@dur the exit's, *@last the exit's time, and it returns true;
- * false, having changed nothing, for any other pair. */
+ * before it, the encoder's time rules applied (time from @origin, never before *@last). Then it
+ * writes the pair's two short tags at @o; *@step is the enter's step, *@dur the exit's, *@last
+ * the exit's time, and it returns true; false, having changed nothing, for any other pair. */
 static inline bool leaf_pair(const uint8_t *raw, uint64_t enter_word, uint64_t exit_word,
-                             uint64_t origin, uint64_t *last, uint64_t *step, uint64_t *dur)
+                             uint64_t origin, uint64_t *last, uint8_t *o, uint64_t *step,
+                             uint64_t *dur)
 {
     struct tt_raw_short e, x;
     memcpy(&e, raw, sizeof e);
@@ -40,6 +41,8 @@ static inline bool leaf_pair(const uint8_t *raw, uint64_t enter_word, uint64_t e
     *step = t1 - *last;
     *dur = t2 - t1;
     *last = t2;
+    o[0] = (uint8_t)(TT_TAG_SHORT | *step);
+    o[1] = (uint8_t)(TT_TAG_SHORT | TT_TAG_SHORT_EXIT | *dur);
     return true;
 }
 
@@ -101,10 +104,8 @@ static inline size_t leaf_run(struct tt_tables *restrict tb, struct tb_thread *r
      * byte: the function as an id or as an address (TT_RAW_ADDR) compares either way */
     for (; n < nmax; n++, raw += 2 * sizeof(struct tt_raw_short)) {
         uint64_t s1, dur;
-        if (!leaf_pair(raw, enter_word, exit_word, origin, &last, &s1, &dur))
+        if (!leaf_pair(raw, enter_word, exit_word, origin, &last, o + 2 * n, &s1, &dur))
             break;
-        o[2 * n] = (uint8_t)(TT_TAG_SHORT | s1);
-        o[2 * n + 1] = (uint8_t)(TT_TAG_SHORT | TT_TAG_SHORT_EXIT | dur);
         rp[2 * n] = (uint8_t)s1; /* the gap from the previous row's end, which is `last` */
         rp[2 * n + 1] = (uint8_t)dur;
         if (dur > longest) {
@@ -158,10 +159,8 @@ static inline size_t leaf_run_bare(const uint8_t *raw, const uint8_t *end, uint8
     uint64_t last = *last_time, n = 0;
     for (; n < nmax; n++, raw += 2 * sizeof(struct tt_raw_short)) {
         uint64_t s1, dur;
-        if (!leaf_pair(raw, enter_word, exit_word, origin, &last, &s1, &dur))
+        if (!leaf_pair(raw, enter_word, exit_word, origin, &last, o + 2 * n, &s1, &dur))
             break;
-        o[2 * n] = (uint8_t)(TT_TAG_SHORT | s1);
-        o[2 * n + 1] = (uint8_t)(TT_TAG_SHORT | TT_TAG_SHORT_EXIT | dur);
     }
     *op = o + 2 * n;
     *last_time = last;
