@@ -91,12 +91,13 @@ void tt_rt_held_run_(bool at_return);
  * thread's busy flag (record_api.h) but not the guard, to keep two stores off every enter and
  * exit. Only a signal handler that interrupted the append can see it set, and for the handler
  * it counts as the guard held: its calls forward unrecorded, a SIGCHLD is held until the append
- * is done. Async-signal-safe: loads only. */
+ * is done. Only in a recording (a replay's hooks take the guard). Async-signal-safe: loads
+ * only. */
 static inline bool tt_rt_appending(void)
 {
     tt_session *s = atomic_load_explicit(&tt_rt_live, memory_order_relaxed);
     const struct tls_way *w = &tt_tls_cache[0];
-    return s != NULL && w->s == s && w->uid == s->uid &&
+    return s != NULL && s->head.mode == TT_MODE_RECORD && w->s == s && w->uid == s->uid &&
            atomic_load_explicit(&w->t->busy, memory_order_relaxed) != 0;
 }
 
