@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* dlsym(RTLD_NEXT)'s answer without dlsym's cost, for the preload library's ~200 real functions.
- *
- * Every traced process looks all of them up in its constructor (preload/real.c), so that no
- * dlsym runs later inside a signal handler. One dlsym(RTLD_NEXT) costs about 180 ns here (it
- * finds the caller's object by address, takes the loader's lock, sets up error recovery), so
- * the loop was some 38 µs of a /bin/true that takes 740 µs untraced (docs/PERFORMANCE.md).
+/* dlsym(RTLD_NEXT)'s answer without dlsym's cost, for the preload library's ~200 real functions
+ * (preload/real.c). One dlsym(RTLD_NEXT) costs about 180 ns here (it finds the caller's object
+ * by address, takes the loader's lock, sets up error recovery): looking all of them up in the
+ * constructor was some 38 µs of a /bin/true that takes 740 µs untraced (docs/PERFORMANCE.md).
  *
  * The objects dlsym(RTLD_NEXT) searches are those after the caller in the global scope. At
  * startup, which is when the constructor runs, they are the objects loaded after the caller

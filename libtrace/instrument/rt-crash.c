@@ -97,8 +97,7 @@ static void crash_handler(int sig, siginfo_t *info, void *uctx)
     /* One thread finalizes: the first to move g_closing from 0 (exit's close takes it to 1, a
      * crash to 2). Whoever lost looks at what the winner does, whenever it lost. */
     int zero = 0;
-    bool mine = s && !guard && !tt_rt_appending() &&
-                atomic_compare_exchange_strong(&g_closing, &zero, 2);
+    bool mine = s && !tt_rt_guard_held() && atomic_compare_exchange_strong(&g_closing, &zero, 2);
     if (!mine) {
         int state = atomic_load(&g_closing);
         if (state == 2 && atomic_load(&g_crash_tid) != me)

@@ -1045,7 +1045,7 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
     /* held: the runtime's own exit, or a vfork child's, whose memory is not its; or a handler's
      * exit in the middle of a hook's append, which the close would wait for */
-    if (!guard && !tt_rt_appending()) {
+    if (!tt_rt_guard_held()) {
         g_exit_status = status & 0xff;
         rt_close(false);
     }
@@ -1056,7 +1056,7 @@ __attribute__((visibility("default"), noreturn)) void _Exit(int status)
 {
     /* held: the runtime's own exit, or a vfork child's, whose memory is not its; or a handler's
      * exit in the middle of a hook's append, which the close would wait for */
-    if (!guard && !tt_rt_appending()) {
+    if (!tt_rt_guard_held()) {
         g_exit_status = status & 0xff;
         rt_close(false);
     }

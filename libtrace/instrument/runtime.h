@@ -101,9 +101,16 @@ static inline bool tt_rt_appending(void)
            atomic_load_explicit(&w->t->busy, memory_order_relaxed) != 0;
 }
 
+/* The thread is inside tinytrace: the guard held, or a hook's append under way. What a signal
+ * handler tests before it records or closes anything. */
+static inline bool tt_rt_guard_held(void)
+{
+    return tt_in_tracer || tt_rt_appending();
+}
+
 static inline bool tt_rt_guard_enter(void)
 {
-    if (tt_in_tracer || tt_rt_appending())
+    if (tt_rt_guard_held())
         return false;
     tt_in_tracer = 1;
     tt_rt_span_base = tt_rt_io_count;

@@ -147,8 +147,8 @@ extern __thread int tt_pl_in_dlsym;
 /* Looks @id up and stores it in the table; aborts when no library after this one defines it. */
 fnptr tt_pl_real_resolve(enum real_fn id);
 
-/* The constructor's part: takes the symbol tables each function is found in at its first call,
- * and looks up now what only dlsym can answer (no dlsym later in a signal handler). */
+/* The constructor's part: pins libc's symbol table for the look-ups at a first call, and looks
+ * up now every function a signal handler may call (no dlsym later in a handler; real.c). */
 void tt_pl_real_load_all(void);
 
 static inline fnptr tt_pl_real(enum real_fn id)

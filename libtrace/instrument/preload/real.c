@@ -78,21 +78,20 @@ static bool lazy(enum real_fn id)
     }
 }
 
-static void store(enum real_fn id, void *p)
+static fnptr store(enum real_fn id, void *p)
 {
     fnptr f;
     memcpy(&f, &p, sizeof f); /* ISO C has no cast from object to function pointer */
     atomic_store_explicit(&tt_pl_real_tab[id], f, memory_order_relaxed);
+    return f;
 }
 
 static fnptr lookup(enum real_fn id)
 {
     void *t;
-    if (from_home[id] && atomic_load_explicit(&home_ready, memory_order_acquire) &&
-        tt_dso_find_in(&home, real_names[id], &t) == TT_DSO_FOUND) {
-        store(id, t);
-        return atomic_load_explicit(&tt_pl_real_tab[id], memory_order_relaxed);
-    }
+    if (atomic_load_explicit(&home_ready, memory_order_acquire) && from_home[id] &&
+        tt_dso_find_in(&home, real_names[id], &t) == TT_DSO_FOUND)
+        return store(id, t);
     tt_pl_in_dlsym++;
     /* glibc keeps the condition variables of before 2.3.2 under the old version: ask for the
      * current one, which is what programs link against */
@@ -100,10 +99,7 @@ static fnptr lookup(enum real_fn id)
     if (!p)
         p = dlsym(RTLD_NEXT, real_names[id]);
     tt_pl_in_dlsym--;
-    if (!p)
-        return NULL;
-    store(id, p);
-    return atomic_load_explicit(&tt_pl_real_tab[id], memory_order_relaxed);
+    return p ? store(id, p) : NULL;
 }
 
 fnptr tt_pl_real_resolve(enum real_fn id)

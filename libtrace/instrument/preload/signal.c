@@ -186,8 +186,7 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
          * is released, and recorded then (a vfork child's is its own; with SA_RESETHAND the
          * kernel has already reset the disposition, and with SA_NODEFER another could come in
          * the middle of the hold: the handler runs here, unrecorded, with its calls) */
-        if ((tt_in_tracer || tt_rt_appending()) && !tt_pl_vforked &&
-            !(flags & (SA_RESETHAND | SA_NODEFER))) {
+        if (tt_rt_guard_held() && !tt_pl_vforked && !(flags & (SA_RESETHAND | SA_NODEFER))) {
             hold(si);
             errno = e;
             return;
