@@ -79,7 +79,11 @@ void proc_name(char *out, size_t cap) TT_HIDDEN;
 void first_child_cmd(char *out, size_t cap) TT_HIDDEN;
 /* The live children and untraceable execs as META objects, before close. */
 void note_processes(tt_session *s) TT_HIDDEN;
-void rt_close(bool flush_stdio) TT_HIDDEN;
+/* Finishes this process's session (its file complete, or its replay's verdict written). With
+ * @exiting (the destructor, _exit), the process is about to end: its memory, mappings and
+ * descriptors go with it, so the session is left unfreed; the kernel takes them back at once,
+ * and a thread still running meets no freed memory. */
+void rt_close(bool flush_stdio, bool exiting) TT_HIDDEN;
 
 #ifdef TT_RT_PRELOAD
 /* preload/output.c (preload.h): a fork child's output state starts afresh */

@@ -146,7 +146,7 @@ void tt_rt_exec_untraceable(const char *cmd)
      * caller holds (the close must not record its own calls) */
     int was = guard;
     guard = 0;
-    rt_close(false);
+    rt_close(false, false);
     guard = was;
 }
 
@@ -286,7 +286,7 @@ void tt_rt_exec_begin(void)
      * it becomes opens its own */
     int was = guard;
     guard = 0;
-    rt_close(false);
+    rt_close(false, false);
     guard = was;
 }
 

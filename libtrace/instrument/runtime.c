@@ -948,10 +948,14 @@ static void close_report(tt_session *s, int rc, const tt_error_info *err,
 
 __attribute__((destructor(101))) static void rt_fini(void)
 {
-    rt_close(true);
+#ifdef TT_RT_PRELOAD
+    rt_close(true, true); /* the preload library is never unloaded (-z nodelete): an exit */
+#else
+    rt_close(true, false); /* libtinytrace may be unloaded by dlclose, the program going on */
+#endif
 }
 
-void rt_close(bool flush_stdio)
+void rt_close(bool flush_stdio, bool exiting)
 {
     /* A crash on another thread may be finalizing the session: it has taken it out of
      * tt_rt_live already, so that is looked at first. This thread waits for that crash to end
@@ -1032,7 +1036,8 @@ void rt_close(bool flush_stdio)
     int rc = tt_session_finish_(s, &err);
     if (g_mode == TT_MODE_REPLAY)
         close_report(s, rc, &err, last, p.divergences);
-    tt_session_close(s, NULL);
+    if (!exiting)
+        tt_session_close(s, NULL);
     if (rc != TT_OK)
         fprintf(stderr, "tinytrace: %s\n", err.message);
     atomic_store(&g_closed, 1);
@@ -1047,7 +1052,7 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status)
      * exit in the middle of a hook's append, which the close would wait for */
     if (!tt_rt_guard_held()) {
         g_exit_status = status & 0xff;
-        rt_close(false);
+        rt_close(false, true);
     }
     exit_now(status);
 }
@@ -1058,7 +1063,7 @@ __attribute__((visibility("default"), noreturn)) void _Exit(int status)
      * exit in the middle of a hook's append, which the close would wait for */
     if (!tt_rt_guard_held()) {
         g_exit_status = status & 0xff;
-        rt_close(false);
+        rt_close(false, true);
     }
     exit_now(status);
 }
