@@ -135,3 +135,52 @@ Test(dso, a_name_with_two_versions_is_left_to_dlsym)
     cr_assert_eq(tt_dso_find_in(libc, "close", &p), TT_DSO_FOUND);
     cr_assert_eq(p, dlsym(RTLD_NEXT, "close"));
 }
+
+/* tt_dso_only: a name libc alone may define. Every other object's table must say no, the answer
+ * must hold wherever the bloom filters alone said yes, and a bloom filter's false positive in
+ * another object (ld.so's small filter has some for libc's names) must not make a name shared. */
+Test(dso, a_name_only_one_object_defines_is_told_apart_from_a_bloom_filters_false_positive)
+{
+    cr_assert(tt_dso_scope_after(&scope, &scope));
+    uint32_t k = scope.n;
+    for (uint32_t i = 0; i < scope.n; i++)
+        if (scope.obj[i].name && strstr(scope.obj[i].name, "/libc.so"))
+            k = i;
+    cr_assert_lt(k, scope.n, "libc is after the test program");
+    const struct tt_dso *d = &scope.obj[k];
+    const ElfW(Sym) *syms = d->sym;
+    const uint32_t n = nsyms_of(d);
+    unsigned only = 0, by_bloom = 0, false_positive = 0;
+    for (uint32_t i = d->gnu[1]; i < n; i++) {
+        const ElfW(Sym) *s = &syms[i];
+        if (s->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s->st_info) != STT_FUNC)
+            continue;
+        const char *name = d->str + s->st_name;
+        uint32_t last;
+        const uint32_t maybe = tt_dso_maybe(&scope, name, &last);
+        const bool alone = tt_dso_only(&scope, name, k);
+        bool elsewhere = false;
+        for (uint32_t j = 0; j < scope.n; j++) {
+            void *p;
+            if (j != k && tt_dso_find_in(&scope.obj[j], name, &p) != TT_DSO_NONE)
+                elsewhere = true;
+        }
+        cr_assert(!(alone && elsewhere), "%s: said libc's alone, another object defines it", name);
+        cr_assert(alone || elsewhere, "%s: no other object defines it, not said libc's", name);
+        only += alone;
+        by_bloom += maybe == 1;
+        false_positive += alone && maybe > 1;
+    }
+    cr_assert_geq(only, by_bloom, "the tables answer at least where the filters did");
+    cr_assert_gt(only, 1000u, "libc alone defines %u of its functions", only);
+    /* the same table twice in the scope: nothing is libc's alone any more */
+    static struct tt_dso_scope twice;
+    twice = scope;
+    cr_assert_lt(twice.n, TT_DSO_MAX);
+    twice.obj[twice.n++] = *d;
+    cr_assert(!tt_dso_only(&twice, "close", k), "close is in two objects");
+    cr_assert(tt_dso_only(&scope, "close", k));
+    cr_assert(!tt_dso_only(&scope, "tinytrace_no_such_function_anywhere", k));
+    cr_log_info("libc alone: %u functions, %u of them past another filter's false positive",
+                only, false_positive);
+}

@@ -178,6 +178,10 @@ int tt_dso_find_in(const struct tt_dso *d, const char *name, void **out);
 /* How many objects of @sc may define @name, by their bloom filters alone (one that says no does
  * not; one that says yes may); *@which is the last of them. */
 uint32_t tt_dso_maybe(const struct tt_dso_scope *sc, const char *name, uint32_t *which);
+/* Whether object @k of @sc is the only one that may define @name: its bloom filter lets it, and
+ * every other object rules the name out, by its bloom filter or else by its table (a bloom
+ * filter's false positive is checked, not taken for a definition). */
+bool tt_dso_only(const struct tt_dso_scope *sc, const char *name, uint32_t k);
 
 /* ---- the tracer's own threads and calls (util.c) ----
  * Nonzero while tinytrace itself runs on this thread: the swapper holds it for its whole life,

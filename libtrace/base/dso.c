@@ -187,6 +187,20 @@ uint32_t tt_dso_maybe(const struct tt_dso_scope *sc, const char *name, uint32_t 
     return n;
 }
 
+bool tt_dso_only(const struct tt_dso_scope *sc, const char *name, uint32_t k)
+{
+    const uint32_t h = gnu_hash(name);
+    if (k >= sc->n || !dso_maybe(&sc->obj[k], h))
+        return false;
+    for (uint32_t i = 0; i < sc->n; i++) {
+        void *p;
+        /* the bloom filter first: most objects rule a name out there */
+        if (i != k && dso_maybe(&sc->obj[i], h) && dso_find(&sc->obj[i], name, h, &p) != TT_DSO_NONE)
+            return false;
+    }
+    return true;
+}
+
 int tt_dso_find(const struct tt_dso_scope *sc, const char *name, void **out, uint32_t *which)
 {
     const uint32_t h = gnu_hash(name);

@@ -2,8 +2,8 @@
 /* The real functions: what each interposer forwards to, as dlsym(RTLD_NEXT) finds it. Before
  * the constructor a call looks its function up with dlsym. The constructor reads the symbol
  * tables of the libraries after this one (base/dso.c): a function that only libc (the library
- * that defines close) can define, by every other library's bloom filter, is found in libc's
- * table; the rest with dlsym. It looks up every function a signal handler may call; the others
+ * that defines close) can define, every other library ruling it out by its bloom filter or its
+ * table, is found in libc's table; the rest with dlsym. It looks up every function a signal handler may call; the others
  * (lazy: malloc, stdio, the thread library's locks...) wait for their first call, found in
  * libc's table (async-signal-safe, but it need not be) or with dlsym. A traced /bin/true calls
  * some thirty of the ~200; looking all of them up with dlsym in the constructor cost it 38 µs.
@@ -35,7 +35,7 @@ __thread int tt_pl_in_dlsym;
 /* The one library whose symbol table a function is looked up in after the constructor (libc,
  * as a rule): the constructor pins it (RTLD_NODELETE, so no dlclose unmaps its table) and marks
  * the functions that no other library after this one can define (from_home: every other
- * library's bloom filter says no). A look-up there allocates nothing and takes no lock, so it
+ * library's bloom filter or table says no). A look-up there allocates nothing and takes no lock, so it
  * is async-signal-safe. */
 static struct tt_dso home;
 static atomic_int home_ready;
@@ -116,7 +116,7 @@ fnptr tt_pl_real_resolve(enum real_fn id)
 /* Takes @scope's object that defines the probe function as home, when the tables' answer for it
  * is dlsym's (the library was loaded at startup, where the objects after it are the scope dlsym
  * searches; one loaded by dlopen has its own) and the object can be pinned. */
-static bool take_home(const struct tt_dso_scope *scope)
+static bool take_home(const struct tt_dso_scope *scope, uint32_t *at)
 {
     static const enum real_fn probe[] = { RF_close, RF_read, RF_write, RF_getpid };
     for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
@@ -132,6 +132,7 @@ static bool take_home(const struct tt_dso_scope *scope)
         if (!pin)
             return false;
         home = scope->obj[k];
+        *at = k;
         store(probe[i], t);
         return true;
     }
@@ -143,13 +144,12 @@ void tt_pl_real_load_all(void)
     /* the constructor's only: not read again after it (3 KiB, off its stack) */
     static struct tt_dso_scope scope;
     /* an audit library may rebind what dlsym returns: then dlsym answers for everything */
-    bool walk = !getenv("LD_AUDIT") && tt_dso_scope_after(&scope, &scope) && take_home(&scope);
-    for (int i = 0; walk && i < RF_COUNT_; i++) {
-        uint32_t k = 0;
-        if (!versioned((enum real_fn)i) &&
-            tt_dso_maybe(&scope, real_names[i], &k) == 1 && scope.obj[k].base == home.base)
+    uint32_t at = 0;
+    bool walk = !getenv("LD_AUDIT") && tt_dso_scope_after(&scope, &scope) &&
+                take_home(&scope, &at);
+    for (int i = 0; walk && i < RF_COUNT_; i++)
+        if (!versioned((enum real_fn)i) && tt_dso_only(&scope, real_names[i], at))
             from_home[i] = 1;
-    }
     /* release: home and from_home, for a thread or a handler that sees it ready */
     atomic_store_explicit(&home_ready, walk, memory_order_release);
     for (int i = 0; i < RF_COUNT_; i++)
