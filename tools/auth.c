@@ -143,18 +143,13 @@ static int mac_of(const tt_source *src, const uint8_t key[KEY_LEN], uint8_t mac[
     return rc;
 }
 
-int tool_auth_sign(const char *path)
+/* Signs @path with @key; reports a failure. */
+static int sign_one(const char *path, const uint8_t key[KEY_LEN])
 {
-    uint8_t key[KEY_LEN], mac[TT_AUTH_LEN];
-    char why[PATH_MAX + 128];
+    uint8_t mac[TT_AUTH_LEN];
     tt_error_info err;
     tt_source src;
     tool_error_info_init(&err);
-    if (key_load(key, 1, why, sizeof why) != 0) {
-        tool_error("warning: the trace is not signed, so only `replay -- PROG` or `replay "
-                   "--trust` will run its command: %s", why);
-        return TOOL_EXIT_SYSTEM;
-    }
     int rc = tt_source_file(&src, path, &err);
     if (rc == TT_OK) {
         rc = mac_of(&src, key, mac, &err);
@@ -162,10 +157,36 @@ int tool_auth_sign(const char *path)
     }
     if (rc == TT_OK)
         rc = tt_trace_auth_store(path, mac, 0, &err);
-    nettle_memxor(key, key, KEY_LEN); /* the key does not outlive its use */
     if (rc != TT_OK)
         return tool_report(path, "signing the trace", rc, &err);
     return TOOL_EXIT_OK;
+}
+
+int tool_auth_sign_all(const char *const *paths, size_t n)
+{
+    uint8_t key[KEY_LEN];
+    char why[PATH_MAX + 128];
+    if (n == 0)
+        return TOOL_EXIT_OK;
+    if (key_load(key, 1, why, sizeof why) != 0) {
+        tool_error("warning: %s not signed, so only `replay -- PROG` or `replay --trust` will "
+                   "run %s: %s", n == 1 ? "the trace is" : "the traces are",
+                   n == 1 ? "its command" : "their commands", why);
+        return TOOL_EXIT_SYSTEM;
+    }
+    int rc = TOOL_EXIT_OK;
+    for (size_t i = 0; i < n; i++) {
+        int r = sign_one(paths[i], key);
+        if (r != TOOL_EXIT_OK)
+            rc = r;
+    }
+    nettle_memxor(key, key, KEY_LEN); /* the key does not outlive its use */
+    return rc;
+}
+
+int tool_auth_sign(const char *path)
+{
+    return tool_auth_sign_all(&path, 1);
 }
 
 int tool_auth_check(const tt_source *src, const tt_manifest *m, char *why, size_t cap)

@@ -134,23 +134,14 @@ static bool meta_is(const tt_object_entry *e, const char *prefix)
     return e->name_len >= n && memcmp(e->name, prefix, n) == 0;
 }
 
-/* The trace at @path into @p (its identity, build and command line), its notes into @sc.
- * Quiet: a trace that does not open is listed as it is named. */
+/* The trace at @path into @p (its identity, build and command line), its notes into @sc. A
+ * trace that does not open is listed as it is named; the caller keeps standard error quiet
+ * (quiet_begin), as the reader would say why. */
 static void read_trace(struct scan *sc, tool_proc *p, const char *path)
 {
     tool_trace t;
     snprintf(p->file, sizeof p->file, "%s", path);
-    FILE *devnull = fopen("/dev/null", "w");
-    int saved = dup(2);
-    if (devnull && saved >= 0)
-        dup2(fileno(devnull), 2);
     int rc = tool_trace_start(&t, path, NULL, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_OPEN);
-    if (saved >= 0) {
-        dup2(saved, 2);
-        close(saved);
-    }
-    if (devnull)
-        fclose(devnull);
     if (rc != TOOL_EXIT_OK) {
         snprintf(p->note, sizeof p->note, "unreadable");
         tool_trace_close(&t);
@@ -292,6 +283,29 @@ static bool forked(const struct child *c)
     return !strncmp(c->how, "fork", 4) || !strncmp(c->how, "clone", 5);
 }
 
+/* Standard error to /dev/null until quiet_end, for a scan of many traces: one redirection
+ * for all of them. Returns the saved descriptor, -1 when nothing was redirected. */
+static int quiet_begin(void)
+{
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    int saved = null >= 0 ? fcntl(2, F_DUPFD_CLOEXEC, 3) : -1;
+    if (saved >= 0 && dup2(null, 2) < 0) {
+        close(saved);
+        saved = -1;
+    }
+    if (null >= 0)
+        close(null);
+    return saved;
+}
+
+static void quiet_end(int saved)
+{
+    if (saved < 0)
+        return;
+    dup2(saved, 2);
+    close(saved);
+}
+
 /* The tree from the traces themselves, with @nreaped statuses the tool reaped. */
 static int scan_tree(const char *file, const long *pids, const int *statuses, size_t nreaped,
                      struct scan *sc)
@@ -303,9 +317,12 @@ static int scan_tree(const char *file, const long *pids, const int *statuses, si
         return ENOMEM;
     snprintf(root->name, sizeof root->name, "root");
     snprintf(root->path, sizeof root->path, "root");
+    int quiet = quiet_begin();
     read_trace(sc, root, file);
-    if (tool_procs_dir(file, dir, sizeof dir) != 0)
+    if (tool_procs_dir(file, dir, sizeof dir) != 0) {
+        quiet_end(quiet);
         return ENAMETOOLONG;
+    }
     DIR *d = opendir(dir);
     for (struct dirent *de; d && (de = readdir(d)) != NULL;) {
         tool_proc tmp;
@@ -337,6 +354,7 @@ static int scan_tree(const char *file, const long *pids, const int *statuses, si
     }
     if (d)
         closedir(d);
+    quiet_end(quiet);
     /* from here on, images and children are looked up by path: sorted and searched, so a
      * tree of thousands of processes costs N log N, not N^2 */
     qsort(sc->v, sc->n, sizeof *sc->v, cmp_proc);
@@ -598,9 +616,16 @@ int tool_procs_finish(const char *file, const long *pids, const int *statuses, s
         scan_free(&sc);
         return 0;
     }
-    for (size_t i = 1; i < sc.n; i++)
+    const char **sign = malloc(sc.n * sizeof *sign);
+    size_t nsign = 0;
+    for (size_t i = 1; sign && i < sc.n; i++)
         if (sc.v[i].file[0] && !sc.v[i].partial)
-            tool_auth_sign(sc.v[i].file);
+            sign[nsign++] = sc.v[i].file;
+    if (sign)
+        tool_auth_sign_all(sign, nsign);
+    else
+        tool_error("warning: out of memory: the tree's traces are not signed");
+    free(sign);
     snprintf(tree, sizeof tree, "%s/%s", dir, TT_TREE_NAME);
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", tree, (long)getpid());
     FILE *f = fopen(tmp, "w");

@@ -514,6 +514,9 @@ void tool_clock_start(void);
  * the manifest, not synced (the caller makes the file durable: tool_procs_sync). Reports a
  * failure (a warning: the trace itself is fine) and returns its code. */
 int tool_auth_sign(const char *path);
+/* The same for @n traces, the key read once for all of them (a process tree's). Returns the
+ * last failure's code, TOOL_EXIT_OK when all were signed. */
+int tool_auth_sign_all(const char *const *paths, size_t n);
 /* 1 when the trace in @src (manifest @m) carries a MAC made with this user's key; else 0, with
  * the reason in @why. */
 int tool_auth_check(const tt_source *src, const tt_manifest *m, char *why, size_t cap);
