@@ -46,8 +46,11 @@ static int pread_all(int fd, uint64_t off, void *dst, size_t len, size_t *got)
 /* A file source reads through one window of READ_AHEAD bytes: a pass over a file is mostly
  * 48-byte headers and small chunks (frame blocks of a few hundred bytes, 32 KiB event chunks),
  * and a system call for each was most of what verify cost. A read that is not inside the window
- * refills it from its own offset; reads of a window or more go straight to the file. The lock
- * keeps the source thread-safe, as its contract says. */
+ * refills it from its own offset; reads of half a window or more go straight to the file. The
+ * lock keeps the source thread-safe, as its contract says. A file smaller than READ_AHEAD gets
+ * a window of its size in pages: the traces of a process tree are a few KiB each, and a tool
+ * that opens a thousand of them (`record`'s tree scan, `info`, `tree`) allocated, faulted in
+ * and gave back 256 KiB for each. */
 #define READ_AHEAD (256u * 1024u)
 
 struct file_ctx {
@@ -56,14 +59,22 @@ struct file_ctx {
     pthread_mutex_t lock;
     uint64_t win_off;
     size_t win_len;
-    uint8_t win[READ_AHEAD];
+    size_t win_cap; /* READ_AHEAD, or a smaller file's size in pages, plus one */
+    uint8_t win[];
 };
+
+/* The window for a file of @size bytes (as it was opened: one that grows later is still read
+ * whole, a window at a time). */
+static size_t window_for(uint64_t size)
+{
+    return size >= READ_AHEAD ? READ_AHEAD : ((size_t)size + 4095u) / 4096u * 4096u + 4096u;
+}
 
 static int fd_read(void *ctx, uint64_t off, void *dst, size_t len, size_t *got)
 {
     struct file_ctx *fc = ctx;
     pthread_mutex_lock(&fc->lock);
-    if (len >= READ_AHEAD / 2) {
+    if (len >= fc->win_cap / 2) {
         int rc = pread_all(fc->fd, off, dst, len, got);
         pthread_mutex_unlock(&fc->lock);
         return rc;
@@ -71,7 +82,7 @@ static int fd_read(void *ctx, uint64_t off, void *dst, size_t len, size_t *got)
     if (off < fc->win_off || off - fc->win_off > fc->win_len ||
         len > fc->win_len - (off - fc->win_off)) {
         size_t n = 0;
-        int rc = pread_all(fc->fd, off, fc->win, READ_AHEAD, &n);
+        int rc = pread_all(fc->fd, off, fc->win, fc->win_cap, &n);
         fc->win_off = off;
         fc->win_len = rc == TT_OK ? n : 0;
         if (rc != TT_OK) {
@@ -133,7 +144,8 @@ int tt_source_file(tt_source *src, const char *path, tt_error_info *err)
         close(fd);
         return tt_fail(err, TT_E_IO, e, UINT64_MAX, "%s: not a regular file", path);
     }
-    struct file_ctx *fc = malloc(sizeof *fc);
+    const size_t cap = window_for((uint64_t)st.st_size);
+    struct file_ctx *fc = malloc(sizeof *fc + cap);
     if (!fc) {
         close(fd);
         return tt_fail(err, TT_E_NOMEM, ENOMEM, UINT64_MAX, "%s: out of memory", path);
@@ -147,6 +159,7 @@ int tt_source_file(tt_source *src, const char *path, tt_error_info *err)
     pthread_mutex_init(&fc->lock, NULL);
     fc->win_off = 0;
     fc->win_len = 0;
+    fc->win_cap = cap;
     fc->slot = tt_fd_reserve(fd, fd_move, fc);
     src->fd = fd;
     src->read = fd_read;

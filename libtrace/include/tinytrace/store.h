@@ -154,8 +154,8 @@ typedef struct tt_source {
 } tt_source;
 
 /* Opens @path for reading. Thread-safe source: positional reads, small ones served from one
- * 256 KiB read-ahead window (allocated here, freed by tt_source_close; a lock makes it safe to
- * share). */
+ * read-ahead window of 256 KiB, or of the file's size in pages plus one when it is smaller
+ * (allocated here, freed by tt_source_close; a lock makes it safe to share). */
 TT_API int tt_source_file(tt_source *src, const char *path, tt_error_info *err);
 /* A source over caller memory; the caller keeps @data alive while the source is used. */
 TT_API void tt_source_memory(tt_source *src, const void *data, size_t len);
