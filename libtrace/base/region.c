@@ -14,8 +14,12 @@
  * MADV_DONTNEED + PROT_NONE onto a free list of runs. Small blocks (up to 32 KiB) come from
  * size classes of powers of two, carved from 64 KiB runs a block at a time as they are first
  * needed (threading a new run's free list through all its blocks faulted in every page of it:
- * a short traced process paid a hundred page faults for runs it barely used); each block has a 16-byte header that
- * says its class (or, for a large block, its run). One mutex: this is the tracer's own memory,
+ * a short traced process paid a hundred page faults for runs it barely used). The classes
+ * below a page share one run, carved in the order asked, so a session's first few dozen
+ * blocks of a dozen sizes sit on a few pages, not one page (and one mprotect) per class; a
+ * class of a page or more has runs of its own, so that no run loses more than a small
+ * block's worth at its end. Each block has a 16-byte header that says its class (or, for a
+ * large block, its run): a freed block goes to its class's free list wherever it was carved. One mutex: this is the tracer's own memory,
  * off every hot path (the recording thread's buffers are allocated once).
  */
 #include <errno.h>
@@ -32,6 +36,8 @@
 #define MIN_SHIFT 4                  /* 16-byte blocks */
 #define MAX_SHIFT 15                 /* 32 KiB blocks; larger ones get their own run */
 #define NCLASS (MAX_SHIFT - MIN_SHIFT + 1)
+#define SHARED_SHIFT 11              /* classes up to 2 KiB blocks are carved from one run */
+#define SHARED (SHARED_SHIFT - MIN_SHIFT + 1) /* the classes below this index share a run */
 #define HEADER 16u
 #define LARGE_TAG UINT64_C(0x6c61726765000000) /* "large"; low 24 bits: the run starts this many
                                                 * pages before the header's page */
@@ -74,7 +80,9 @@ static uintptr_t top;                          /* first never-used byte (lock) *
 static struct free_run runs[1024];             /* freed runs, first fit (lock) */
 static unsigned nruns;
 static void *free_lists[NCLASS];               /* small blocks given back (lock) */
-static uint8_t *carve[NCLASS], *carve_end[NCLASS]; /* each class's run being carved (lock) */
+static uint8_t *carve[NCLASS], *carve_end[NCLASS]; /* the runs being carved (lock): [0] the
+                                                    * one the classes below SHARED share,
+                                                    * [c] for c >= SHARED class c's own */
 
 /* A fork while another thread (the swapper, growing a table) holds the lock would leave the
  * child a lock no thread of it can give back: its first allocation, the environment of its
@@ -203,13 +211,14 @@ static void *region_alloc(size_t n, bool *fresh)
             free_lists[c] = *(void **)(void *)h;
             *fresh = false;
         } else {
-            if (!carve[c] || (size_t)(carve_end[c] - carve[c]) < bs) {
-                carve[c] = pages_locked(RUN);
-                carve_end[c] = carve[c] ? carve[c] + RUN : NULL;
+            unsigned r = c < SHARED ? 0 : c;
+            if (!carve[r] || (size_t)(carve_end[r] - carve[r]) < bs) {
+                carve[r] = pages_locked(RUN);
+                carve_end[r] = carve[r] ? carve[r] + RUN : NULL;
             }
-            h = (struct header *)(void *)carve[c];
+            h = (struct header *)(void *)carve[r];
             if (h)
-                carve[c] += bs;
+                carve[r] += bs;
         }
         if (h) {
             h->tag = c;
