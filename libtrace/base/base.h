@@ -23,6 +23,11 @@
 #define TT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define TT_HIDDEN __attribute__((visibility("hidden")))
+/* A large zero-initialised table that is touched sparsely (a hash map, a reserve): in .lbss,
+ * which the linker puts after .bss, so that the small variables a process touches at its start
+ * share a few pages instead of each sitting on its own page between two megabyte tables (a
+ * page fault each: some 20 of a short traced process's; docs/PERFORMANCE.md, issue 17). */
+#define TT_BIG_BSS __attribute__((section(".lbss")))
 
 /* ---- errors (error.c) ----
  * Fills @err (when not NULL) with @code, @sys_errno, @offset (UINT64_MAX: none) and the formatted

@@ -48,7 +48,7 @@ struct verdict {
 
 #define MAP_BITS 16
 #define MAP_CAP (1u << MAP_BITS)
-static struct verdict map[MAP_CAP];
+static struct verdict map[MAP_CAP] TT_BIG_BSS;
 static uint32_t map_used;
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 

@@ -50,7 +50,7 @@ struct addr_slot {
     uint32_t id;
 };
 
-static struct addr_slot addr_map[FN_CAP];
+static struct addr_slot addr_map[FN_CAP] TT_BIG_BSS;
 static uint32_t addr_used;
 
 /* The home slot of address @a in a table of 2^@bits slots: the top bits of a multiplicative
@@ -99,7 +99,7 @@ struct fn_slot {
  * as many again that the recording never named (skipped or diverging), before it is full. */
 #define CALL_CAP (2 * FN_CAP)
 #define CALL_MAX (CALL_CAP / 2)
-static struct fn_slot fn_map[CALL_CAP];
+static struct fn_slot fn_map[CALL_CAP] TT_BIG_BSS;
 static uint32_t fn_used;
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 

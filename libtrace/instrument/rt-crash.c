@@ -166,7 +166,7 @@ void tt_rt_before_sigkill(void)
 
 void install_crash_handlers(void)
 {
-    static char stack[64 * 1024];
+    static char stack[64 * 1024] TT_BIG_BSS;
     stack_t ss = { .ss_sp = stack, .ss_size = sizeof stack };
     sigaltstack(&ss, NULL); /* a stack overflow still gets its crash event (main thread) */
     for (size_t i = 0; i < NFATAL; i++) {

@@ -30,7 +30,7 @@ typedef void *(*reallocarray_fn)(void *, size_t, size_t);
 
 /* dlsym's own allocations, made before the real allocator is known. */
 #define BOOT_BYTES 65536
-static _Alignas(max_align_t) unsigned char boot_arena[BOOT_BYTES];
+static _Alignas(max_align_t) unsigned char boot_arena[BOOT_BYTES] TT_BIG_BSS;
 /* relaxed: each fetch_add hands its caller a range of its own, which only that thread writes */
 static _Atomic size_t boot_used;
 

@@ -42,7 +42,7 @@ typedef int (*sigqueue_fn)(pid_t, int, const union sigval);
  * program with thousands of threads that each asked for their tid), the later ones are not
  * mapped. */
 #define IDMAP_CAP 4096
-static _Atomic uint64_t idmap[IDMAP_CAP];
+static _Atomic uint64_t idmap[IDMAP_CAP] TT_BIG_BSS;
 
 void tt_pl_id_remember(pid_t rec, pid_t live)
 {

@@ -62,7 +62,7 @@ typedef ssize_t (*writev_fn)(int, const struct iovec *, int);
 
 /* The inode of the virtual socket at each fd number, 0 for none. Relaxed: an fd is made and
  * used in the program's own order, which orders these; a stale entry is caught by the inode. */
-static _Atomic uint64_t vfd_ino[VFD_MAX];
+static _Atomic uint64_t vfd_ino[VFD_MAX] TT_BIG_BSS;
 
 static void vfd_mark(int fd)
 {
