@@ -143,16 +143,23 @@ static int mac_of(const tt_source *src, const uint8_t key[KEY_LEN], uint8_t mac[
     return rc;
 }
 
-/* Signs @path with @key; reports a failure. */
-static int sign_one(const char *path, const uint8_t key[KEY_LEN])
+int tool_signer_open(tool_signer *sg)
+{
+    sg->ok = key_load(sg->key, 1, sg->why, sizeof sg->why) == 0;
+    return sg->ok ? TOOL_EXIT_OK : TOOL_EXIT_SYSTEM;
+}
+
+int tool_signer_sign(tool_signer *sg, const char *path)
 {
     uint8_t mac[TT_AUTH_LEN];
     tt_error_info err;
     tt_source src;
+    if (!sg->ok)
+        return TOOL_EXIT_SYSTEM;
     tool_error_info_init(&err);
     int rc = tt_source_file(&src, path, &err);
     if (rc == TT_OK) {
-        rc = mac_of(&src, key, mac, &err);
+        rc = mac_of(&src, sg->key, mac, &err);
         tt_source_close(&src);
     }
     if (rc == TT_OK)
@@ -162,31 +169,29 @@ static int sign_one(const char *path, const uint8_t key[KEY_LEN])
     return TOOL_EXIT_OK;
 }
 
-int tool_auth_sign_all(const char *const *paths, size_t n)
+void tool_signer_close(tool_signer *sg)
 {
-    uint8_t key[KEY_LEN];
-    char why[PATH_MAX + 128];
-    if (n == 0)
-        return TOOL_EXIT_OK;
-    if (key_load(key, 1, why, sizeof why) != 0) {
-        tool_error("warning: %s not signed, so only `replay -- PROG` or `replay --trust` will "
-                   "run %s: %s", n == 1 ? "the trace is" : "the traces are",
-                   n == 1 ? "its command" : "their commands", why);
-        return TOOL_EXIT_SYSTEM;
-    }
-    int rc = TOOL_EXIT_OK;
-    for (size_t i = 0; i < n; i++) {
-        int r = sign_one(paths[i], key);
-        if (r != TOOL_EXIT_OK)
-            rc = r;
-    }
-    nettle_memxor(key, key, KEY_LEN); /* the key does not outlive its use */
-    return rc;
+    nettle_memxor(sg->key, sg->key, KEY_LEN); /* the key does not outlive its use */
+    sg->ok = false;
+}
+
+void tool_signer_warn(const tool_signer *sg, size_t n)
+{
+    tool_error("warning: %s not signed, so only `replay -- PROG` or `replay --trust` will run "
+               "%s: %s", n == 1 ? "the trace is" : "the traces are",
+               n == 1 ? "its command" : "their commands", sg->why);
 }
 
 int tool_auth_sign(const char *path)
 {
-    return tool_auth_sign_all(&path, 1);
+    tool_signer sg;
+    if (tool_signer_open(&sg) != TOOL_EXIT_OK) {
+        tool_signer_warn(&sg, 1);
+        return TOOL_EXIT_SYSTEM;
+    }
+    int rc = tool_signer_sign(&sg, path);
+    tool_signer_close(&sg);
+    return rc;
 }
 
 int tool_auth_check(const tt_source *src, const tt_manifest *m, char *why, size_t cap)

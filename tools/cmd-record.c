@@ -502,7 +502,8 @@ int cmd_record(int argc, char **argv)
     /* orphans of the tree (a daemon, a background job) become the tool's: it waits for them,
      * so that the tree is whole when its manifest is written */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-    tool_spares *spares = tool_spares_start(abs);
+    tool_scan *early = tool_scan_new(abs); /* NULL: every trace is read at the end */
+    tool_spares *spares = tool_spares_start(abs, early);
     rc = tool_run_program(argv[first], prog_path, argv + first, envp, NULL, o.aslr, &pid,
                           &status);
     close(settings_fd);
@@ -514,15 +515,17 @@ int cmd_record(int argc, char **argv)
     size_t nreaped = 1 + tool_reap_orphans(pids + 1, statuses + 1, 1023);
     tool_spares_stop(spares);
     if (rc != TOOL_EXIT_OK) {
+        tool_scan_free(early);
         tool_procs_remove(abs);
         return rc;
     }
     rc = summarize(&o, o.output, abs, &before, pid, status);
     if (rc < 0) {
         tool_auth_sign(abs); /* a trace without it still is one: replay asks for --trust */
-        if (tool_procs_finish(abs, pids, statuses, nreaped) == 0)
+        if (tool_procs_finish(abs, pids, statuses, nreaped, early) == 0)
             warn_tree(abs);
     }
+    tool_scan_free(early);
     /* after the MACs and the tree's manifest went in: each file waits for the disk once */
     tool_procs_sync(abs); /* reported; the traces are there all the same */
     return rc >= 0 ? rc : tool_shell_status(status);

@@ -135,13 +135,15 @@ static bool meta_is(const tt_object_entry *e, const char *prefix)
 }
 
 /* The trace at @path into @p (its identity, build and command line), its notes into @sc. A
- * trace that does not open is listed as it is named; the caller keeps standard error quiet
- * (quiet_begin), as the reader would say why. */
+ * trace that does not open is listed as it is named ("unreadable"), not reported. */
 static void read_trace(struct scan *sc, tool_proc *p, const char *path)
 {
     tool_trace t;
     snprintf(p->file, sizeof p->file, "%s", path);
+    bool was = tool_quiet;
+    tool_quiet = true; /* an unreadable trace is listed as such, not reported */
     int rc = tool_trace_start(&t, path, NULL, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_OPEN);
+    tool_quiet = was;
     if (rc != TOOL_EXIT_OK) {
         snprintf(p->note, sizeof p->note, "unreadable");
         tool_trace_close(&t);
@@ -283,47 +285,85 @@ static bool forked(const struct child *c)
     return !strncmp(c->how, "fork", 4) || !strncmp(c->how, "clone", 5);
 }
 
-/* Standard error to /dev/null until quiet_end, for a scan of many traces: one redirection
- * for all of them. Returns the saved descriptor, -1 when nothing was redirected. */
-static int quiet_begin(void)
-{
-    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-    int saved = null >= 0 ? fcntl(2, F_DUPFD_CLOEXEC, 3) : -1;
-    if (saved >= 0 && dup2(null, 2) < 0) {
-        close(saved);
-        saved = -1;
-    }
-    if (null >= 0)
-        close(null);
-    return saved;
-}
-
-static void quiet_end(int saved)
-{
-    if (saved < 0)
-        return;
-    dup2(saved, 2);
-    close(saved);
-}
-
-/* The tree from the traces themselves, with @nreaped statuses the tool reaped. */
-static int scan_tree(const char *file, const long *pids, const int *statuses, size_t nreaped,
-                     struct scan *sc)
-{
+/* A scan made while the program runs (tool_scan_step, on the spare-file thread): the traces
+ * the tree's processes have finished so far, read and signed, so that tool_procs_finish is
+ * left with the last few. A finished trace (its final name, without ".partial") is never
+ * written again by its process. */
+struct tool_scan {
+    struct scan sc;     /* v[0]: the root's place, read at the end (it finishes last) */
+    uint8_t *sig;       /* per image of sc.v: its trace was signed */
+    size_t sig_cap;
+    size_t *set;        /* the names read: 1 + their index in sc.v, by hash; 0 = empty */
+    size_t set_cap;     /* a power of two, at least twice sc.n */
+    tool_signer sg;
+    int sg_state;       /* 0: the key not read yet; 1: read; -1: unusable (signed at the end) */
     char dir[PATH_MAX];
-    memset(sc, 0, sizeof *sc);
-    tool_proc *root = add_proc(sc);
-    if (!root)
-        return ENOMEM;
-    snprintf(root->name, sizeof root->name, "root");
-    snprintf(root->path, sizeof root->path, "root");
-    int quiet = quiet_begin();
-    read_trace(sc, root, file);
-    if (tool_procs_dir(file, dir, sizeof dir) != 0) {
-        quiet_end(quiet);
-        return ENAMETOOLONG;
+};
+
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* The slot of file name @name in @e's set: where it is, or the empty slot it would take. */
+static size_t *set_slot(struct tool_scan *e, const char *name)
+{
+    size_t m = e->set_cap - 1, i = (size_t)name_hash(name) & m;
+    while (e->set[i] && strcmp(base_name(e->sc.v[e->set[i] - 1].file), name) != 0)
+        i = (i + 1) & m;
+    return &e->set[i];
+}
+
+static bool set_grow(struct tool_scan *e)
+{
+    if (e->set_cap >= 2 * (e->sc.n + 1))
+        return true;
+    size_t cap = e->set_cap ? e->set_cap * 2 : 256;
+    while (cap < 2 * (e->sc.n + 1))
+        cap *= 2;
+    size_t *old = e->set, ocap = e->set_cap;
+    if (!(e->set = calloc(cap, sizeof *e->set))) {
+        e->set = old;
+        return false;
     }
-    DIR *d = opendir(dir);
+    e->set_cap = cap;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i])
+            *set_slot(e, base_name(e->sc.v[old[i] - 1].file)) = old[i];
+    free(old);
+    return true;
+}
+
+static bool sig_room(struct tool_scan *e)
+{
+    if (e->sig_cap > e->sc.n)
+        return true;
+    size_t cap = e->sig_cap ? e->sig_cap * 2 : 64;
+    uint8_t *n = realloc(e->sig, cap);
+    if (!n)
+        return false;
+    memset(n + e->sig_cap, 0, cap - e->sig_cap);
+    e->sig = n;
+    e->sig_cap = cap;
+    return true;
+}
+
+/* Reads (and, with @sign, signs) the finished traces of @e's folder not read yet. Returns how
+ * many it read. With @all, the unfinished ones (".partial": a process that died) are listed
+ * too, as such: the end's pass. */
+static size_t scan_folder(struct tool_scan *e, bool sign, bool all)
+{
+    size_t got = 0;
+    DIR *d = opendir(e->dir);
     for (struct dirent *de; d && (de = readdir(d)) != NULL;) {
         tool_proc tmp;
         memset(&tmp, 0, sizeof tmp);
@@ -331,16 +371,24 @@ static int scan_tree(const char *file, const long *pids, const int *statuses, si
             continue;
         size_t l = strlen(de->d_name);
         int partial = l > 8 && !strcmp(de->d_name + l - 8, ".partial");
-        if (!partial && strcmp(de->d_name + l - 3, ".tt") != 0)
+        if ((!partial && strcmp(de->d_name + l - 3, ".tt") != 0) || (partial && !all))
             continue;
-        tool_proc *p = add_proc(sc);
+        /* the set keeps at least half its slots empty, grown or not, so a look-up ends */
+        bool grown = set_grow(e);
+        if (!partial && e->set_cap && *set_slot(e, de->d_name))
+            continue; /* read already */
+        if (!partial && !grown && !all)
+            continue; /* no room to note it: the end's pass reads it */
+        if (!sig_room(e))
+            break;
+        tool_proc *p = add_proc(&e->sc);
         if (!p)
             break;
         memcpy(p->name, tmp.name, sizeof p->name);
         memcpy(p->path, tmp.path, sizeof p->path);
         p->gen = tmp.gen;
         char full[PATH_MAX + 256];
-        snprintf(full, sizeof full, "%s/%s", dir, de->d_name);
+        snprintf(full, sizeof full, "%s/%s", e->dir, de->d_name);
         if (partial) {
             p->partial = 1;
             snprintf(p->file, sizeof p->file, "%.*s", (int)sizeof p->file - 1, full);
@@ -348,13 +396,90 @@ static int scan_tree(const char *file, const long *pids, const int *statuses, si
             p->pid = dot ? atol(dot + 4) : 0;
             snprintf(p->note, sizeof p->note, "died before its trace was finished: "
                      "tinytrace recover saves what it wrote");
-        } else {
-            read_trace(sc, p, full);
+            continue;
         }
+        read_trace(&e->sc, p, full);
+        if (grown)
+            *set_slot(e, de->d_name) = e->sc.n;
+        got++;
+        if (sign && e->sg_state == 0)
+            e->sg_state = tool_signer_open(&e->sg) == TOOL_EXIT_OK ? 1 : -1;
+        if (sign && e->sg_state == 1)
+            e->sig[e->sc.n - 1] = tool_signer_sign(&e->sg, full) == TOOL_EXIT_OK;
     }
     if (d)
         closedir(d);
-    quiet_end(quiet);
+    return got;
+}
+
+tool_scan *tool_scan_new(const char *file)
+{
+    struct tool_scan *e = calloc(1, sizeof *e);
+    if (!e || tool_procs_dir(file, e->dir, sizeof e->dir) != 0 || !add_proc(&e->sc) ||
+        !sig_room(e)) {
+        tool_scan_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+size_t tool_scan_step(tool_scan *e)
+{
+    if (!e)
+        return 0;
+    bool was = tool_quiet;
+    tool_quiet = true; /* a signature that fails here is made again at the end, and said */
+    size_t got = scan_folder(e, true, false);
+    tool_quiet = was;
+    return got;
+}
+
+void tool_scan_free(tool_scan *e)
+{
+    if (!e)
+        return;
+    if (e->sg_state == 1)
+        tool_signer_close(&e->sg);
+    free(e->sc.v);
+    free(e->sc.r);
+    free(e->sc.c);
+    free(e->sig);
+    free(e->set);
+    free(e);
+}
+
+/* The tree from the traces themselves, with @nreaped statuses the tool reaped: those @early
+ * read while the program ran (NULL: none), then the root and the rest. With @sign, every
+ * trace but the root (the caller signs that one) is signed, unless @early signed it already. */
+static int scan_tree(const char *file, const long *pids, const int *statuses, size_t nreaped,
+                     struct tool_scan *early, bool sign, struct scan *sc)
+{
+    memset(sc, 0, sizeof *sc);
+    struct tool_scan *e = early ? early : tool_scan_new(file);
+    if (!e)
+        return ENOMEM;
+    tool_proc *root = &e->sc.v[0];
+    snprintf(root->name, sizeof root->name, "root");
+    snprintf(root->path, sizeof root->path, "root");
+    read_trace(&e->sc, root, file);
+    scan_folder(e, false, true);
+    /* the rest are signed here, where a failure is said; the key is read once for all */
+    size_t unsigned_ = 0;
+    for (size_t i = 1; sign && i < e->sc.n; i++)
+        unsigned_ += e->sc.v[i].file[0] && !e->sc.v[i].partial && !e->sig[i];
+    if (unsigned_ && e->sg_state == 0)
+        e->sg_state = tool_signer_open(&e->sg) == TOOL_EXIT_OK ? 1 : -1;
+    if (unsigned_ && e->sg_state == 1) {
+        for (size_t i = 1; i < e->sc.n; i++)
+            if (e->sc.v[i].file[0] && !e->sc.v[i].partial && !e->sig[i])
+                tool_signer_sign(&e->sg, e->sc.v[i].file);
+    } else if (unsigned_) {
+        tool_signer_warn(&e->sg, unsigned_);
+    }
+    *sc = e->sc;
+    memset(&e->sc, 0, sizeof e->sc);
+    if (!early)
+        tool_scan_free(e);
     /* from here on, images and children are looked up by path: sorted and searched, so a
      * tree of thousands of processes costs N log N, not N^2 */
     qsort(sc->v, sc->n, sizeof *sc->v, cmp_proc);
@@ -457,12 +582,6 @@ static void put_field(FILE *f, const char *s)
         else
             fputc(*s, f);
     }
-}
-
-static const char *base_name(const char *p)
-{
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
 }
 
 int tool_procs_prepare(const char *file)
@@ -600,11 +719,12 @@ int tool_procs_sync(const char *file)
     return e;
 }
 
-int tool_procs_finish(const char *file, const long *pids, const int *statuses, size_t nreaped)
+int tool_procs_finish(const char *file, const long *pids, const int *statuses, size_t nreaped,
+                      tool_scan *early)
 {
     struct scan sc;
     char dir[PATH_MAX], tree[PATH_MAX + 16], tmp[PATH_MAX + 32];
-    int e = scan_tree(file, pids, statuses, nreaped, &sc);
+    int e = scan_tree(file, pids, statuses, nreaped, early, true, &sc);
     if (e != 0 || tool_procs_dir(file, dir, sizeof dir) != 0) {
         free(sc.v);
         scan_free(&sc);
@@ -616,16 +736,6 @@ int tool_procs_finish(const char *file, const long *pids, const int *statuses, s
         scan_free(&sc);
         return 0;
     }
-    const char **sign = malloc(sc.n * sizeof *sign);
-    size_t nsign = 0;
-    for (size_t i = 1; sign && i < sc.n; i++)
-        if (sc.v[i].file[0] && !sc.v[i].partial)
-            sign[nsign++] = sc.v[i].file;
-    if (sign)
-        tool_auth_sign_all(sign, nsign);
-    else
-        tool_error("warning: out of memory: the tree's traces are not signed");
-    free(sign);
     snprintf(tree, sizeof tree, "%s/%s", dir, TT_TREE_NAME);
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", tree, (long)getpid());
     FILE *f = fopen(tmp, "w");
@@ -719,7 +829,7 @@ int tool_procs_read(const char *file, tool_proc **out, size_t *n)
             *n = 1;
             return 0;
         }
-        int e = scan_tree(file, NULL, NULL, 0, &sc);
+        int e = scan_tree(file, NULL, NULL, 0, NULL, false, &sc);
         scan_free(&sc);
         if (e != 0) {
             free(sc.v);

@@ -39,10 +39,22 @@ int tool_procs_dir(const char *file, char *out, size_t cap);
  * A recording of one process is a tree of one. Returns 0, or an errno (reported). */
 int tool_procs_read(const char *file, tool_proc **out, size_t *n);
 
+/* Record, while the program runs: the traces the tree's processes have finished so far, read
+ * and signed ahead of tool_procs_finish, which then reads and signs only the rest. tool_scan_new
+ * gives NULL when out of memory; tool_scan_step reads what is new (quietly: what fails here is
+ * done again, and said, at the end) and returns how many; one thread at a time. */
+typedef struct tool_scan tool_scan;
+tool_scan *tool_scan_new(const char *file);
+size_t tool_scan_step(tool_scan *e);
+void tool_scan_free(tool_scan *e);
+
 /* Record: writes FILE.procs/tree from the traces, with the statuses the tool itself reaped
- * (@pids, @statuses: the root and the orphans it adopted), and signs every trace of the tree;
- * removes FILE.procs when the program started no process. Returns 0 or an errno (reported). */
-int tool_procs_finish(const char *file, const long *pids, const int *statuses, size_t nreaped);
+ * (@pids, @statuses: the root and the orphans it adopted), and signs every trace of the tree
+ * but the root, which the caller signs (those @early read are signed already; NULL: none);
+ * removes FILE.procs when the program started no process. Returns 0 or an errno (reported).
+ * The caller frees @early after. */
+int tool_procs_finish(const char *file, const long *pids, const int *statuses, size_t nreaped,
+                      tool_scan *early);
 
 /* Record: makes FILE and every file of FILE.procs durable, once the program has ended (the
  * processes do not, TINYTRACE_SYNC=0: a fork's child would wait for the disk at its exit,
@@ -58,10 +70,12 @@ int tool_procs_prepare(const char *file);
 
 /* Record: keeps FILE.procs/.spares filled with empty files made ahead, on a thread of the
  * tool, for the tree's processes to take as their traces (TINYTRACE_SPARES=1, spares.c says
- * why). NULL when it cannot (the processes then create their files, as without it). Stop it
- * once the program and its orphans have ended: it removes what is left, and the folder. */
+ * why); the same thread steps @early (not NULL) every TOOL_SCAN_EVERY_MS while it runs. NULL
+ * when it cannot (the processes then create their files, as without it). Stop it once the
+ * program and its orphans have ended: it removes what is left, and the folder, and no longer
+ * touches @early. */
 typedef struct tool_spares tool_spares;
-tool_spares *tool_spares_start(const char *file);
+tool_spares *tool_spares_start(const char *file, tool_scan *early);
 void tool_spares_stop(tool_spares *s);
 /* Removes a FILE.procs/.spares that a tool which died left (@procs_dir: FILE.procs). */
 void tool_spares_clear(const char *procs_dir);

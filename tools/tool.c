@@ -61,9 +61,13 @@ static void vput_escaped(FILE *f, const char *fmt, va_list ap)
         free(p);
 }
 
+_Thread_local bool tool_quiet;
+
 void tool_error(const char *fmt, ...)
 {
     va_list ap;
+    if (tool_quiet)
+        return;
     fflush(stdout); /* keep the order of stdout and stderr when both go to one place */
     fputs("tinytrace: ", stderr);
     va_start(ap, fmt);
@@ -144,6 +148,8 @@ int tool_report(const char *path, const char *what, int code, const tt_error_inf
     size_t msg_len;
     int has_message = err != NULL && err->message[0] != '\0';
 
+    if (tool_quiet)
+        return tool_exit_for_error(code);
     if (has_message)
         msg = tool_strip_path(err->message, path);
     msg_len = strnlen(msg, sizeof err->message);

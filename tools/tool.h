@@ -21,6 +21,7 @@
 #ifndef TINYTRACE_TOOL_H
 #define TINYTRACE_TOOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -86,6 +87,11 @@ int cmd_tree(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 
 /* ---- messages ---- */
+
+/* Set on a thread that works in the background or on what need not be said (the tree's scan,
+ * which lists an unreadable trace as such): tool_error and tool_report print nothing there,
+ * and tool_report still returns its exit code. Other threads print as ever. */
+extern _Thread_local bool tool_quiet;
 
 /* Prints "tinytrace: " and the formatted message to stderr, with a newline. The whole formatted
  * message is escaped as tool_print_text escapes (a path, a name or an argument in it cannot
@@ -514,9 +520,19 @@ void tool_clock_start(void);
  * the manifest, not synced (the caller makes the file durable: tool_procs_sync). Reports a
  * failure (a warning: the trace itself is fine) and returns its code. */
 int tool_auth_sign(const char *path);
-/* The same for @n traces, the key read once for all of them (a process tree's). Returns the
- * last failure's code, TOOL_EXIT_OK when all were signed. */
-int tool_auth_sign_all(const char *const *paths, size_t n);
+/* The key, read once for many traces (a process tree's, as they are finished): open it, sign
+ * each trace (a failure is reported, and its code returned), close it (the key is wiped). A
+ * signer that could not read the key signs nothing; tool_signer_warn says so for @n traces,
+ * with the reason. One thread at a time per signer. */
+typedef struct tool_signer {
+    uint8_t key[32];
+    bool ok;
+    char why[4096 + 128];
+} tool_signer;
+int tool_signer_open(tool_signer *sg);
+int tool_signer_sign(tool_signer *sg, const char *path);
+void tool_signer_close(tool_signer *sg);
+void tool_signer_warn(const tool_signer *sg, size_t n);
 /* 1 when the trace in @src (manifest @m) carries a MAC made with this user's key; else 0, with
  * the reason in @why. */
 int tool_auth_check(const tt_source *src, const tt_manifest *m, char *why, size_t cap);

@@ -8,10 +8,13 @@ Each check prints ok or FAIL. Every case runs in its own temporary directory, wi
 directory (XDG_DATA_HOME), removed at the end. Every program run has a deadline (TIMEOUT); no
 check waits a fixed time.
 """
+import hashlib
+import hmac
 import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -567,6 +570,61 @@ def the_tool_keeps_spare_files_for_the_tree_and_removes_them():
               "a .spares a dead tool left goes with the next recording", left or r.stderr)
 
 
+def mac_ok(c, path):
+    """Whether the trace at @path carries this case's key's MAC (docs/FORMAT.md, manifest byte
+    400: HMAC-SHA256 over the manifest with the MAC and its checksum zeroed, then the object
+    table chunk)."""
+    with open(os.path.join(c.d, "keys", "tinytrace", "key"), "rb") as f:
+        key = f.read()
+    with open(path, "rb") as f:
+        data = f.read()
+    m = bytearray(data[:512])
+    stored = bytes(m[400:432])
+    m[400:432] = bytes(32)
+    m[504:512] = bytes(8)
+    off, length = struct.unpack_from("<QQ", data, 288)
+    want = hmac.new(key, bytes(m) + data[off:off + length], hashlib.sha256).digest()
+    return stored == want
+
+
+def traces_finished_while_the_program_runs_are_signed_and_listed():
+    """The tool reads and signs each trace of the tree as soon as its process has finished it,
+    while the program still runs (spares.c, every 16 ms), not all of them after the program:
+    the program waits, with a deadline, until the first child's trace carries a MAC. Every
+    trace, read early or at the end, then carries this user's key's MAC, and the tree lists
+    every process with its command line."""
+    with Case("early") as c:
+        first = c.path("e.tt.procs/root.1.tt")
+        script = ('/bin/echo one; /bin/echo two; end=$(($(date +%%s) + 30)); '
+                  'while [ "$(od -v -An -tx1 -j400 -N32 %s | tr -d " 0\n")" = "" ]; do '
+                  '[ "$(date +%%s)" -gt "$end" ] && { echo unsigned; exit 1; }; done; '
+                  'echo signed' % first)
+        r = c.tt("record", "-o", "e.tt", "--", "sh", "-c", script)
+        check(r.returncode == 0 and r.stdout.splitlines()[-1:] == ["signed"],
+              "record: a child's trace is signed while the program still runs",
+              r.stdout + r.stderr[-1500:])
+        names = sorted(n for n in os.listdir(c.path("e.tt.procs")) if n.endswith(".tt"))
+        bad = [n for n in names if not mac_ok(c, c.path("e.tt.procs/" + n))]
+        check(len(names) >= 4 and not bad and mac_ok(c, c.path("e.tt")),
+              "... and every trace of the tree, the root's too, carries the key's MAC",
+              "%d traces, %s without a good MAC" % (len(names), bad))
+        with open(c.path("keys/tinytrace/key"), "rb") as f:
+            key = f.read()
+        with open(c.path("keys/tinytrace/key"), "wb") as f:
+            f.write(bytes(b ^ 1 for b in key))
+        check(not mac_ok(c, c.path("e.tt.procs/" + names[0])),
+              "... (a MAC checked with another key does not hold)")
+        with open(c.path("keys/tinytrace/key"), "wb") as f:
+            f.write(key)
+        with open(c.path("e.tt.procs/tree")) as f:
+            rows = [l.split("\t") for l in f.read().splitlines() if not l.startswith("#")]
+        listed = {row[5]: row[6] for row in rows if len(row) > 6}
+        check(all(n in listed for n in names) and listed.get("root.1.tt") == "/bin/echo one"
+              and listed.get("root.2.tt") == "/bin/echo two",
+              "... the tree lists every trace with its command line", listed)
+        # (no replay here: od reads the recording's own file, live, and it is signed now)
+
+
 def vfork_children_are_traced_as_the_programs_they_exec():
     """A vfork child runs on its parent's memory and records nothing; the program it execs is
     its first image (root.N.tt, as a posix_spawn child's), and a replay makes the same vfork.
@@ -634,6 +692,7 @@ for case in (pipeline_replays_byte_identically, make_recipe_replays_byte_identic
              a_shells_children_do_not_carry_their_siblings_notes,
              single_process_recordings_have_no_tree,
              the_tool_keeps_spare_files_for_the_tree_and_removes_them,
+             traces_finished_while_the_program_runs_are_signed_and_listed,
              vfork_children_are_traced_as_the_programs_they_exec):
     print("# " + case.__name__)
     try:
