@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Integration test of the preload library: real programs recorded and replayed.
 
-    test-preload.py PRELOAD_SO TINYTRACE PROBE READ_STDIN ALLOC SWAPPER DLCLOSE DLLEAF
+    test-preload.py PRELOAD_SO TINYTRACE PROBE READ_STDIN ALLOC SWAPPER DLCLOSE DLLEAF OWN_ALLOC
 
 Each program runs as `tinytrace record|replay` runs it: with LD_PRELOAD=PRELOAD_SO and
 TINYTRACE_MODE=record, then replay, and TINYTRACE_FILE naming the trace. A replay must print
@@ -13,8 +13,9 @@ input on replay (a C program using stdio, cat, python3), preload-probe (every in
 sockets and pipes included), the output check (TINYTRACE_CHECK_OUTPUT) and the allocation events
 (TINYTRACE_ALLOC) with a replay that must match and one that must diverge, and preload-swapper
 (the swapper thread starts at the first buffer handed over or signal handler, not before),
-and preload-dlclose (a library opened before the runtime's constructor and closed by the program
-leaves the real functions found after it working).
+preload-dlclose (a library opened before the runtime's constructor and closed by the program
+leaves the real functions found after it working), and preload-own-alloc (an allocator in the
+executable serves libc and the runtime: no block goes back to an allocator that did not make it).
 
 Every check runs, failures are collected and listed at the end; the exit status is 1 if any
 failed. Each case works in its own temporary directory, removed afterwards whatever happens.
@@ -409,18 +410,28 @@ def case_dlclose():
               rec)
 
 
+def case_own_allocator():
+    # the executable's malloc family serves libc and the runtime alike: a block libc made
+    # (open_memstream's, which the replay's report uses) must go back to that allocator
+    with Case("own allocator") as c:
+        rec = c.record([OWN_ALLOC])
+        check(rec.rc == 0 and rec.out.startswith(b"own allocator"),
+              "own allocator: recorded, it runs to its end", rec)
+        c.replay_matches(rec, [OWN_ALLOC])
+
+
 CASES = [case_date, case_python, case_stdin, case_probe, case_longjmp, case_other_clock,
          case_relative_file, case_ignored_signal, case_off, case_check_output, case_alloc,
-         case_swapper, case_dlclose]
+         case_swapper, case_dlclose, case_own_allocator]
 
 
 def main():
-    global PRELOAD, TINYTRACE, PROBE, READ_STDIN, ALLOC, SWAPPER, DLCLOSE, DLLEAF
-    if len(sys.argv) != 9:
+    global PRELOAD, TINYTRACE, PROBE, READ_STDIN, ALLOC, SWAPPER, DLCLOSE, DLLEAF, OWN_ALLOC
+    if len(sys.argv) != 10:
         print(__doc__)
         return 2
     (PRELOAD, TINYTRACE, PROBE, READ_STDIN, ALLOC, SWAPPER, DLCLOSE,
-     DLLEAF) = [os.path.abspath(a) for a in sys.argv[1:]]
+     DLLEAF, OWN_ALLOC) = [os.path.abspath(a) for a in sys.argv[1:]]
     if not shutil.which("date"):
         print("SKIP: no date command")
         return 77
