@@ -26,8 +26,16 @@
 /* A large zero-initialised table that is touched sparsely (a hash map, a reserve): in .lbss,
  * which the linker puts after .bss, so that the small variables a process touches at its start
  * share a few pages instead of each sitting on its own page between two megabyte tables (a
- * page fault each: some 20 of a short traced process's; docs/PERFORMANCE.md, issue 17). */
+ * page fault each: some 20 of a short traced process's; docs/PERFORMANCE.md, issue 17). Only
+ * where .lbss is what it should be: GCC on x86-64 makes it NOBITS, clang makes it PROGBITS (5
+ * MB more in the file, and .bss with it), and GCC's AddressSanitizer puts no redzones around
+ * a variable in a section of its own. Elsewhere the tables stay in .bss. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
 #define TT_BIG_BSS __attribute__((section(".lbss")))
+#else
+#define TT_BIG_BSS
+#endif
 
 /* ---- errors (error.c) ----
  * Fills @err (when not NULL) with @code, @sys_errno, @offset (UINT64_MAX: none) and the formatted
