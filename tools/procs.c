@@ -135,8 +135,8 @@ static bool meta_is(const tt_object_entry *e, const char *prefix)
 }
 
 /* The trace at @path into @p (its identity, build and command line), its notes into @sc. A
- * trace that does not open is listed as it is named ("unreadable"), not reported. */
-static void read_trace(struct scan *sc, tool_proc *p, const char *path)
+ * trace that does not open is listed as it is named ("unreadable"), not reported: false. */
+static bool read_trace(struct scan *sc, tool_proc *p, const char *path)
 {
     tool_trace t;
     snprintf(p->file, sizeof p->file, "%s", path);
@@ -147,7 +147,7 @@ static void read_trace(struct scan *sc, tool_proc *p, const char *path)
     if (rc != TOOL_EXIT_OK) {
         snprintf(p->note, sizeof p->note, "unreadable");
         tool_trace_close(&t);
-        return;
+        return false;
     }
     static const char hex[] = "0123456789abcdef";
     for (uint32_t i = 0; i < t.m.build_id_len && i < 32; i++) {
@@ -211,6 +211,7 @@ static void read_trace(struct scan *sc, tool_proc *p, const char *path)
         }
     }
     tool_trace_close(&t);
+    return true;
 }
 
 /* Paths compare by their numbers: root/2 before root/10. */
@@ -358,9 +359,11 @@ static bool sig_room(struct tool_scan *e)
 }
 
 /* Reads (and, with @sign, signs) the finished traces of @e's folder not read yet. Returns how
- * many it read. With @all, the unfinished ones (".partial": a process that died) are listed
- * too, as such: the end's pass. */
-static size_t scan_folder(struct tool_scan *e, bool sign, bool all)
+ * many it read; *@oom is set when memory ran out and some were left out. With @all (the end's
+ * pass), the unfinished ones (".partial": a process that died) are listed too, as such, and a
+ * trace that does not read is listed as unreadable; before the end, such a trace is left for
+ * the end's pass to try again. */
+static size_t scan_folder(struct tool_scan *e, bool sign, bool all, bool *oom)
 {
     size_t got = 0;
     DIR *d = opendir(e->dir);
@@ -379,11 +382,11 @@ static size_t scan_folder(struct tool_scan *e, bool sign, bool all)
             continue; /* read already */
         if (!partial && !grown && !all)
             continue; /* no room to note it: the end's pass reads it */
-        if (!sig_room(e))
+        tool_proc *p = sig_room(e) ? add_proc(&e->sc) : NULL;
+        if (!p) {
+            *oom = true;
             break;
-        tool_proc *p = add_proc(&e->sc);
-        if (!p)
-            break;
+        }
         memcpy(p->name, tmp.name, sizeof p->name);
         memcpy(p->path, tmp.path, sizeof p->path);
         p->gen = tmp.gen;
@@ -398,7 +401,10 @@ static size_t scan_folder(struct tool_scan *e, bool sign, bool all)
                      "tinytrace recover saves what it wrote");
             continue;
         }
-        read_trace(&e->sc, p, full);
+        if (!read_trace(&e->sc, p, full) && !all) {
+            e->sc.n--; /* nothing of it was noted: the end's pass reads it again */
+            continue;
+        }
         if (grown)
             *set_slot(e, de->d_name) = e->sc.n;
         got++;
@@ -427,9 +433,9 @@ size_t tool_scan_step(tool_scan *e)
 {
     if (!e)
         return 0;
-    bool was = tool_quiet;
+    bool was = tool_quiet, oom = false;
     tool_quiet = true; /* a signature that fails here is made again at the end, and said */
-    size_t got = scan_folder(e, true, false);
+    size_t got = scan_folder(e, true, false, &oom);
     tool_quiet = was;
     return got;
 }
@@ -462,8 +468,17 @@ static int scan_tree(const char *file, const long *pids, const int *statuses, si
     snprintf(root->name, sizeof root->name, "root");
     snprintf(root->path, sizeof root->path, "root");
     read_trace(&e->sc, root, file);
-    scan_folder(e, false, true);
-    /* the rest are signed here, where a failure is said; the key is read once for all */
+    bool oom = false;
+    scan_folder(e, false, true, &oom);
+    if (oom) {
+        if (!early)
+            tool_scan_free(e);
+        return ENOMEM;
+    }
+    /* the rest are signed here, where a failure is said; the key is read once for all (again,
+     * if it could not be read while the program ran) */
+    if (e->sg_state == -1)
+        e->sg_state = 0;
     size_t unsigned_ = 0;
     for (size_t i = 1; sign && i < e->sc.n; i++)
         unsigned_ += e->sc.v[i].file[0] && !e->sc.v[i].partial && !e->sig[i];
@@ -725,10 +740,14 @@ int tool_procs_finish(const char *file, const long *pids, const int *statuses, s
     struct scan sc;
     char dir[PATH_MAX], tree[PATH_MAX + 16], tmp[PATH_MAX + 32];
     int e = scan_tree(file, pids, statuses, nreaped, early, true, &sc);
-    if (e != 0 || tool_procs_dir(file, dir, sizeof dir) != 0) {
+    if (e == 0 && tool_procs_dir(file, dir, sizeof dir) != 0)
+        e = ENAMETOOLONG;
+    if (e != 0) {
+        tool_error("cannot list the process tree of %s (its traces are there, not all "
+                   "signed): %s", file, strerror(e));
         free(sc.v);
         scan_free(&sc);
-        return e ? e : ENAMETOOLONG;
+        return e;
     }
     if (sc.n <= 1) {
         rmdir(dir); /* one process: the recording is FILE alone, as it always was */
