@@ -65,6 +65,14 @@ def matched(r):
     return r.returncode == 0 and "replay matched the recording" in r.stderr
 
 
+def waits_for(cond, ok, fail):
+    """A shell fragment that waits until the test @cond holds, then prints @ok; past a deadline
+    of 30 seconds it prints @fail and exits 1."""
+    return ('end=$(($(date +%%s) + 30)); while ! %s; do '
+            '[ "$(date +%%s)" -gt "$end" ] && { echo %s; exit 1; }; done; echo %s'
+            % (cond, fail, ok))
+
+
 def pipeline_replays_byte_identically():
     """sh -c 'seq | shuf | head | tr': five processes, each traced into its own file; the tree
     is listed by info; ten replays print the recorded shuffle; two recordings differ (so the
@@ -546,10 +554,8 @@ def the_tool_keeps_spare_files_for_the_tree_and_removes_them():
     the folder is gone, and one a dead tool left is removed by the next recording."""
     with Case("spares") as c:
         d = c.path("s.tt.procs/.spares")
-        script = ('for i in $(seq 1 20); do /bin/true; done; end=$(($(date +%%s) + 30)); '
-                  'while [ "$(ls %s | wc -l)" -lt 1 ]; do '
-                  '[ "$(date +%%s)" -gt "$end" ] && { echo none left; exit 1; }; done; '
-                  'echo kept' % d)
+        script = ('for i in $(seq 1 20); do /bin/true; done; ' +
+                  waits_for('[ "$(ls %s | wc -l)" -ge 1 ]' % d, "kept", "none left"))
         r = c.tt("record", "-o", "s.tt", "--", "sh", "-c", script)
         check(r.returncode == 0 and r.stdout.strip() == "kept",
               "record: the tree finds spares after 20 processes took theirs",
@@ -595,10 +601,9 @@ def traces_finished_while_the_program_runs_are_signed_and_listed():
     every process with its command line."""
     with Case("early") as c:
         first = c.path("e.tt.procs/root.1.tt")
-        script = ('/bin/echo one; /bin/echo two; end=$(($(date +%%s) + 30)); '
-                  'while [ "$(od -v -An -tx1 -j400 -N32 %s | tr -d " 0\n")" = "" ]; do '
-                  '[ "$(date +%%s)" -gt "$end" ] && { echo unsigned; exit 1; }; done; '
-                  'echo signed' % first)
+        script = ('/bin/echo one; /bin/echo two; ' +
+                  waits_for('[ -n "$(od -v -An -tx1 -j400 -N32 %s | tr -d " 0\n")" ]' % first,
+                            "signed", "unsigned"))
         r = c.tt("record", "-o", "e.tt", "--", "sh", "-c", script)
         check(r.returncode == 0 and r.stdout.splitlines()[-1:] == ["signed"],
               "record: a child's trace is signed while the program still runs",
