@@ -686,6 +686,7 @@ struct recorded {
     char other_first[512];  /* ... the first of them */
     uint64_t sync_unordered; /* sync operations the recording could not give an object */
     int tree_failed;        /* another process of the tree did not match (said already) */
+    int64_t crashes;        /* crash events the recording holds; -1: unknown (no index) */
 };
 
 /* A report of a match holds the runtime's counts: they must agree with the recording. A
@@ -1234,7 +1235,19 @@ static int run(const struct replay *o, const struct recorded *rec, const struct 
         free(ch.buf);
         return TOOL_EXIT_SYSTEM;
     }
-    rc = verdict(&d, o, rec, check_output);
+    size_t st_len = 0;
+    const char *st = tool_json_str(&d, tool_json_root(&d), "status", &st_len);
+    if (st && !strcmp(st, TT_REPORT_STATUS_MATCHED) && !o->gdb && WIFSIGNALED(status) &&
+        rec->crashes == 0) {
+        /* the runtime reported a match, then the program died of a signal (in something that
+         * ran after the runtime's close): the recorded run ended without one */
+        fprintf(stderr, "tinytrace: replay diverged from the recording at its end: the program "
+                "%s after the runtime reported a match, and the recorded run ended without a "
+                "signal\n", how);
+        rc = TOOL_EXIT_DIVERGED;
+    } else {
+        rc = verdict(&d, o, rec, check_output);
+    }
     tool_json_free(&d);
     if (others != TOOL_EXIT_OK && (rc == TOOL_EXIT_OK || rc == TOOL_EXIT_PARTIAL)) {
         fputs("tinytrace: replay diverged from the recording in another process of the tree "
@@ -1397,11 +1410,14 @@ static int load_trace(const struct replay *o, struct recorded *rec, tool_meta *m
     tt_index *ix = NULL;
     tt_error_info err;
     tool_error_info_init(&err);
+    rec->crashes = -1;
     if (rc == TOOL_EXIT_OK && t.m.index_offset != 0 &&
         tt_index_open(t.r, &t.lim, &ix, &err) == TT_OK) {
         uint64_t calls = 0;
+        rec->crashes = 0;
         for (uint32_t i = 0; i < t.m.thread_count; i++) {
             const tt_index_thread *ti = tt_index_thread_info(ix, i);
+            rec->crashes += (int64_t)ti->kinds[TT_EV_CRASH];
             for (unsigned k = 1; k <= TT_EV_KIND_MAX; k++)
                 if (k != TT_EV_SESSION_START && k != TT_EV_SESSION_END &&
                     k != TT_EV_THREAD_START && k != TT_EV_THREAD_END)
