@@ -467,26 +467,44 @@ char *const *tt_rt_spawn_env(char *const envp[], unsigned n)
     return env_with_rt(envp, value);
 }
 
+/* Interns the META object "@prefix@value". A name is built on the stack when it fits in
+ * NAME_ON_STACK bytes, else in a block of its own: a 64 KiB buffer on the stack put every
+ * call under it 64 KiB deeper, on pages of their own (some of a short traced process's page
+ * faults; docs/PERFORMANCE.md, issue 17). */
+#define NAME_ON_STACK 512
+static void intern_meta(tt_session *s, const char *prefix, const char *value)
+{
+    char small[NAME_ON_STACK], *buf = small;
+    uint32_t id;
+    const size_t a = strlen(prefix), b = strlen(value);
+    if (a + b + 1 > sizeof small && !(buf = malloc(a + b + 1)))
+        return;
+    memcpy(buf, prefix, a);
+    memcpy(buf + a, value, b);
+    buf[a + b] = '\0';
+    tt_intern(s, TT_OBJ_META, buf, &id);
+    if (buf != small)
+        free(buf);
+}
+
 /* Record: what the program sees of its world besides its arguments, as META objects: its
  * environment (in order), the execve path and the 16 random bytes of the auxiliary vector. */
 static void record_world(tt_session *s)
 {
     extern char **environ;
-    char buf[ARG_META_MAX + 32];
+    char buf[64];
     uint32_t id, n = 0;
     for (char **e = environ; e && *e; e++) {
         if (strlen(*e) > ARG_META_MAX)
             continue;
-        snprintf(buf, sizeof buf, "env[%u]=%s", n++, *e);
-        tt_intern(s, TT_OBJ_META, buf, &id);
+        snprintf(buf, sizeof buf, "env[%u]=", n++);
+        intern_meta(s, buf, *e);
     }
     snprintf(buf, sizeof buf, "envc=%u", n);
     tt_intern(s, TT_OBJ_META, buf, &id);
     const char *fn = (const char *)getauxval(AT_EXECFN);
-    if (fn && strlen(fn) < 4096) {
-        snprintf(buf, sizeof buf, "execfn=%s", fn);
-        tt_intern(s, TT_OBJ_META, buf, &id);
-    }
+    if (fn && strlen(fn) < 4096)
+        intern_meta(s, "execfn=", fn);
     const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
     if (r) {
         static const char hex[] = "0123456789abcdef";
@@ -691,12 +709,16 @@ static int rt_open(const char *cfg_file, tt_session *copy, const tt_config *base
             uint8_t kind;
             const char *nm;
             uint32_t len;
-            char buf[ARG_META_MAX + 32];
-            if (tt_names_get(&copy->names, i, &kind, &nm, &len) != TT_OK || len >= sizeof buf)
+            char small[NAME_ON_STACK], *buf = small;
+            if (tt_names_get(&copy->names, i, &kind, &nm, &len) != TT_OK ||
+                len >= ARG_META_MAX + 32 || (len >= sizeof small && !(buf = malloc(len + 1))))
                 break;
             memcpy(buf, nm, len);
             buf[len] = '\0';
-            if (tt_intern(*sp, (tt_object_kind)kind, buf, &id) != TT_OK || id != i)
+            int irc = tt_intern(*sp, (tt_object_kind)kind, buf, &id);
+            if (buf != small)
+                free(buf);
+            if (irc != TT_OK || id != i)
                 break;
         }
     }
@@ -791,6 +813,16 @@ static tt_session *rt_open_pending(void)
     return s;
 }
 
+/* Removes the unfinished file of this process's image before an exec (pid @me); true when it
+ * was there. Apart from rt_init: its path buffer would deepen the constructor's frame, under
+ * which every call of the session's open runs. */
+static __attribute__((noinline)) bool drop_unfinished(const char *me)
+{
+    char partial[4200];
+    snprintf(partial, sizeof partial, "%s.%s.partial", tt_setting_("TINYTRACE_FILE"), me);
+    return unlink(partial) == 0;
+}
+
 #ifdef TT_RT_PRELOAD
 __attribute__((constructor(101)))
 #endif
@@ -855,9 +887,7 @@ static void rt_init(void)
         /* This process was traced before an exec (a shell running its last command, a wrapper
          * script): the earlier image's file is ours and unfinished. The recording is of the
          * program the process became, so drop it and start again. */
-        char partial[4200];
-        snprintf(partial, sizeof partial, "%s.%s.partial", tt_setting_("TINYTRACE_FILE"), me);
-        if (unlink(partial) == 0)
+        if (drop_unfinished(me))
             rc = rt_open(NULL, NULL, base, &s, &err);
     }
     if (rc != TT_OK && tt_session_mode_of_(&probe) == TT_MODE_REPLAY) {
