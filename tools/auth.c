@@ -28,7 +28,7 @@
 #include <nettle/hmac.h>
 #include <nettle/memops.h>
 
-#define KEY_LEN 32
+#define KEY_LEN TOOL_KEY_LEN
 
 /* $XDG_DATA_HOME/tinytrace (or ~/.local/share/tinytrace) into @dir. */
 static int key_dir(char *dir, size_t cap)

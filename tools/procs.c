@@ -287,13 +287,11 @@ static bool forked(const struct child *c)
 }
 
 /* A scan made while the program runs (tool_scan_step, on the spare-file thread): the traces
- * the tree's processes have finished so far, read and signed, so that tool_procs_finish is
- * left with the last few. A finished trace (its final name, without ".partial") is never
- * written again by its process. */
+ * the tree's processes have finished so far, signed and read, so that tool_procs_finish is
+ * left with the last few. Every trace noted before the end is signed. A finished trace (its
+ * final name, without ".partial") is never written again by its process. */
 struct tool_scan {
     struct scan sc;     /* v[0]: the root's place, read at the end (it finishes last) */
-    uint8_t *sig;       /* per image of sc.v: its trace was signed */
-    size_t sig_cap;
     size_t *set;        /* the names read: 1 + their index in sc.v, by hash; 0 = empty */
     size_t set_cap;     /* a power of two, at least twice sc.n */
     tool_signer sg;
@@ -344,26 +342,12 @@ static bool set_grow(struct tool_scan *e)
     return true;
 }
 
-static bool sig_room(struct tool_scan *e)
-{
-    if (e->sig_cap > e->sc.n)
-        return true;
-    size_t cap = e->sig_cap ? e->sig_cap * 2 : 64;
-    uint8_t *n = realloc(e->sig, cap);
-    if (!n)
-        return false;
-    memset(n + e->sig_cap, 0, cap - e->sig_cap);
-    e->sig = n;
-    e->sig_cap = cap;
-    return true;
-}
-
-/* Reads (and, with @sign, signs) the finished traces of @e's folder not read yet. Returns how
- * many it read; *@oom is set when memory ran out and some were left out. With @all (the end's
- * pass), the unfinished ones (".partial": a process that died) are listed too, as such, and a
- * trace that does not read is listed as unreadable; before the end, such a trace is left for
- * the end's pass to try again. */
-static size_t scan_folder(struct tool_scan *e, bool sign, bool all, bool *oom)
+/* Adds the traces of @e's folder not read yet to @e->sc. Returns how many it read; *@oom is set
+ * when memory ran out and some were left out. Before the end (@all false), only finished
+ * traces, each signed first (the key is open): one that cannot be signed or read is left for
+ * the end's pass. At the end, the unfinished ones (".partial": a process that died) are listed
+ * too, as such, and a trace that does not read is listed as unreadable. */
+static size_t scan_folder(struct tool_scan *e, bool all, bool *oom)
 {
     size_t got = 0;
     DIR *d = opendir(e->dir);
@@ -382,7 +366,11 @@ static size_t scan_folder(struct tool_scan *e, bool sign, bool all, bool *oom)
             continue; /* read already */
         if (!partial && !grown && !all)
             continue; /* no room to note it: the end's pass reads it */
-        tool_proc *p = sig_room(e) ? add_proc(&e->sc) : NULL;
+        char full[PATH_MAX + 256];
+        snprintf(full, sizeof full, "%s/%s", e->dir, de->d_name);
+        if (!all && tool_signer_sign(&e->sg, full) != TOOL_EXIT_OK)
+            continue;
+        tool_proc *p = add_proc(&e->sc);
         if (!p) {
             *oom = true;
             break;
@@ -390,8 +378,6 @@ static size_t scan_folder(struct tool_scan *e, bool sign, bool all, bool *oom)
         memcpy(p->name, tmp.name, sizeof p->name);
         memcpy(p->path, tmp.path, sizeof p->path);
         p->gen = tmp.gen;
-        char full[PATH_MAX + 256];
-        snprintf(full, sizeof full, "%s/%s", e->dir, de->d_name);
         if (partial) {
             p->partial = 1;
             snprintf(p->file, sizeof p->file, "%.*s", (int)sizeof p->file - 1, full);
@@ -408,10 +394,6 @@ static size_t scan_folder(struct tool_scan *e, bool sign, bool all, bool *oom)
         if (grown)
             *set_slot(e, de->d_name) = e->sc.n;
         got++;
-        if (sign && e->sg_state == 0)
-            e->sg_state = tool_signer_open(&e->sg) == TOOL_EXIT_OK ? 1 : -1;
-        if (sign && e->sg_state == 1)
-            e->sig[e->sc.n - 1] = tool_signer_sign(&e->sg, full) == TOOL_EXIT_OK;
     }
     if (d)
         closedir(d);
@@ -421,8 +403,7 @@ static size_t scan_folder(struct tool_scan *e, bool sign, bool all, bool *oom)
 tool_scan *tool_scan_new(const char *file)
 {
     struct tool_scan *e = calloc(1, sizeof *e);
-    if (!e || tool_procs_dir(file, e->dir, sizeof e->dir) != 0 || !add_proc(&e->sc) ||
-        !sig_room(e)) {
+    if (!e || tool_procs_dir(file, e->dir, sizeof e->dir) != 0 || !add_proc(&e->sc)) {
         tool_scan_free(e);
         return NULL;
     }
@@ -433,9 +414,13 @@ size_t tool_scan_step(tool_scan *e)
 {
     if (!e)
         return 0;
+    if (e->sg_state == 0)
+        e->sg_state = tool_signer_open(&e->sg) == TOOL_EXIT_OK ? 1 : -1;
+    if (e->sg_state != 1)
+        return 0; /* no key: everything waits for the end, which tries the key again */
     bool was = tool_quiet, oom = false;
-    tool_quiet = true; /* a signature that fails here is made again at the end, and said */
-    size_t got = scan_folder(e, true, false, &oom);
+    tool_quiet = true; /* what fails here is done again at the end, and said */
+    size_t got = scan_folder(e, false, &oom);
     tool_quiet = was;
     return got;
 }
@@ -449,7 +434,6 @@ void tool_scan_free(tool_scan *e)
     free(e->sc.v);
     free(e->sc.r);
     free(e->sc.c);
-    free(e->sig);
     free(e->set);
     free(e);
 }
@@ -468,8 +452,9 @@ static int scan_tree(const char *file, const long *pids, const int *statuses, si
     snprintf(root->name, sizeof root->name, "root");
     snprintf(root->path, sizeof root->path, "root");
     read_trace(&e->sc, root, file);
+    const size_t late = e->sc.n; /* the images before it were signed while the program ran */
     bool oom = false;
-    scan_folder(e, false, true, &oom);
+    scan_folder(e, true, &oom);
     if (oom) {
         if (!early)
             tool_scan_free(e);
@@ -477,16 +462,14 @@ static int scan_tree(const char *file, const long *pids, const int *statuses, si
     }
     /* the rest are signed here, where a failure is said; the key is read once for all (again,
      * if it could not be read while the program ran) */
-    if (e->sg_state == -1)
-        e->sg_state = 0;
     size_t unsigned_ = 0;
-    for (size_t i = 1; sign && i < e->sc.n; i++)
-        unsigned_ += e->sc.v[i].file[0] && !e->sc.v[i].partial && !e->sig[i];
-    if (unsigned_ && e->sg_state == 0)
+    for (size_t i = late; sign && i < e->sc.n; i++)
+        unsigned_ += !e->sc.v[i].partial;
+    if (unsigned_ && e->sg_state != 1)
         e->sg_state = tool_signer_open(&e->sg) == TOOL_EXIT_OK ? 1 : -1;
     if (unsigned_ && e->sg_state == 1) {
-        for (size_t i = 1; i < e->sc.n; i++)
-            if (e->sc.v[i].file[0] && !e->sc.v[i].partial && !e->sig[i])
+        for (size_t i = late; i < e->sc.n; i++)
+            if (!e->sc.v[i].partial)
                 tool_signer_sign(&e->sg, e->sc.v[i].file);
     } else if (unsigned_) {
         tool_signer_warn(&e->sg, unsigned_);

@@ -524,8 +524,9 @@ int tool_auth_sign(const char *path);
  * each trace (a failure is reported, and its code returned), close it (the key is wiped). A
  * signer that could not read the key signs nothing; tool_signer_warn says so for @n traces,
  * with the reason. One thread at a time per signer. */
+#define TOOL_KEY_LEN 32
 typedef struct tool_signer {
-    uint8_t key[32];
+    uint8_t key[TOOL_KEY_LEN];
     bool ok;
     char why[4096 + 128];
 } tool_signer;
