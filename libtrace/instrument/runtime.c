@@ -467,24 +467,25 @@ char *const *tt_rt_spawn_env(char *const envp[], unsigned n)
     return env_with_rt(envp, value);
 }
 
-/* Interns the META object "@prefix@value". A name is built on the stack when it fits in
- * NAME_ON_STACK bytes, else in a block of its own: a 64 KiB buffer on the stack put every
- * call under it 64 KiB deeper, on pages of their own (some of a short traced process's page
- * faults; docs/PERFORMANCE.md, issue 17). */
+/* Interns the @kind object named @a then @b (@alen and @blen bytes), its id into *@id;
+ * tt_intern's code. The name is built on the stack when it fits in NAME_ON_STACK bytes, else in
+ * a block of its own: a 64 KiB buffer on the stack put every call under it 64 KiB deeper, on
+ * pages of their own (some of a short traced process's page faults; docs/PERFORMANCE.md, issue
+ * 17). */
 #define NAME_ON_STACK 512
-static void intern_meta(tt_session *s, const char *prefix, const char *value)
+static int intern_joined(tt_session *s, tt_object_kind kind, const char *a, size_t alen,
+                         const char *b, size_t blen, uint32_t *id)
 {
     char small[NAME_ON_STACK], *buf = small;
-    uint32_t id;
-    const size_t a = strlen(prefix), b = strlen(value);
-    if (a + b + 1 > sizeof small && !(buf = malloc(a + b + 1)))
-        return;
-    memcpy(buf, prefix, a);
-    memcpy(buf + a, value, b);
-    buf[a + b] = '\0';
-    tt_intern(s, TT_OBJ_META, buf, &id);
+    if (alen + blen + 1 > sizeof small && !(buf = malloc(alen + blen + 1)))
+        return TT_E_NOMEM;
+    memcpy(buf, a, alen);
+    memcpy(buf + alen, b, blen);
+    buf[alen + blen] = '\0';
+    int rc = tt_intern(s, kind, buf, id);
     if (buf != small)
         free(buf);
+    return rc;
 }
 
 /* Record: what the program sees of its world besides its arguments, as META objects: its
@@ -498,13 +499,13 @@ static void record_world(tt_session *s)
         if (strlen(*e) > ARG_META_MAX)
             continue;
         snprintf(buf, sizeof buf, "env[%u]=", n++);
-        intern_meta(s, buf, *e);
+        intern_joined(s, TT_OBJ_META, buf, strlen(buf), *e, strlen(*e), &id);
     }
     snprintf(buf, sizeof buf, "envc=%u", n);
     tt_intern(s, TT_OBJ_META, buf, &id);
     const char *fn = (const char *)getauxval(AT_EXECFN);
     if (fn && strlen(fn) < 4096)
-        intern_meta(s, "execfn=", fn);
+        intern_joined(s, TT_OBJ_META, "execfn=", 7, fn, strlen(fn), &id);
     const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
     if (r) {
         static const char hex[] = "0123456789abcdef";
@@ -709,16 +710,9 @@ static int rt_open(const char *cfg_file, tt_session *copy, const tt_config *base
             uint8_t kind;
             const char *nm;
             uint32_t len;
-            char small[NAME_ON_STACK], *buf = small;
             if (tt_names_get(&copy->names, i, &kind, &nm, &len) != TT_OK ||
-                len >= ARG_META_MAX + 32 || (len >= sizeof small && !(buf = malloc(len + 1))))
-                break;
-            memcpy(buf, nm, len);
-            buf[len] = '\0';
-            int irc = tt_intern(*sp, (tt_object_kind)kind, buf, &id);
-            if (buf != small)
-                free(buf);
-            if (irc != TT_OK || id != i)
+                len >= ARG_META_MAX + 32 ||
+                intern_joined(*sp, (tt_object_kind)kind, nm, len, "", 0, &id) != TT_OK || id != i)
                 break;
         }
     }
