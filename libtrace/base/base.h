@@ -189,7 +189,7 @@ int tt_dso_find(const struct tt_dso_scope *sc, const char *name, void **out, uin
 /* The same in one object alone: what it defines, not what the scope's order would pick. */
 int tt_dso_find_in(const struct tt_dso *d, const char *name, void **out);
 /* How many objects of @sc may define @name, by their bloom filters alone (one that says no does
- * not; one that says yes may); *@which is the last of them. */
+ * not; one that says yes may); *@which is the last of them. For tests: what the tables add. */
 uint32_t tt_dso_maybe(const struct tt_dso_scope *sc, const char *name, uint32_t *which);
 /* Whether object @k of @sc is the only one that may define @name: its bloom filter lets it, and
  * every other object rules the name out, by its bloom filter or else by its table (a bloom

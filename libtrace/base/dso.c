@@ -193,9 +193,8 @@ bool tt_dso_only(const struct tt_dso_scope *sc, const char *name, uint32_t k)
     if (k >= sc->n || !dso_maybe(&sc->obj[k], h))
         return false;
     for (uint32_t i = 0; i < sc->n; i++) {
-        void *p;
-        /* the bloom filter first: most objects rule a name out there */
-        if (i != k && dso_maybe(&sc->obj[i], h) && dso_find(&sc->obj[i], name, h, &p) != TT_DSO_NONE)
+        void *p; /* dso_find asks the bloom filter first: most objects rule a name out there */
+        if (i != k && dso_find(&sc->obj[i], name, h, &p) != TT_DSO_NONE)
             return false;
     }
     return true;

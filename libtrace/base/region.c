@@ -19,8 +19,9 @@
  * blocks of a dozen sizes sit on a few pages, not one page (and one mprotect) per class; a
  * class of a page or more has runs of its own, so that no run loses more than a small
  * block's worth at its end. Each block has a 16-byte header that says its class (or, for a
- * large block, its run): a freed block goes to its class's free list wherever it was carved. One mutex: this is the tracer's own memory,
- * off every hot path (the recording thread's buffers are allocated once).
+ * large block, its run): a freed block goes to its class's free list wherever it was carved.
+ * One mutex: this is the tracer's own memory, off every hot path (the recording thread's
+ * buffers are allocated once).
  */
 #include <errno.h>
 #include <pthread.h>

@@ -3,9 +3,10 @@
  * the constructor a call looks its function up with dlsym. The constructor reads the symbol
  * tables of the libraries after this one (base/dso.c): a function that only libc (the library
  * that defines close) can define, every other library ruling it out by its bloom filter or its
- * table, is found in libc's table; the rest with dlsym. It looks up every function a signal handler may call; the others
- * (lazy: malloc, stdio, the thread library's locks...) wait for their first call, found in
- * libc's table (async-signal-safe, but it need not be) or with dlsym. A traced /bin/true calls
+ * table, is found in libc's table; the rest with dlsym. It looks up every function a signal
+ * handler may call; the others (lazy: malloc, stdio, the thread library's locks...) wait for
+ * their first call, found in libc's table (async-signal-safe, but it need not be) or with
+ * dlsym. A traced /bin/true calls
  * some thirty of the ~200; looking all of them up with dlsym in the constructor cost it 38 µs.
  *
  * dlsym may itself allocate, before the real calloc is known: while a thread is inside dlsym,
@@ -35,8 +36,8 @@ __thread int tt_pl_in_dlsym;
 /* The one library whose symbol table a function is looked up in after the constructor (libc,
  * as a rule): the constructor pins it (RTLD_NODELETE, so no dlclose unmaps its table) and marks
  * the functions that no other library after this one can define (from_home: every other
- * library's bloom filter or table says no). A look-up there allocates nothing and takes no lock, so it
- * is async-signal-safe. */
+ * library's bloom filter or table says no). A look-up there allocates nothing and takes no
+ * lock, so it is async-signal-safe. */
 static struct tt_dso home;
 static atomic_int home_ready;
 static uint8_t from_home[RF_COUNT_];
