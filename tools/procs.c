@@ -295,7 +295,7 @@ struct tool_scan {
     size_t *set;        /* the names read: 1 + their index in sc.v, by hash; 0 = empty */
     size_t set_cap;     /* a power of two, at least twice sc.n */
     tool_signer sg;
-    int sg_state;       /* 0: the key not read yet; 1: read; -1: unusable (signed at the end) */
+    int sg_state;       /* 1: the key read (tool_scan_new); -1: unusable (signed at the end) */
     char dir[PATH_MAX];
 };
 
@@ -407,6 +407,10 @@ tool_scan *tool_scan_new(const char *file)
         tool_scan_free(e);
         return NULL;
     }
+    /* the key now, before the program starts: made here on a first use, its folder would
+     * change under a running program that looks at it (a replayed program sees no such
+     * change, and python's import cache, keyed by a folder's mtime, lists it again) */
+    e->sg_state = tool_signer_open(&e->sg) == TOOL_EXIT_OK ? 1 : -1;
     return e;
 }
 
@@ -414,8 +418,6 @@ size_t tool_scan_step(tool_scan *e)
 {
     if (!e)
         return 0;
-    if (e->sg_state == 0)
-        e->sg_state = tool_signer_open(&e->sg) == TOOL_EXIT_OK ? 1 : -1;
     if (e->sg_state != 1)
         return 0; /* no key: everything waits for the end, which tries the key again */
     bool was = tool_quiet, oom = false;

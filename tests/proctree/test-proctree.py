@@ -598,16 +598,21 @@ def traces_finished_while_the_program_runs_are_signed_and_listed():
     while the program still runs (spares.c, every 16 ms), not all of them after the program:
     the program waits, with a deadline, until the first child's trace carries a MAC. Every
     trace, read early or at the end, then carries this user's key's MAC, and the tree lists
-    every process with its command line."""
+    every process with its command line. The key is made before the program starts: made by
+    the first signing, its folder would change under the running program (in this case, its
+    working directory), which a replay does not reproduce."""
     with Case("early") as c:
         first = c.path("e.tt.procs/root.1.tt")
-        script = ('/bin/echo one; /bin/echo two; ' +
+        script = ('[ -s keys/tinytrace/key ] && echo key || echo nokey; /bin/echo one; '
+                  '/bin/echo two; ' +
                   waits_for('[ -n "$(od -v -An -tx1 -j400 -N32 %s | tr -d " 0\n")" ]' % first,
                             "signed", "unsigned"))
         r = c.tt("record", "-o", "e.tt", "--", "sh", "-c", script)
         check(r.returncode == 0 and r.stdout.splitlines()[-1:] == ["signed"],
               "record: a child's trace is signed while the program still runs",
               r.stdout + r.stderr[-1500:])
+        check(r.stdout.splitlines()[:1] == ["key"],
+              "... and the key was there when the program started", r.stdout)
         names = sorted(n for n in os.listdir(c.path("e.tt.procs")) if n.endswith(".tt"))
         bad = [n for n in names if not mac_ok(c, c.path("e.tt.procs/" + n))]
         check(len(names) >= 4 and not bad and mac_ok(c, c.path("e.tt")),
