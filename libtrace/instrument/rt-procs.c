@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -294,25 +295,20 @@ void tt_rt_exec_begin(void)
  * limit, 2 MiB by default), and the longest argument: a name holds at most 65535 bytes. */
 #define CMDLINE_MAX (16u << 20)
 
-void record_meta(tt_session *s)
+/* The command line from /proc/self/cmdline, NUL-separated, into a block of *@n bytes (a NUL
+ * after them); NULL when there is none, or it is longer than CMDLINE_MAX. */
+static char *cmdline_read(size_t *n)
 {
-    char buf[4096 + 8];
-    uint32_t id;
-    char cwd[4096];
-    if (getcwd(cwd, sizeof cwd)) {
-        snprintf(buf, sizeof buf, "cwd=%s", cwd);
-        tt_intern(s, TT_OBJ_META, buf, &id);
-    }
-    /* the command line, whole or not at all: replay runs what is recorded here */
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return;
+        return NULL;
     /* most command lines are short: a small block first (a block of 64 KiB or more is a run of
      * its own in the region, mapped and given back with three system calls), doubled as needed */
-    size_t cap = 4096, n = 0;
+    size_t cap = 4096;
     char *cmd = malloc(cap);
+    *n = 0;
     for (ssize_t r = 1; cmd && r > 0;) {
-        if (n + 1 == cap) {
+        if (*n + 1 == cap) {
             char *more = cap < CMDLINE_MAX ? realloc(cmd, cap * 2) : NULL;
             if (!more) {
                 free(cmd);
@@ -322,37 +318,68 @@ void record_meta(tt_session *s)
             cmd = more;
             cap *= 2;
         }
-        while ((r = read(fd, cmd + n, cap - 1 - n)) < 0 && errno == EINTR)
+        while ((r = read(fd, cmd + *n, cap - 1 - *n)) < 0 && errno == EINTR)
             ;
         if (r > 0)
-            n += (size_t)r;
+            *n += (size_t)r;
     }
     close(fd);
-    if (!cmd || n == 0) {
-        free(cmd);
+    if (cmd)
+        cmd[*n] = '\0';
+    return cmd;
+}
+
+void record_meta(tt_session *s, int argc, char *const *argv)
+{
+    uint32_t id;
+    /* one block for the working directory, then for each argument: a short process's
+     * constructor runs on few stack pages, and every page it touches is a fault */
+    size_t cap = PATH_MAX + 32;
+    char *buf = malloc(cap);
+    if (!buf)
         return;
-    }
-    cmd[n] = '\0';
-    size_t longest = 0;
-    for (size_t i = 0; i < n; i += strlen(cmd + i) + 1) {
-        size_t len = strlen(cmd + i);
-        if (len > ARG_META_MAX) { /* too long for a name: record no command line */
-            free(cmd);
-            return;
-        }
-        longest = len > longest ? len : longest;
-    }
-    int argc = 0;
-    const size_t acap = longest + 32; /* "argv[N]=" and the argument */
-    char *a = malloc(acap);
-    for (size_t i = 0; a && i < n; i += strlen(cmd + i) + 1, argc++) {
-        snprintf(a, acap, "argv[%d]=%s", argc, cmd + i);
-        tt_intern(s, TT_OBJ_META, a, &id);
-    }
-    if (a) {
-        snprintf(buf, sizeof buf, "argc=%d", argc);
+    memcpy(buf, "cwd=", 4);
+    if (getcwd(buf + 4, cap - 4))
         tt_intern(s, TT_OBJ_META, buf, &id);
+    /* the command line, whole or not at all: replay runs what is recorded here */
+    char *cmd = NULL;
+    size_t n = 0;
+    if (!argv) {
+        cmd = cmdline_read(&n);
+        if (!cmd || n == 0)
+            goto out;
+        argc = 0;
+        for (size_t i = 0; i < n; i += strlen(cmd + i) + 1)
+            argc++;
     }
-    free(a);
+    if (argc <= 0)
+        goto out;
+    size_t longest = 0, total = 0;
+    for (int i = 0, at = 0; i < argc; i++) {
+        const char *arg = argv ? argv[i] : cmd + at;
+        size_t len = arg ? strlen(arg) : 0;
+        if (!arg || len > ARG_META_MAX || len >= CMDLINE_MAX - total)
+            goto out; /* too long for a name: record no command line */
+        longest = len > longest ? len : longest;
+        total += len + 1;
+        at += (int)len + 1;
+    }
+    if (longest + 32 > cap) { /* "argv[N]=" and the argument */
+        char *more = realloc(buf, longest + 32);
+        if (!more)
+            goto out;
+        buf = more;
+        cap = longest + 32;
+    }
+    for (int i = 0, at = 0; i < argc; i++) {
+        const char *arg = argv ? argv[i] : cmd + at;
+        snprintf(buf, cap, "argv[%d]=%s", i, arg);
+        tt_intern(s, TT_OBJ_META, buf, &id);
+        at += (int)strlen(arg) + 1;
+    }
+    snprintf(buf, cap, "argc=%d", argc);
+    tt_intern(s, TT_OBJ_META, buf, &id);
+out:
+    free(buf);
     free(cmd);
 }

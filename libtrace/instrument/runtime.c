@@ -183,6 +183,10 @@ pid_t os_pid(void)
 /* The session as it stands, never starting the runtime (for the runtime's own use). */
 
 static tt_session *rt_open_pending(void);
+static void rt_init_(void);
+/* main's arguments while the preload library's constructor runs (rt_init); else NULL */
+static int boot_argc;
+static char **boot_argv;
 #ifndef TT_RT_PRELOAD
 static void rt_init(void);
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
@@ -759,7 +763,7 @@ static void rt_publish(tt_session *s, bool first)
         tt_pl_signal_sites_(s); /* a fork child forgot its parent's, and may get a delivery */
 #endif
     if (g_mode == TT_MODE_RECORD && first) {
-        record_meta(s);
+        record_meta(s, boot_argc, boot_argv);
         record_world(s);
     } else if (first) {
         replay_world(s);
@@ -818,9 +822,25 @@ static __attribute__((noinline)) bool drop_unfinished(const char *me)
 }
 
 #ifdef TT_RT_PRELOAD
+/* glibc calls a library's constructors with main's arguments: the command line as the program
+ * was given it, before main can permute argv (getopt) or rewrite it. Read from here while the
+ * constructor runs, it spares the session's open a read of /proc/self/cmdline. */
 __attribute__((constructor(101)))
-#endif
+static void rt_init(int argc, char **argv)
+{
+    boot_argc = argc;
+    boot_argv = argv;
+    rt_init_();
+    boot_argv = NULL;
+}
+#else
 static void rt_init(void)
+{
+    rt_init_();
+}
+#endif
+
+static void rt_init_(void)
 {
     /* valgrind's launcher is not the program: it execs its tool (a static binary), which loads
      * the program with this library again. Left alone, its settings and environment untouched,
