@@ -825,7 +825,7 @@ static __attribute__((noinline)) bool drop_unfinished(const char *me)
 /* glibc calls a library's constructors with main's arguments: the command line as the program
  * was given it, before main can permute argv (getopt) or rewrite it. Read from here while the
  * constructor runs, it spares the session's open a read of /proc/self/cmdline. */
-__attribute__((constructor(101)))
+__attribute__((constructor(102)))
 static void rt_init(int argc, char **argv)
 {
     boot_argc = argc;

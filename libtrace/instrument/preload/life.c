@@ -6,12 +6,17 @@
 
 #include <sys/stat.h>
 
-/* After the runtime's constructor (101): the session exists when the process is traced. */
-__attribute__((constructor(102))) static void preload_init(void)
+/* Before the runtime's constructor (102): the real functions' tables, and what only dlsym can
+ * find, so that no dlsym runs later inside a signal handler (real.c), and the session's open
+ * finds its functions in the tables rather than one dlsym each. */
+__attribute__((constructor(101))) static void preload_real(void)
 {
-    /* the real functions' tables now, and what only dlsym can find, so that no dlsym runs
-     * later inside a signal handler (real.c) */
     tt_pl_real_load_all();
+}
+
+/* After the runtime's constructor (102): the session exists when the process is traced. */
+__attribute__((constructor(103))) static void preload_init(void)
+{
     tt_session *s = tt_pl_enter();
     if (!s)
         return;
