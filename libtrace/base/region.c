@@ -10,7 +10,8 @@
  * guard is held (the preload library's allocator routes them here; free and realloc recognise the
  * range). The program's heap (brk) and its own mmaps never see tinytrace.
  *
- * Pages are committed with mprotect as they are handed out and given back with
+ * Pages are committed with mprotect as they are handed out, the never-used ones a megabyte
+ * ahead of need (untouched, a read-write page costs nothing either), and given back with
  * MADV_DONTNEED + PROT_NONE onto a free list of runs. Small blocks (up to 32 KiB) come from
  * size classes of powers of two, carved from 64 KiB runs a block at a time as they are first
  * needed (threading a new run's free list through all its blocks faulted in every page of it:
@@ -40,6 +41,7 @@
 #define SHARED_SHIFT 11              /* classes up to 2 KiB blocks are carved from one run */
 #define SHARED (SHARED_SHIFT - MIN_SHIFT + 1) /* the classes below this index share a run */
 #define HEADER 16u
+#define COMMIT_AHEAD (1u << 20)     /* never-used pages made read-write ahead of need */
 #define LARGE_TAG UINT64_C(0x6c61726765000000) /* "large"; low 24 bits: the run starts this many
                                                 * pages before the header's page */
 #define LARGE_MASK UINT64_C(0xffffffffff000000)
@@ -78,7 +80,8 @@ static void lock_give(int was)
     tt_in_tracer = was;
 }
 static uintptr_t top;                          /* first never-used byte (lock) */
-static struct free_run runs[1024];             /* freed runs, first fit (lock) */
+static uintptr_t committed;                    /* pages below are read-write (lock) */
+static struct free_run runs[1024] TT_BIG_BSS; /* freed runs, first fit (lock) */
 static unsigned nruns;
 static void *free_lists[NCLASS];               /* small blocks given back (lock) */
 static uint8_t *carve[NCLASS], *carve_end[NCLASS]; /* the runs being carved (lock): [0] the
@@ -110,7 +113,7 @@ bool tt_region_init(size_t size)
     if (p == MAP_FAILED)
         return false;
     pthread_atfork(fork_prepare, fork_after, fork_after);
-    top = (uintptr_t)p;
+    top = committed = (uintptr_t)p;
     atomic_store_explicit(&region_size, size, memory_order_relaxed);
     atomic_store_explicit(&region_base, (uintptr_t)p, memory_order_release);
     return true;
@@ -147,8 +150,15 @@ static void *pages_locked(size_t len)
     if (len > size - (top - b))
         return NULL;
     uintptr_t at = top;
-    if (mprotect((void *)at, len, PROT_READ | PROT_WRITE) != 0)
-        return NULL;
+    if (at + len > committed) {
+        /* at least COMMIT_AHEAD past what is asked, within the region: a session's first
+         * dozen blocks and its buffer pool take two mprotects, not one each */
+        uintptr_t end = at + len, left = b + size - end;
+        end += left < COMMIT_AHEAD ? left : COMMIT_AHEAD;
+        if (mprotect((void *)committed, end - committed, PROT_READ | PROT_WRITE) != 0)
+            return NULL;
+        committed = end;
+    }
     top += len;
     return (void *)at;
 }

@@ -38,7 +38,7 @@ struct globs {
     unsigned n;
 };
 
-static struct globs filters, notraces;
+static struct globs filters TT_BIG_BSS, notraces TT_BIG_BSS;
 static uint64_t max_depth; /* 0: no limit */
 
 struct verdict {

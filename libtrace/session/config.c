@@ -263,7 +263,7 @@ int tt_config_set_writer_storage(tt_config *cfg, void *storage, size_t len, tt_e
  * still finds the runtime's. Neither counts in a setuid or setgid process. */
 
 #define SETTINGS_MAX 32
-static char settings_text[16384];
+static char settings_text[16384] TT_BIG_BSS;
 static const char *settings_key[SETTINGS_MAX], *settings_val[SETTINGS_MAX];
 static unsigned nsettings;
 

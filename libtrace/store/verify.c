@@ -33,7 +33,7 @@ struct skim_window {
     uint8_t dangling; /* byte 7 is a tag; its step is the next window's byte 0 */
 };
 
-static struct skim_window skim_table[2][256]; /* [first byte is a step][bit 7 of each byte] */
+static struct skim_window skim_table[2][256] TT_BIG_BSS; /* [first: a step][bit 7 of each byte] */
 static pthread_once_t skim_once = PTHREAD_ONCE_INIT;
 
 static void skim_table_init(void)

@@ -27,7 +27,7 @@ typedef struct dirent *(*readdir_fn)(DIR *);
 static struct {
     DIR *d;
     struct dirent *buf;
-} streams[STREAMS];
+} streams[STREAMS] TT_BIG_BSS;
 static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The buffer of @d (the guard is held: the allocation is tinytrace's), or NULL. */

@@ -60,7 +60,7 @@ int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *ts,
 
 #define ANON_MAX 65536
 /* relaxed: as net.c's table, ordered by the program's own use of the fd */
-static _Atomic uint64_t anon_bits[ANON_MAX / 64];
+static _Atomic uint64_t anon_bits[ANON_MAX / 64] TT_BIG_BSS;
 
 static int anon_mark(int fd)
 {

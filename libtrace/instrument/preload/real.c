@@ -45,7 +45,7 @@ static atomic_int home_ready;
 /* The libraries after this one as the constructor found them (3 KiB), home among them at
  * home_at: each function's answer is decided from their tables at its first look-up, once the
  * constructor has pinned them all (RTLD_NODELETE); else by the constructor for every one. */
-static struct tt_dso_scope scope;
+static struct tt_dso_scope scope TT_BIG_BSS;
 static uint32_t home_at;
 /* Per function: 0 not decided yet, HOME found in home's table, ELSEWHERE with dlsym. Decided
  * by whichever thread gets there first, all with the same answer. */

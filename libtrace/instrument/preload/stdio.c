@@ -35,7 +35,7 @@ static struct cookie std_cookies[3] = { { 0, 0 }, { 1, 1 }, { 2, 2 } };
  * closes a standard stream while another thread still uses it has a race of its own. */
 FILE *_Atomic tt_pl_std_orig[3];
 FILE *_Atomic tt_pl_std_repl[3];
-static char std_buf[3][BUFSIZ];
+static char std_buf[3][BUFSIZ] TT_BIG_BSS;
 
 static ssize_t ck_read(void *c, char *buf, size_t n)
 {
