@@ -8,8 +8,9 @@
  * is async-signal-safe. The constructor decides, for every function a signal handler may call,
  * whether it is found from home, and looks up with dlsym those that are not; the others (lazy:
  * malloc, stdio, the thread library's locks...) wait for their first call to decide too. A
- * traced /bin/true calls some thirty of the ~200; looking all of them up with dlsym in the
- * constructor cost it 38 µs, and in libc's table 10 µs.
+ * traced /bin/true calls some thirty of the ~200: looking all of them up with dlsym in the
+ * constructor cost it 38 µs, and deciding and looking up all of them in the tables some 20 µs
+ * more than this (docs/PERFORMANCE.md).
  *
  * dlsym may itself allocate, before the real calloc is known: while a thread is inside dlsym,
  * its allocations are served from alloc.c's bootstrap arena (tt_pl_in_dlsym).
