@@ -331,6 +331,20 @@ def case_off():
               "off: no trace file is written", os.listdir(c.dir))
 
 
+def case_untraced_child_named():
+    # traced by hand (no tree): a shell's children run untraced, and the trace names the first
+    # by what it exec'd, which the fork child reports through the page it shares with its
+    # parent (rt-procs.c); two children, so the first is told from the last
+    args = ["sh", "-c", "/bin/echo one-$$ >/dev/null; /bin/true"]
+    with Case("untraced child") as c:
+        c.record(args)
+        r = run([TINYTRACE, "info", "--json", c.trace])
+        doc = json.loads(r.out) if r.rc == 0 else {}
+        named = (doc.get("command") or {}).get("untraced") or ""
+        check(named.startswith("/bin/echo one-"),
+              "untraced child: the trace names the first child by its exec", r)
+
+
 def case_check_output():
     out = {"TINYTRACE_CHECK_OUTPUT": "1"}
     with Case("check-output date") as c:
@@ -421,8 +435,8 @@ def case_own_allocator():
 
 
 CASES = [case_date, case_python, case_stdin, case_probe, case_longjmp, case_other_clock,
-         case_relative_file, case_ignored_signal, case_off, case_check_output, case_alloc,
-         case_swapper, case_dlclose, case_own_allocator]
+         case_relative_file, case_ignored_signal, case_off, case_untraced_child_named,
+         case_check_output, case_alloc, case_swapper, case_dlclose, case_own_allocator]
 
 
 def main():
