@@ -96,9 +96,9 @@ void child_page_map(void) TT_HIDDEN;
 /* pthread_atfork's child handler. */
 void fork_child(void) TT_HIDDEN;
 /* Record: the command line, the working directory and the environment as META objects. The
- * command line is @argv (@argc arguments) where the caller has the program's own, as the
- * preload library's constructor does before main can permute or rewrite it; with @argv NULL
- * it is read from /proc/self/cmdline. */
+ * command line is @argv (@argc arguments) where the caller has it as the kernel laid it out
+ * (the preload library's constructor, checked there); with @argv NULL it is read from
+ * /proc/self/cmdline. */
 void record_meta(tt_session *s, int argc, char *const *argv) TT_HIDDEN;
 
 /* ---- rt-report.c ---- */

@@ -822,14 +822,39 @@ static __attribute__((noinline)) bool drop_unfinished(const char *me)
 }
 
 #ifdef TT_RT_PRELOAD
-/* glibc calls a library's constructors with main's arguments: the command line as the program
- * was given it, before main can permute argv (getopt) or rewrite it. Read from here while the
- * constructor runs, it spares the session's open a read of /proc/self/cmdline. */
-__attribute__((constructor(102)))
-static void rt_init(int argc, char **argv)
+/* Whether @argv is still the command line the kernel laid out, the bytes /proc/self/cmdline
+ * returns: its strings one right after the other and the environment's first right after the
+ * last (execve's layout), and the program started by the kernel itself (AT_BASE is 0 when the
+ * loader was run as the program: argv no longer holds the loader's own arguments). An earlier
+ * constructor (a library of the program's, a later preload) that took arguments out, moved or
+ * lengthened one fails this, and the file is read instead. */
+static bool argv_as_exec(int argc, char **argv, char **envp)
 {
-    boot_argc = argc;
-    boot_argv = argv;
+#ifdef __GLIBC__
+    if (argc <= 0 || !argv || argv[argc] || !envp || !envp[0] || getauxval(AT_BASE) == 0)
+        return false;
+    for (int i = 0; i < argc; i++) {
+        const char *next = i + 1 < argc ? argv[i + 1] : envp[0];
+        if (!argv[i] || !next || argv[i] + strlen(argv[i]) + 1 != next)
+            return false;
+    }
+    return true;
+#else
+    (void)argc, (void)argv, (void)envp; /* constructors get no arguments elsewhere */
+    return false;
+#endif
+}
+
+/* glibc calls a library's constructors with (argc, argv, envp): the command line before main
+ * can permute argv (getopt) or rewrite it. Read from here while the constructor runs, when it
+ * is still the kernel's, it spares the session's open a read of /proc/self/cmdline. */
+__attribute__((constructor(102)))
+static void rt_init(int argc, char **argv, char **envp)
+{
+    if (argv_as_exec(argc, argv, envp)) {
+        boot_argc = argc;
+        boot_argv = argv;
+    }
     rt_init_();
     boot_argv = NULL;
 }

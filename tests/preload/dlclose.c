@@ -2,7 +2,8 @@
 /* preload-dlclose: closes the library its own library opened before the preload library's
  * constructor ran (dl-opener.c), then makes the first calls of functions the preload library
  * looks up at their first call (a mutex, stdio, sem_wait): they must find libc's, and must not
- * read the closed library's unmapped tables. Prints one line and exits 0 when all went well. */
+ * read the closed library's unmapped tables. The library must really be gone once closed: the
+ * runtime keeps none of the program's loaded. Prints one line and exits 0 when all went well. */
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 int dlopener_had_leaf(void);
 int dlopener_close(void);
+int dlopener_leaf_loaded(void);
 
 int main(void)
 {
@@ -20,6 +22,11 @@ int main(void)
     if (dlopener_close() != 0) {
         fprintf(stderr, "preload-dlclose: dlclose failed\n");
         return 3;
+    }
+    if (dlopener_leaf_loaded()) {
+        /* the runtime must not pin the program's libraries (RTLD_NODELETE) */
+        fprintf(stderr, "preload-dlclose: the library is still loaded after dlclose\n");
+        return 5;
     }
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&m);

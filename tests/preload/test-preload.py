@@ -3,6 +3,7 @@
 """Integration test of the preload library: real programs recorded and replayed.
 
     test-preload.py PRELOAD_SO TINYTRACE PROBE READ_STDIN ALLOC SWAPPER DLCLOSE DLLEAF OWN_ALLOC
+                    SIG_FIRST ARGSTRIP
 
 Each program runs as `tinytrace record|replay` runs it: with LD_PRELOAD=PRELOAD_SO and
 TINYTRACE_MODE=record, then replay, and TINYTRACE_FILE naming the trace. A replay must print
@@ -14,8 +15,11 @@ sockets and pipes included), the output check (TINYTRACE_CHECK_OUTPUT) and the a
 (TINYTRACE_ALLOC) with a replay that must match and one that must diverge, and preload-swapper
 (the swapper thread starts at the first buffer handed over or signal handler, not before),
 preload-dlclose (a library opened before the runtime's constructor and closed by the program
-leaves the real functions found after it working), and preload-own-alloc (an allocator in the
-executable serves libc and the runtime: no block goes back to an allocator that did not make it).
+leaves the real functions found after it working, and is really unloaded), preload-own-alloc (an
+allocator in the executable serves libc and the runtime: no block goes back to an allocator that
+did not make it), preload-sig-first (a handler's first calls find functions looked up before:
+no dlsym inside it), a traced shell naming its first untraced child, and a library whose
+constructor rewrites argv before the runtime's (the command line recorded is the one started).
 
 Every check runs, failures are collected and listed at the end; the exit status is 1 if any
 failed. Each case works in its own temporary directory, removed afterwards whatever happens.
@@ -424,6 +428,38 @@ def case_dlclose():
               rec)
 
 
+def case_no_lookup_in_a_handler():
+    # a handler's first call of clock_getres or sem_post (libc answers both only through
+    # dlsym: an IFUNC, two versions) finds the function the constructor looked up: the
+    # loader's trace of look-ups shows none of them after the program's "main"
+    with Case("handler's first call") as c:
+        r = c.traced("record", [SIG_FIRST], extra={"LD_DEBUG": "bindings"})
+        err = r.err.decode(errors="replace")
+        after = err.split("main\n", 1)[1] if "main\n" in err else ""
+        # the program's own lazy binding of its call to the interposer is the loader's, and
+        # allowed; a look-up the runtime asks for names the preload library as the asker
+        asker = "binding file %s " % PRELOAD
+        late = [ln for ln in after.splitlines() if asker in ln and
+                ("`clock_getres'" in ln or "`sem_post'" in ln)]
+        check(r.rc == 0 and r.out == b"handled\n" and "main\n" in err,
+              "handler's first call: the program runs its handler", r)
+        check(not late, "handler's first call: no look-up inside the handler", "\n".join(late))
+
+
+def case_argv_rewritten_before_the_runtime():
+    # a later preload's constructor moves --lib-x to argv's end before the runtime's runs: the
+    # trace records the command line the program was started with, which a replay runs again
+    args = ["/bin/echo", "a", "--lib-x", "b"]
+    with Case("argv rewritten") as c:
+        r = c.traced("record", args, extra={"LD_PRELOAD": PRELOAD + ":" + ARGSTRIP})
+        check(r.rc == 0 and r.out == b"a b --lib-x\n",
+              "argv rewritten: the library's constructor ran", r)
+        i = run([TINYTRACE, "info", "--json", c.trace])
+        doc = json.loads(i.out) if i.rc == 0 else {}
+        check((doc.get("command") or {}).get("argv") == args,
+              "argv rewritten: the trace holds the command line as started", i)
+
+
 def case_own_allocator():
     # the executable's malloc family serves libc and the runtime alike: a block libc made
     # (open_memstream's, which the replay's report uses) must go back to that allocator
@@ -436,16 +472,18 @@ def case_own_allocator():
 
 CASES = [case_date, case_python, case_stdin, case_probe, case_longjmp, case_other_clock,
          case_relative_file, case_ignored_signal, case_off, case_untraced_child_named,
-         case_check_output, case_alloc, case_swapper, case_dlclose, case_own_allocator]
+         case_check_output, case_alloc, case_swapper, case_dlclose, case_own_allocator,
+         case_no_lookup_in_a_handler, case_argv_rewritten_before_the_runtime]
 
 
 def main():
     global PRELOAD, TINYTRACE, PROBE, READ_STDIN, ALLOC, SWAPPER, DLCLOSE, DLLEAF, OWN_ALLOC
-    if len(sys.argv) != 10:
+    global SIG_FIRST, ARGSTRIP
+    if len(sys.argv) != 12:
         print(__doc__)
         return 2
     (PRELOAD, TINYTRACE, PROBE, READ_STDIN, ALLOC, SWAPPER, DLCLOSE,
-     DLLEAF, OWN_ALLOC) = [os.path.abspath(a) for a in sys.argv[1:]]
+     DLLEAF, OWN_ALLOC, SIG_FIRST, ARGSTRIP) = [os.path.abspath(a) for a in sys.argv[1:]]
     if not shutil.which("date"):
         print("SKIP: no date command")
         return 77

@@ -3,14 +3,17 @@
  * the constructor a call looks its function up with dlsym. The constructor reads the symbol
  * tables of the libraries after this one (base/dso.c): a function that only libc (the library
  * that defines close) can define, every other library ruling it out by its bloom filter or its
- * table, is found in libc's table (from home); the rest with dlsym. A function found from home
- * is looked up at its first call: reading a table takes no lock and allocates nothing, so that
- * is async-signal-safe. The constructor decides, for every function a signal handler may call,
- * whether it is found from home, and looks up with dlsym those that are not; the others (lazy:
- * malloc, stdio, the thread library's locks...) wait for their first call to decide too. A
- * traced /bin/true calls some thirty of the ~200: looking all of them up with dlsym in the
- * constructor cost it 38 µs, and deciding and looking up all of them in the tables some 20 µs
- * more than this (docs/PERFORMANCE.md).
+ * table, is found in libc's table; the rest with dlsym. It looks up every function a signal
+ * handler may call; the others (lazy: malloc, stdio, the thread library's locks...) wait for
+ * their first call, found in libc's table (async-signal-safe, but it need not be) or with
+ * dlsym. A traced /bin/true calls some thirty of the ~200; looking all of them up with dlsym
+ * in the constructor cost it 38 µs. The tables are loaded by the library's first constructor
+ * (life.c), so the runtime's own, which opens the session, finds its functions there.
+ *
+ * Not decided at the first call instead: libc's own entry may be one only dlsym answers (an
+ * IFUNC, two versions: clock_gettime, pthread_kill), which a handler must not meet there; and
+ * the other libraries' tables would have to stay mapped, which pinning them (RTLD_NODELETE)
+ * would keep a plugin an earlier constructor opened from ever being unloaded.
  *
  * dlsym may itself allocate, before the real calloc is known: while a thread is inside dlsym,
  * its allocations are served from alloc.c's bootstrap arena (tt_pl_in_dlsym).
@@ -43,15 +46,7 @@ __thread int tt_pl_in_dlsym;
  * lock, so it is async-signal-safe. */
 static struct tt_dso home;
 static atomic_int home_ready;
-/* The libraries after this one as the constructor found them (3 KiB), home among them at
- * home_at: each function's answer is decided from their tables at its first look-up, once the
- * constructor has pinned them all (RTLD_NODELETE); else by the constructor for every one. */
-static struct tt_dso_scope scope TT_BIG_BSS;
-static uint32_t home_at;
-/* Per function: 0 not decided yet, HOME found in home's table, ELSEWHERE with dlsym. Decided
- * by whichever thread gets there first, all with the same answer. */
-enum { HOME = 1, ELSEWHERE = 2 };
-static _Atomic uint8_t from_home[RF_COUNT_];
+static uint8_t from_home[RF_COUNT_];
 
 /* glibc's condition variables have two versions, and dlsym is asked for the current one by name
  * (below); the tables answer for unversioned look-ups only. */
@@ -98,21 +93,10 @@ static fnptr store(enum real_fn id, void *p)
     return f;
 }
 
-/* Whether @id is found in home's table (home_ready): decided at the first ask. */
-static bool is_home(enum real_fn id)
-{
-    uint8_t st = atomic_load_explicit(&from_home[id], memory_order_relaxed);
-    if (!st) {
-        st = !versioned(id) && tt_dso_only(&scope, real_names[id], home_at) ? HOME : ELSEWHERE;
-        atomic_store_explicit(&from_home[id], st, memory_order_relaxed);
-    }
-    return st == HOME;
-}
-
 static fnptr lookup(enum real_fn id)
 {
     void *t;
-    if (atomic_load_explicit(&home_ready, memory_order_acquire) && is_home(id) &&
+    if (atomic_load_explicit(&home_ready, memory_order_acquire) && from_home[id] &&
         tt_dso_find_in(&home, real_names[id], &t) == TT_DSO_FOUND)
         return store(id, t);
     tt_pl_in_dlsym++;
@@ -139,22 +123,22 @@ fnptr tt_pl_real_resolve(enum real_fn id)
 /* Takes @scope's object that defines the probe function as home, when the tables' answer for it
  * is dlsym's (the library was loaded at startup, where the objects after it are the scope dlsym
  * searches; one loaded by dlopen has its own) and the object can be pinned. */
-static bool take_home(const struct tt_dso_scope *sc, uint32_t *at)
+static bool take_home(const struct tt_dso_scope *scope, uint32_t *at)
 {
     static const enum real_fn probe[] = { RF_close, RF_read, RF_write, RF_getpid };
     for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
         void *t;
         uint32_t k;
-        if (tt_dso_find(sc, real_names[probe[i]], &t, &k) != TT_DSO_FOUND)
+        if (tt_dso_find(scope, real_names[probe[i]], &t, &k) != TT_DSO_FOUND)
             continue;
         tt_pl_in_dlsym++;
         void *p = dlsym(RTLD_NEXT, real_names[probe[i]]);
-        void *pin = p == t ? dlopen(sc->obj[k].name, RTLD_NOLOAD | RTLD_NODELETE | RTLD_LAZY)
+        void *pin = p == t ? dlopen(scope->obj[k].name, RTLD_NOLOAD | RTLD_NODELETE | RTLD_LAZY)
                            : NULL;
         tt_pl_in_dlsym--;
         if (!pin)
             return false;
-        home = sc->obj[k];
+        home = scope->obj[k];
         *at = k;
         store(probe[i], t);
         return true;
@@ -162,32 +146,21 @@ static bool take_home(const struct tt_dso_scope *sc, uint32_t *at)
     return false;
 }
 
-/* Whether every library of the scope stays loaded (an object of the startup's, as a rule; one
- * an earlier constructor opened could be closed, its tables unmapped). */
-static bool pin_scope(void)
-{
-    bool all = true;
-    tt_pl_in_dlsym++;
-    for (uint32_t k = 0; k < scope.n && all; k++)
-        all = k == home_at ||
-              dlopen(scope.obj[k].name, RTLD_NOLOAD | RTLD_NODELETE | RTLD_LAZY) != NULL;
-    tt_pl_in_dlsym--;
-    return all;
-}
-
 void tt_pl_real_load_all(void)
 {
+    /* the constructor's only: not read again after it (3 KiB, off its stack) */
+    static struct tt_dso_scope scope TT_BIG_BSS;
     /* an audit library may rebind what dlsym returns: then dlsym answers for everything */
+    uint32_t at = 0;
     bool walk = !getenv("LD_AUDIT") && tt_dso_scope_after(&scope, &scope) &&
-                take_home(&scope, &home_at);
-    if (walk && !pin_scope()) /* the scope is not read after the constructor: decide now */
-        for (int i = 0; i < RF_COUNT_; i++)
-            is_home((enum real_fn)i);
-    /* release: home and the scope, for a thread or a handler that sees it ready */
+                take_home(&scope, &at);
+    for (int i = 0; walk && i < RF_COUNT_; i++)
+        if (!versioned((enum real_fn)i) && tt_dso_only(&scope, real_names[i], at))
+            from_home[i] = 1;
+    /* release: home and from_home, for a thread or a handler that sees it ready */
     atomic_store_explicit(&home_ready, walk, memory_order_release);
-    /* what a handler may call and home cannot answer: with dlsym, now */
     for (int i = 0; i < RF_COUNT_; i++)
         if (!atomic_load_explicit(&tt_pl_real_tab[i], memory_order_relaxed) &&
-            !(walk && (lazy((enum real_fn)i) || is_home((enum real_fn)i))))
+            !(walk && lazy((enum real_fn)i)))
             lookup((enum real_fn)i);
 }
