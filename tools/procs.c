@@ -295,7 +295,8 @@ struct tool_scan {
     size_t *set;        /* the names read: 1 + their index in sc.v, by hash; 0 = empty */
     size_t set_cap;     /* a power of two, at least twice sc.n */
     tool_signer sg;
-    int sg_state;       /* 1: the key read (tool_scan_new); -1: unusable (signed at the end) */
+    int sg_state;       /* 0: not read (a scan that may not sign); 1: read (tool_scan_new, or
+                         * the end's signing); -1: unusable (the end tries again) */
     char dir[PATH_MAX];
 };
 
@@ -400,17 +401,25 @@ static size_t scan_folder(struct tool_scan *e, bool all, bool *oom)
     return got;
 }
 
-tool_scan *tool_scan_new(const char *file)
+/* A scan of @file's tree that has not read the key (sg_state 0). */
+static struct tool_scan *scan_new(const char *file)
 {
     struct tool_scan *e = calloc(1, sizeof *e);
     if (!e || tool_procs_dir(file, e->dir, sizeof e->dir) != 0 || !add_proc(&e->sc)) {
         tool_scan_free(e);
         return NULL;
     }
+    return e;
+}
+
+tool_scan *tool_scan_new(const char *file)
+{
+    struct tool_scan *e = scan_new(file);
     /* the key now, before the program starts: made here on a first use, its folder would
      * change under a running program that looks at it (a replayed program sees no such
      * change, and python's import cache, keyed by a folder's mtime, lists it again) */
-    e->sg_state = tool_signer_open(&e->sg) == TOOL_EXIT_OK ? 1 : -1;
+    if (e)
+        e->sg_state = tool_signer_open(&e->sg) == TOOL_EXIT_OK ? 1 : -1;
     return e;
 }
 
@@ -447,7 +456,7 @@ static int scan_tree(const char *file, const long *pids, const int *statuses, si
                      struct tool_scan *early, bool sign, struct scan *sc)
 {
     memset(sc, 0, sizeof *sc);
-    struct tool_scan *e = early ? early : tool_scan_new(file);
+    struct tool_scan *e = early ? early : scan_new(file); /* the key only if it signs */
     if (!e)
         return ENOMEM;
     tool_proc *root = &e->sc.v[0];

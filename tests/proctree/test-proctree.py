@@ -576,6 +576,23 @@ def the_tool_keeps_spare_files_for_the_tree_and_removes_them():
               "a .spares a dead tool left goes with the next recording", left or r.stderr)
 
 
+def reading_a_tree_never_makes_a_key():
+    """info of a tree whose manifest is missing (an interrupted recording) reads every trace
+    of the folder; only record reads or makes the signing key, never a command that reads."""
+    with Case("nokey") as c:
+        r = c.tt("record", "-o", "k.tt", "--", "sh", "-c", "/bin/true; /bin/true")
+        check(r.returncode == 0, "record sh -c '/bin/true; /bin/true'", r.stderr[-1500:])
+        os.unlink(c.path("k.tt.procs/tree"))
+        env = dict(c.env, XDG_DATA_HOME=c.path("fresh"))
+        i = subprocess.run([TT, "info", "k.tt"], capture_output=True, text=True, env=env,
+                           cwd=c.d, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+        check(i.returncode == 0 and "root/2" in i.stdout,
+              "info reads the tree from its traces", i.stdout + i.stderr[-1500:])
+        check(not os.path.exists(c.path("fresh")),
+              "... and makes no key", sorted(os.listdir(c.path("fresh")))
+              if os.path.exists(c.path("fresh")) else "")
+
+
 def mac_ok(c, path):
     """Whether the trace at @path carries this case's key's MAC (docs/FORMAT.md, manifest byte
     400: HMAC-SHA256 over the manifest with the MAC and its checksum zeroed, then the object
@@ -703,6 +720,7 @@ for case in (pipeline_replays_byte_identically, make_recipe_replays_byte_identic
              single_process_recordings_have_no_tree,
              the_tool_keeps_spare_files_for_the_tree_and_removes_them,
              traces_finished_while_the_program_runs_are_signed_and_listed,
+             reading_a_tree_never_makes_a_key,
              vfork_children_are_traced_as_the_programs_they_exec):
     print("# " + case.__name__)
     try:
