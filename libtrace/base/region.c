@@ -11,8 +11,9 @@
  * range). The program's heap (brk) and its own mmaps never see tinytrace.
  *
  * Pages are committed with mprotect as they are handed out, the never-used ones a megabyte
- * ahead of need (untouched, a read-write page costs nothing either), and given back with
- * MADV_DONTNEED + PROT_NONE onto a free list of runs. Small blocks (up to 32 KiB) come from
+ * ahead of need (untouched, a read-write page takes no memory; under strict overcommit,
+ * vm.overcommit_memory=2, the megabyte is charged, and a stray write just past the last block
+ * no longer faults), and given back with MADV_DONTNEED + PROT_NONE onto a free list of runs. Small blocks (up to 32 KiB) come from
  * size classes of powers of two, carved from 64 KiB runs a block at a time as they are first
  * needed (threading a new run's free list through all its blocks faulted in every page of it:
  * a short traced process paid a hundred page faults for runs it barely used). The classes
