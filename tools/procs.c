@@ -425,9 +425,7 @@ tool_scan *tool_scan_new(const char *file)
 
 size_t tool_scan_step(tool_scan *e)
 {
-    if (!e)
-        return 0;
-    if (e->sg_state != 1)
+    if (!e || e->sg_state != 1)
         return 0; /* no key: everything waits for the end, which tries the key again */
     bool was = tool_quiet, oom = false;
     tool_quiet = true; /* what fails here is done again at the end, and said */

@@ -41,8 +41,9 @@ int tool_procs_read(const char *file, tool_proc **out, size_t *n);
 
 /* Record, while the program runs: the traces the tree's processes have finished so far, read
  * and signed ahead of tool_procs_finish, which then reads and signs only the rest. tool_scan_new
- * gives NULL when out of memory; tool_scan_step reads what is new (quietly: what fails here is
- * done again, and said, at the end) and returns how many; one thread at a time. */
+ * reads the signing key (making it on a first use) before the program starts, and gives NULL
+ * when out of memory; tool_scan_step reads what is new (quietly: what fails here is done again,
+ * and said, at the end) and returns how many; one thread at a time. */
 typedef struct tool_scan tool_scan;
 tool_scan *tool_scan_new(const char *file);
 size_t tool_scan_step(tool_scan *e);

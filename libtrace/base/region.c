@@ -13,17 +13,17 @@
  * Pages are committed with mprotect as they are handed out, the never-used ones a megabyte
  * ahead of need (untouched, a read-write page takes no memory; under strict overcommit,
  * vm.overcommit_memory=2, the megabyte is charged, and a stray write just past the last block
- * no longer faults), and given back with MADV_DONTNEED + PROT_NONE onto a free list of runs. Small blocks (up to 32 KiB) come from
- * size classes of powers of two, carved from 64 KiB runs a block at a time as they are first
- * needed (threading a new run's free list through all its blocks faulted in every page of it:
- * a short traced process paid a hundred page faults for runs it barely used). The classes
- * below a page share one run, carved in the order asked, so a session's first few dozen
- * blocks of a dozen sizes sit on a few pages, not one page (and one mprotect) per class; a
- * class of a page or more has runs of its own, so that no run loses more than a small
- * block's worth at its end. Each block has a 16-byte header that says its class (or, for a
- * large block, its run): a freed block goes to its class's free list wherever it was carved.
- * One mutex: this is the tracer's own memory, off every hot path (the recording thread's
- * buffers are allocated once).
+ * no longer faults), and given back with MADV_DONTNEED + PROT_NONE onto a free list of runs.
+ * Small blocks (up to 32 KiB) come from size classes of powers of two, carved from 64 KiB
+ * runs a block at a time as they are first needed (threading a new run's free list through
+ * all its blocks faulted in every page of it: a short traced process paid a hundred page
+ * faults for runs it barely used). The classes below a page share one run, carved in the
+ * order asked, so a session's first few dozen blocks of a dozen sizes sit on a few pages, not
+ * one page (and one mprotect) per class; a class of a page or more has runs of its own, so
+ * that no run loses more than a small block's worth at its end. Each block has a 16-byte
+ * header that says its class (or, for a large block, its run): a freed block goes to its
+ * class's free list wherever it was carved. One mutex: this is the tracer's own memory, off
+ * every hot path (the recording thread's buffers are allocated once).
  */
 #include <errno.h>
 #include <pthread.h>

@@ -334,6 +334,23 @@ static char *cmdline_read(size_t *n)
     return cmd;
 }
 
+/* @cmd's @n NUL-separated arguments as an array (pointers into @cmd, NULL after the last), and
+ * their count into *@argc; NULL when out of memory. */
+static char **cmdline_split(char *cmd, size_t n, int *argc)
+{
+    *argc = 0;
+    for (size_t i = 0; i < n; i += strlen(cmd + i) + 1)
+        ++*argc;
+    char **v = malloc(((size_t)*argc + 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    int k = 0;
+    for (size_t i = 0; i < n; i += strlen(cmd + i) + 1)
+        v[k++] = cmd + i;
+    v[k] = NULL;
+    return v;
+}
+
 void record_meta(tt_session *s, int argc, char *const *argv)
 {
     uint32_t id;
@@ -347,27 +364,23 @@ void record_meta(tt_session *s, int argc, char *const *argv)
     if (getcwd(buf + 4, cap - 4))
         tt_intern(s, TT_OBJ_META, buf, &id);
     /* the command line, whole or not at all: replay runs what is recorded here */
-    char *cmd = NULL;
-    size_t n = 0;
+    char *cmd = NULL, **split = NULL;
     if (!argv) {
+        size_t n = 0;
         cmd = cmdline_read(&n);
-        if (!cmd || n == 0)
+        if (!cmd || n == 0 || !(split = cmdline_split(cmd, n, &argc)))
             goto out;
-        argc = 0;
-        for (size_t i = 0; i < n; i += strlen(cmd + i) + 1)
-            argc++;
+        argv = split;
     }
     if (argc <= 0)
         goto out;
     size_t longest = 0, total = 0;
-    for (int i = 0, at = 0; i < argc; i++) {
-        const char *arg = argv ? argv[i] : cmd + at;
-        size_t len = arg ? strlen(arg) : 0;
-        if (!arg || len > ARG_META_MAX || len >= CMDLINE_MAX - total)
+    for (int i = 0; i < argc; i++) {
+        size_t len = argv[i] ? strlen(argv[i]) : 0;
+        if (!argv[i] || len > ARG_META_MAX || len >= CMDLINE_MAX - total)
             goto out; /* too long for a name: record no command line */
         longest = len > longest ? len : longest;
         total += len + 1;
-        at += (int)len + 1;
     }
     if (longest + 32 > cap) { /* "argv[N]=" and the argument */
         char *more = realloc(buf, longest + 32);
@@ -376,15 +389,14 @@ void record_meta(tt_session *s, int argc, char *const *argv)
         buf = more;
         cap = longest + 32;
     }
-    for (int i = 0, at = 0; i < argc; i++) {
-        const char *arg = argv ? argv[i] : cmd + at;
-        snprintf(buf, cap, "argv[%d]=%s", i, arg);
+    for (int i = 0; i < argc; i++) {
+        snprintf(buf, cap, "argv[%d]=%s", i, argv[i]);
         tt_intern(s, TT_OBJ_META, buf, &id);
-        at += (int)strlen(arg) + 1;
     }
     snprintf(buf, cap, "argc=%d", argc);
     tt_intern(s, TT_OBJ_META, buf, &id);
 out:
     free(buf);
+    free(split);
     free(cmd);
 }

@@ -188,7 +188,6 @@ static void rt_init_(void);
 static int boot_argc;
 static char **boot_argv;
 #ifndef TT_RT_PRELOAD
-static void rt_init(void);
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
 static _Atomic int rt_started;
 #endif
@@ -199,7 +198,7 @@ tt_session *tt_rt_session(void)
     /* Linked into the program (libtinytrace.so): the runtime starts at the first hook call, so
      * a program that never runs instrumented code gets no session from it. */
     if (TT_UNLIKELY(!atomic_load_explicit(&rt_started, memory_order_acquire))) {
-        pthread_once(&rt_once, rt_init);
+        pthread_once(&rt_once, rt_init_);
         atomic_store_explicit(&rt_started, 1, memory_order_release);
     }
 #endif
@@ -857,11 +856,6 @@ static void rt_init(int argc, char **argv, char **envp)
     }
     rt_init_();
     boot_argv = NULL;
-}
-#else
-static void rt_init(void)
-{
-    rt_init_();
 }
 #endif
 
