@@ -113,10 +113,11 @@ static int take_one(int d, const char *name, const char *temp)
 int tt_partial_take(const char *temp)
 {
     const char *slash = strrchr(temp, '/');
-    char dir[4200];
-    if (!slash || snprintf(dir, sizeof dir, "%.*s/%s", (int)(slash - temp), temp,
-                           TT_SPARES_DIR) >= (int)sizeof dir)
+    if (!slash || slash - temp > 4096)
         return -1;
+    /* as long as the name (a 4 KiB array here was one more page of stack a process touched) */
+    char dir[(size_t)(slash - temp) + sizeof "/" TT_SPARES_DIR];
+    snprintf(dir, sizeof dir, "%.*s/%s", (int)(slash - temp), temp, TT_SPARES_DIR);
     int d = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (d < 0)
         return -1;
