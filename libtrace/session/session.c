@@ -21,7 +21,8 @@
 
 #include "session-int.h"
 
-struct tt_session tt_off_session = { .head = { 0, TT_MODE_OFF } };
+/* off mode's only: away from the small variables a recording touches at its start */
+struct tt_session tt_off_session TT_BIG_BSS = { .head = { 0, TT_MODE_OFF } };
 
 static _Atomic uint64_t next_uid = 1;
 

@@ -20,11 +20,14 @@ typedef ssize_t (*writev_fn)(int, const struct iovec *, int);
 struct seg {
     pthread_mutex_t mu;
     size_t len;
-    char buf[SEG_MAX];
+    char *buf; /* SEG_MAX bytes */
 };
 
-static struct seg segs[2] = { { PTHREAD_MUTEX_INITIALIZER, 0, { 0 } },
-                              { PTHREAD_MUTEX_INITIALIZER, 0, { 0 } } };
+/* the bytes apart from the heads: the child's reset at every start touches the two heads,
+ * which then share one page of .bss with the rest of the small variables */
+static char seg_bytes[2][SEG_MAX] TT_BIG_BSS;
+static struct seg segs[2] = { { PTHREAD_MUTEX_INITIALIZER, 0, seg_bytes[0] },
+                              { PTHREAD_MUTEX_INITIALIZER, 0, seg_bytes[1] } };
 
 void tt_pl_child_reset(void)
 {
