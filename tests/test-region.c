@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The runtime's memory region (base/region.c) across fork: a child forked while another thread
+/* The runtime's memory region (base/region.c): across fork, a child forked while another thread
  * of its parent is inside the region's allocator must still be able to allocate. Without the
  * fork handlers the child inherits the lock held by a thread it does not have, and its first
- * allocation waits forever (a shell's child under `tinytrace record` did, before an exec). */
+ * allocation waits forever (a shell's child under `tinytrace record` did, before an exec).
+ * And an aligned block: aligned, usable, and on its header's page when it is small. */
 #include "harness.h"
 
 #include "base.h"
@@ -92,4 +93,33 @@ Test(region, a_child_forked_while_another_thread_allocates_can_allocate)
     cr_assert(stuck < 0, "the child of fork %d did not allocate within 10 s: it inherited the "
                          "region's lock held by the other thread", stuck);
     cr_assert(bad < 0, "the child of fork %d could not allocate", bad);
+}
+
+Test(region, an_aligned_block_is_aligned_usable_and_shares_its_header_s_page)
+{
+    cr_assert(tt_region_init(256u << 20), "the region is reserved");
+    static const size_t aligns[] = { 32, 64, 256, 4096, 8192, 65536 };
+    static const size_t sizes[] = { 1, 256, 4000, 70000 };
+    for (size_t a = 0; a < sizeof aligns / sizeof aligns[0]; a++)
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            size_t al = aligns[a], n = sizes[k];
+            uint8_t *p = tt_region_memalign(al, n);
+            cr_assert(p, "memalign(%zu, %zu)", al, n);
+            cr_assert_eq((uintptr_t)p % al, 0, "memalign(%zu, %zu) gave %p", al, n, (void *)p);
+            cr_assert_geq(tt_region_usable(p), n, "memalign(%zu, %zu): usable %zu", al, n,
+                          tt_region_usable(p));
+            memset(p, (int)(a * 16 + k + 1), n); /* every byte writable */
+            /* a thread's slot (256 bytes at 64): block and header on one page, one fault */
+            if (al < 4096 && n <= 256)
+                cr_assert_eq(((uintptr_t)p - 16) / 4096, ((uintptr_t)p + n - 1) / 4096,
+                             "memalign(%zu, %zu) at %p: its header is on another page", al, n,
+                             (void *)p);
+            tt_region_free(p);
+        }
+    /* freed runs are given back and found again */
+    for (int i = 0; i < 64; i++) {
+        void *p = tt_region_memalign(64, 256);
+        cr_assert(p && (uintptr_t)p % 64 == 0);
+        tt_region_free(p);
+    }
 }

@@ -314,16 +314,18 @@ void *tt_region_memalign(size_t align, size_t n)
         return tt_region_malloc(n);
     if (align & (align - 1) || align > RUN || n > SIZE_MAX - 2 * (size_t)RUN)
         return NULL;
-    /* a run of its own: the user block at the first @align boundary a page into the run, the
-     * header just before it, and in the header's tag how many pages the run begins before the
-     * header's page (free() needs the run's start) */
-    size_t len = round_pages(n + PAGE + align);
+    /* a run of its own: the user block at the first @align boundary with room for the header
+     * before it (on the same page as the block when @align is below a page: a thread's 256
+     * bytes at 64 took two pages when the block began a page into its run), and in the
+     * header's tag how many pages the run begins before the header's page (free() needs the
+     * run's start) */
+    size_t len = round_pages(n + HEADER + align);
     int was = lock_take();
     uint8_t *run = pages_locked(len);
     lock_give(was);
     if (!run)
         return NULL;
-    uintptr_t user = ((uintptr_t)run + PAGE + align - 1) & ~(uintptr_t)(align - 1);
+    uintptr_t user = ((uintptr_t)run + HEADER + align - 1) & ~(uintptr_t)(align - 1);
     struct header *h = (struct header *)(user - HEADER);
     uintptr_t hpage = (uintptr_t)h & ~(uintptr_t)(PAGE - 1);
     h->tag = LARGE_TAG | ((hpage - (uintptr_t)run) / PAGE);
