@@ -26,6 +26,18 @@ static const struct tt_dso *libc_of(const struct tt_dso_scope *sc)
 
 /* How many symbols @d's dynamic symbol table has: past the highest one a GNU hash bucket
  * reaches, to the end of its chain. */
+static uint32_t nsyms_of(const struct tt_dso *d);
+
+/* How many entries of @d's table are named @name (a name of several versions has more). */
+static unsigned count_entries(const struct tt_dso *d, const char *name)
+{
+    const ElfW(Sym) *syms = d->sym;
+    unsigned k = 0;
+    for (uint32_t i = d->gnu[1], n = nsyms_of(d); i < n; i++)
+        k += syms[i].st_shndx != SHN_UNDEF && strcmp(d->str + syms[i].st_name, name) == 0;
+    return k;
+}
+
 static uint32_t nsyms_of(const struct tt_dso *d)
 {
     const uint32_t nbuckets = d->gnu[0], symoffset = d->gnu[1], nbloom = d->gnu[2];
@@ -45,7 +57,7 @@ Test(dso, every_function_after_the_program_is_dlsyms_answer_or_left_to_dlsym)
 {
     cr_assert(tt_dso_scope_after(&scope, &scope), "the objects after the test can be searched");
     cr_assert(libc_of(&scope) != NULL, "libc is among the %u objects after the test", scope.n);
-    unsigned found = 0, asked = 0, functions = 0, unversioned = 0;
+    unsigned found = 0, asked = 0, functions = 0, unversioned = 0, ifuncs = 0, versions = 0;
     for (uint32_t k = 0; k < scope.n; k++) {
         const struct tt_dso *d = &scope.obj[k];
         const ElfW(Sym) *syms = d->sym;
@@ -75,10 +87,23 @@ Test(dso, every_function_after_the_program_is_dlsyms_answer_or_left_to_dlsym)
             }
             found++;
             unversioned += !d->versym || (d->versym[i] & 0x7fff) < 2;
-            cr_assert(p == want, "%s: the walk found %p, dlsym(RTLD_NEXT) %p", name, p, want);
-            cr_assert(type == STT_FUNC, "%s: an IFUNC's table entry is its resolver", name);
+            ifuncs += type == STT_GNU_IFUNC;
+            void *one = NULL; /* found with another entry of the name in the same table */
+            versions += d->versym && tt_dso_find_in(d, name, &one) == TT_DSO_FOUND &&
+                        count_entries(d, name) > 1;
+            cr_assert(p == want, "%s: the walk found %p, dlsym(RTLD_NEXT) %p%s", name, p, want,
+                      type == STT_GNU_IFUNC ? " (an IFUNC: its resolver's answer)" : "");
         }
     }
+#if defined(__x86_64__) && defined(__GLIBC__)
+    /* glibc's string functions on x86-64 are IFUNCs: their resolvers' answers were compared */
+    cr_assert_gt(ifuncs, 10u, "%u IFUNCs answered", ifuncs);
+#endif
+    /* from glibc 2.36, a name of several versions is dlsym's default one: compared above */
+    if (libc_of(&scope)->newest)
+        cr_assert_gt(versions, 5u, "%u names of several versions answered", versions);
+    else
+        cr_assert_eq(versions, 0u, "before glibc 2.36, a name of several versions is asked");
     /* a sanitizer's runtime defines hundreds of libc's names before libc: those are asked */
     cr_assert_gt(functions, 1000u, "the objects after the test export %u functions", functions);
     cr_assert_gt(found, functions / 2, "the walk answered for %u of %u functions (%u left to "
@@ -87,12 +112,27 @@ Test(dso, every_function_after_the_program_is_dlsyms_answer_or_left_to_dlsym)
     cr_assert_gt(unversioned, 0u, "no unversioned function was looked up");
 }
 
-Test(dso, an_ifunc_is_left_to_dlsym_and_an_unknown_name_is_not_found)
+Test(dso, an_ifunc_is_its_resolvers_answer_and_an_unknown_name_is_not_found)
 {
     cr_assert(tt_dso_scope_after(&scope, &scope));
     void *p = NULL;
-    /* glibc's string functions on x86-64 are IFUNCs: the symbol's value is the resolver */
+    /* glibc's string functions on x86-64 are IFUNCs: the symbol's value is the resolver, and
+     * the answer what the resolver returns (elsewhere the loader's to give) */
+#if defined(__x86_64__) && defined(__GLIBC__)
+    cr_assert_eq(tt_dso_find(&scope, "strlen", &p, NULL), TT_DSO_FOUND);
+    cr_assert_eq(p, dlsym(RTLD_NEXT, "strlen"));
+    const struct tt_dso *libc = libc_of(&scope);
+    void *resolver = NULL;
+    for (uint32_t i = libc->gnu[1], n = nsyms_of(libc); i < n; i++) {
+        const ElfW(Sym) *s = (const ElfW(Sym) *)libc->sym + i;
+        if (ELF64_ST_TYPE(s->st_info) == STT_GNU_IFUNC && s->st_shndx != SHN_UNDEF &&
+            strcmp(libc->str + s->st_name, "strlen") == 0)
+            resolver = (void *)(libc->base + s->st_value);
+    }
+    cr_assert(resolver && resolver != p, "strlen's table entry is its resolver, not the answer");
+#else
     cr_assert_eq(tt_dso_find(&scope, "strlen", &p, NULL), TT_DSO_ASK);
+#endif
     cr_assert_eq(tt_dso_find(&scope, "tinytrace_no_such_function_anywhere", &p, NULL),
                  TT_DSO_NONE);
     cr_assert_eq(dlsym(RTLD_NEXT, "tinytrace_no_such_function_anywhere"), NULL);
@@ -120,17 +160,29 @@ Test(dso, a_name_two_objects_define_is_left_to_dlsym)
     cr_assert_eq(tt_dso_find(&twice, name, &p, NULL), TT_DSO_ASK, "%s is defined twice", name);
 }
 
-/* A name with two versions in one table is the loader's to choose: glibc before 2.35 answers
- * RTLD_NEXT with the oldest, later ones with the default. posix_spawn has GLIBC_2.2.5 and
- * GLIBC_2.15 in glibc's libc on x86-64 (as clock_gettime has GLIBC_2.2.5 and GLIBC_2.17). */
-Test(dso, a_name_with_two_versions_is_left_to_dlsym)
+/* A name with two versions in one table: glibc before 2.36 answers RTLD_NEXT with the oldest
+ * (its bug 14932), so there it is left to dlsym; from 2.36 dlsym takes the default version, and
+ * so does the walk. posix_spawn has GLIBC_2.2.5 and GLIBC_2.15 in glibc's libc on x86-64 (as
+ * clock_gettime has GLIBC_2.2.5 and GLIBC_2.17). */
+Test(dso, a_name_with_two_versions_is_the_default_one_or_left_to_dlsym)
 {
     cr_assert(tt_dso_scope_after(&scope, &scope));
     const struct tt_dso *libc = libc_of(&scope);
     cr_assert(libc != NULL);
+    static const char *const two[] = { "posix_spawn", "clock_gettime" };
+    for (size_t i = 0; i < sizeof two / sizeof two[0]; i++) {
+        void *p = NULL;
+        cr_assert_gt(count_entries(libc, two[i]), 1u, "%s has several versions", two[i]);
+        if (libc->newest) {
+            cr_assert_eq(tt_dso_find_in(libc, two[i], &p), TT_DSO_FOUND, "%s", two[i]);
+            cr_assert_eq(p, dlsym(RTLD_NEXT, two[i]), "%s: not dlsym's version", two[i]);
+            cr_assert_eq(p, dlvsym(RTLD_NEXT, two[i], i == 0 ? "GLIBC_2.15" : "GLIBC_2.17"),
+                         "%s: not the default version", two[i]);
+        } else {
+            cr_assert_eq(tt_dso_find_in(libc, two[i], &p), TT_DSO_ASK, "%s", two[i]);
+        }
+    }
     void *p = NULL;
-    cr_assert_eq(tt_dso_find_in(libc, "posix_spawn", &p), TT_DSO_ASK);
-    cr_assert_eq(tt_dso_find_in(libc, "clock_gettime", &p), TT_DSO_ASK);
     /* close has one version: found, and it is dlsym's */
     cr_assert_eq(tt_dso_find_in(libc, "close", &p), TT_DSO_FOUND);
     cr_assert_eq(p, dlsym(RTLD_NEXT, "close"));
@@ -158,7 +210,7 @@ Test(dso, a_name_only_one_object_defines_is_told_apart_from_a_bloom_filters_fals
         const char *name = d->str + s->st_name;
         uint32_t last;
         const uint32_t maybe = tt_dso_maybe(&scope, name, &last);
-        const bool alone = tt_dso_only(&scope, name, k);
+        const bool alone = tt_dso_only(&scope, name, k, NULL);
         bool elsewhere = false;
         for (uint32_t j = 0; j < scope.n; j++) {
             void *p;
@@ -180,9 +232,22 @@ Test(dso, a_name_only_one_object_defines_is_told_apart_from_a_bloom_filters_fals
     twice = scope;
     cr_assert_lt(twice.n, TT_DSO_MAX);
     twice.obj[twice.n++] = *d;
-    cr_assert(!tt_dso_only(&twice, "close", k), "close is in two objects");
-    cr_assert(tt_dso_only(&scope, "close", k));
-    cr_assert(!tt_dso_only(&scope, "tinytrace_no_such_function_anywhere", k));
+    cr_assert(!tt_dso_only(&twice, "close", k, NULL), "close is in two objects");
+    void *found = &scope, *in_libc = NULL;
+    cr_assert(tt_dso_only(&scope, "close", k, &found));
+    cr_assert_eq(tt_dso_find_in(d, "close", &in_libc), TT_DSO_FOUND);
+    cr_assert(found && found == in_libc, "close: tt_dso_only gave %p, libc's table %p", found,
+              in_libc);
+    /* alone, of two versions: the default one from glibc 2.36, else no address */
+    found = &scope;
+    cr_assert(tt_dso_only(&scope, "clock_gettime", k, &found));
+    cr_assert(d->newest ? found == dlsym(RTLD_NEXT, "clock_gettime") : found == NULL,
+              "clock_gettime: tt_dso_only gave %p", found);
+    found = &scope;
+    cr_assert(!tt_dso_only(&twice, "close", k, &found));
+    cr_assert_null(found, "not alone: no address");
+    cr_assert(!tt_dso_only(&scope, "tinytrace_no_such_function_anywhere", k, &found));
+    cr_assert_null(found);
     cr_log_info("libc alone: %u functions, %u of them past another filter's false positive",
                 only, false_positive);
 }

@@ -172,6 +172,7 @@ struct tt_dso {
     const uint16_t *versym;  /* DT_VERSYM, or NULL */
     const uint32_t *gnu;     /* DT_GNU_HASH */
     const char *name;
+    bool newest;             /* dlsym(RTLD_NEXT) takes a name's default version (glibc 2.36+) */
 };
 struct tt_dso_scope {
     uint32_t n;
@@ -183,8 +184,9 @@ enum { TT_DSO_FOUND, TT_DSO_NONE, TT_DSO_ASK };
 bool tt_dso_scope_after(struct tt_dso_scope *sc, const void *self);
 /* TT_DSO_FOUND with *@out the function dlsym(RTLD_NEXT, @name) would return (and *@which, if
  * not NULL, the index of its object in @sc); TT_DSO_NONE when no object of @sc defines @name;
- * TT_DSO_ASK when the answer is the loader's to give (an IFUNC, a name defined in more than one
- * object or with more than one version, anything but a plain visible function). */
+ * TT_DSO_ASK when the answer is the loader's to give (a name defined in more than one object,
+ * with several versions before glibc 2.36, an IFUNC but on x86-64, anything but a visible
+ * function). An IFUNC's answer is its resolver's, which this calls, as dlsym does. */
 int tt_dso_find(const struct tt_dso_scope *sc, const char *name, void **out, uint32_t *which);
 /* The same in one object alone: what it defines, not what the scope's order would pick. */
 int tt_dso_find_in(const struct tt_dso *d, const char *name, void **out);
@@ -193,8 +195,9 @@ int tt_dso_find_in(const struct tt_dso *d, const char *name, void **out);
 uint32_t tt_dso_maybe(const struct tt_dso_scope *sc, const char *name, uint32_t *which);
 /* Whether object @k of @sc is the only one that may define @name: its bloom filter lets it, and
  * every other object rules the name out, by its bloom filter or else by its table (a bloom
- * filter's false positive is checked, not taken for a definition). */
-bool tt_dso_only(const struct tt_dso_scope *sc, const char *name, uint32_t k);
+ * filter's false positive is checked, not taken for a definition). When it is and @out is not
+ * NULL, *@out is tt_dso_find_in's answer in object @k when that is TT_DSO_FOUND, else NULL. */
+bool tt_dso_only(const struct tt_dso_scope *sc, const char *name, uint32_t k, void **out);
 
 /* ---- the tracer's own threads and calls (util.c) ----
  * Nonzero while tinytrace itself runs on this thread: the swapper holds it for its whole life,

@@ -9,22 +9,49 @@
  * (main, the preloads, then the needed libraries, breadth first), in dl_iterate_phdr's order.
  * Each object's GNU hash table answers whether it defines a name, as the loader's own lookup
  * does. The answer is taken only when it cannot differ from dlsym's, whatever the order of the
- * objects and whichever glibc:
- *   - exactly one object of the scope defines the name, as a function (STT_FUNC), visible;
+ * objects:
+ *   - exactly one object of the scope defines the name, as a function, visible;
  *   - that object's table has one entry of that name, unversioned or of a default (non-hidden)
- *     version: then every glibc's unversioned dlsym returns it (with several versions, a glibc
- *     before 2.35 answers RTLD_NEXT with the oldest).
- * Anything else (an IFUNC, whose address is its resolver's answer; a name defined in two
- * objects, where the search order decides; several versions; an object without a GNU hash
- * table; more than TT_DSO_MAX objects) is left to dlsym: TT_DSO_ASK. The caller decides which
- * objects may be read later (preload/real.c pins the one it reads). tests/test-dso.c holds
- * every function of the objects after the test program against dlsym.
+ *     version: then every glibc's unversioned dlsym returns it; or, from glibc 2.36 on, several
+ *     entries of which exactly one is of a default version and none unversioned: dlsym returns
+ *     that one (glibc's bug 14932: a glibc before 2.36 answers RTLD_NEXT with the oldest, and
+ *     there such a name is left to dlsym);
+ *   - a function (STT_FUNC) is its address; an IFUNC (STT_GNU_IFUNC) is what its resolver
+ *     returns, and on x86-64 glibc's loader calls a resolver without arguments, which this
+ *     does too (elsewhere an IFUNC is left to dlsym).
+ * Anything else (a name defined in two objects, where the search order decides; an object
+ * without a GNU hash table; more than TT_DSO_MAX objects) is left to dlsym: TT_DSO_ASK. The
+ * caller decides which objects may be read later (preload/real.c pins the one it reads).
+ * tests/test-dso.c holds every function of the objects after the test program against dlsym.
+ * In the preload library's constructor, the clock's functions (two versions, or IFUNCs) were
+ * the only eager ones left to dlsym: seven calls, some 8 µs of a traced /bin/true.
  */
 #include <elf.h>
 #include <link.h>
+#include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <gnu/libc-version.h>
+#endif
 
 #include "base.h"
+
+/* Whether this glibc's dlsym(RTLD_NEXT) returns a name's default version (2.36 and later). */
+static bool glibc_newest(void)
+{
+#ifdef __GLIBC__
+    static int known; /* 1: no, 2: yes; the constructor's, before any other thread */
+    if (!known) {
+        const char *v = gnu_get_libc_version();
+        char *end;
+        long major = strtol(v, &end, 10), minor = *end == '.' ? strtol(end + 1, NULL, 10) : 0;
+        known = major > 2 || (major == 2 && minor >= 36) ? 2 : 1;
+    }
+    return known == 2;
+#else
+    return false;
+#endif
+}
 
 /* The object of @info's tables into @d; false when it has none to search (no dynamic section,
  * no GNU hash table). glibc makes the dynamic section's pointers absolute where the section is
@@ -62,6 +89,7 @@ static bool dso_load(struct tt_dso *d, const struct dl_phdr_info *info)
     }
     d->base = info->dlpi_addr;
     d->name = info->dlpi_name;
+    d->newest = glibc_newest();
     /* the bloom filter's word count must be a power of two (the loader asserts the same) */
     return d->sym && d->str && d->gnu && d->gnu[0] != 0 && d->gnu[2] != 0 &&
            (d->gnu[2] & (d->gnu[2] - 1)) == 0;
@@ -143,8 +171,8 @@ static int dso_find(const struct tt_dso *d, const char *name, uint32_t h, void *
     uint32_t i = buckets[h % nbuckets];
     if (i == 0 || i < symoffset)
         return TT_DSO_NONE;
-    const ElfW(Sym) *syms = d->sym, *found = NULL;
-    unsigned entries = 0;
+    const ElfW(Sym) *syms = d->sym, *found = NULL, *deflt = NULL;
+    unsigned entries = 0, defaults = 0, plain = 0;
     for (;; i++) {
         const uint32_t h2 = chain[i - symoffset];
         const ElfW(Sym) *s = &syms[i];
@@ -152,21 +180,45 @@ static int dso_find(const struct tt_dso *d, const char *name, uint32_t h, void *
             strcmp(name, d->str + s->st_name) == 0) {
             entries++;
             found = s;
+            const uint16_t v = d->versym ? d->versym[i] : 1;
+            if ((v & 0x7fff) < 2)
+                plain++; /* unversioned (local or global base) */
+            else if (!(v & 0x8000)) {
+                defaults++; /* a default version, name@@V */
+                deflt = s;
+            }
         }
         if (h2 & 1)
             break;
     }
     if (entries == 0)
         return TT_DSO_NONE;
+    /* one entry, not hidden (a hidden one some glibc take for RTLD_NEXT); or several, of which
+     * dlsym takes the default version, from glibc 2.36 on */
+    if (entries > 1 && d->newest && plain == 0 && defaults == 1)
+        found = deflt;
+    else if (entries > 1 || (d->versym && (d->versym[found - syms] & 0x8000)))
+        return TT_DSO_ASK;
     const unsigned bind = ELF64_ST_BIND(found->st_info), type = ELF64_ST_TYPE(found->st_info);
     const unsigned vis = ELF64_ST_VISIBILITY(found->st_other);
-    /* one entry: a second version (or a hidden one, which some glibc take for RTLD_NEXT) is
-     * the loader's to choose between */
-    if (entries > 1 || (bind != STB_GLOBAL && bind != STB_WEAK) || type != STT_FUNC ||
-        found->st_value == 0 || vis == STV_HIDDEN || vis == STV_INTERNAL ||
-        (d->versym && (d->versym[found - syms] & 0x8000)))
+    if ((bind != STB_GLOBAL && bind != STB_WEAK) || found->st_value == 0 ||
+        vis == STV_HIDDEN || vis == STV_INTERNAL)
         return TT_DSO_ASK;
-    *out = (void *)(d->base + found->st_value);
+    uintptr_t at = d->base + found->st_value;
+    if (type == STT_GNU_IFUNC) {
+#if defined(__x86_64__) && defined(__GLIBC__)
+        uintptr_t (*resolver)(void);
+        memcpy(&resolver, &at, sizeof resolver); /* ISO C: no cast from object to function */
+        at = resolver(); /* what glibc's loader does on x86-64 (elf_ifunc_invoke) */
+        if (!at)
+            return TT_DSO_ASK;
+#else
+        return TT_DSO_ASK;
+#endif
+    } else if (type != STT_FUNC) {
+        return TT_DSO_ASK;
+    }
+    *out = (void *)at;
     return TT_DSO_FOUND;
 }
 
@@ -187,9 +239,11 @@ uint32_t tt_dso_maybe(const struct tt_dso_scope *sc, const char *name, uint32_t 
     return n;
 }
 
-bool tt_dso_only(const struct tt_dso_scope *sc, const char *name, uint32_t k)
+bool tt_dso_only(const struct tt_dso_scope *sc, const char *name, uint32_t k, void **out)
 {
     const uint32_t h = gnu_hash(name);
+    if (out)
+        *out = NULL;
     if (k >= sc->n || !dso_maybe(&sc->obj[k], h))
         return false;
     for (uint32_t i = 0; i < sc->n; i++) {
@@ -197,6 +251,9 @@ bool tt_dso_only(const struct tt_dso_scope *sc, const char *name, uint32_t k)
         if (i != k && dso_find(&sc->obj[i], name, h, &p) != TT_DSO_NONE)
             return false;
     }
+    void *p;
+    if (out && dso_find(&sc->obj[k], name, h, &p) == TT_DSO_FOUND)
+        *out = p; /* with the hash made once: the constructor's ~200 names each want both */
     return true;
 }
 

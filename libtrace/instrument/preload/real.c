@@ -154,9 +154,16 @@ void tt_pl_real_load_all(void)
     uint32_t at = 0;
     bool walk = !getenv("LD_AUDIT") && tt_dso_scope_after(&scope, &scope) &&
                 take_home(&scope, &at);
-    for (int i = 0; walk && i < RF_COUNT_; i++)
-        if (!versioned((enum real_fn)i) && tt_dso_only(&scope, real_names[i], at))
+    for (int i = 0; walk && i < RF_COUNT_; i++) {
+        /* a lazy one is found at its first call; the others now, with the same hash */
+        const bool now = !lazy((enum real_fn)i);
+        void *t = NULL;
+        if (!versioned((enum real_fn)i) && tt_dso_only(&scope, real_names[i], at, now ? &t : NULL)) {
             from_home[i] = 1;
+            if (t)
+                store((enum real_fn)i, t); /* what the look-up below would find */
+        }
+    }
     /* release: home and from_home, for a thread or a handler that sees it ready */
     atomic_store_explicit(&home_ready, walk, memory_order_release);
     for (int i = 0; i < RF_COUNT_; i++)
