@@ -156,9 +156,8 @@ void tt_pl_real_load_all(void)
                 take_home(&scope, &at);
     for (int i = 0; walk && i < RF_COUNT_; i++) {
         /* a lazy one is found at its first call; the others now, with the same hash */
-        const bool now = !lazy((enum real_fn)i);
-        void *t = NULL;
-        if (!versioned((enum real_fn)i) && tt_dso_only(&scope, real_names[i], at, now ? &t : NULL)) {
+        void *t = NULL, **now = lazy((enum real_fn)i) ? NULL : &t;
+        if (!versioned((enum real_fn)i) && tt_dso_only(&scope, real_names[i], at, now)) {
             from_home[i] = 1;
             if (t)
                 store((enum real_fn)i, t); /* what the look-up below would find */
