@@ -11,7 +11,8 @@
  * (life.c), so the runtime's own, which opens the session, finds its functions there.
  *
  * Not decided at the first call instead: libc's own entry may be one only dlsym answers (an
- * IFUNC, two versions: clock_gettime, pthread_kill), which a handler must not meet there; and
+ * IFUNC but on x86-64; before glibc 2.36, a name of two versions: clock_gettime, pthread_kill;
+ * base/dso.c), which a handler must not meet there; and
  * the other libraries' tables would have to stay mapped, which pinning them (RTLD_NODELETE)
  * would keep a plugin an earlier constructor opened from ever being unloaded.
  *
