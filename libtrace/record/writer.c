@@ -705,7 +705,11 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
         pthread_mutex_unlock(&w->qlock);
     }
 
-    /* a process that never needed its swapper: the queue is encoded here */
+    /* a process that never needed its swapper: the queue is encoded here. From here on the
+     * closing thread alone writes, and what it appends (the last chunks, the tables) goes to
+     * the file in one write where it fits the block (a short process's whole trace: one
+     * pwrite and the manifest's, where there were four) */
+    w->gather = true;
     pthread_mutex_lock(&w->qlock);
     tt_swapper_encode_here_locked(s, w);
     pthread_mutex_unlock(&w->qlock);
@@ -728,8 +732,7 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
     }
     if (w->tables)
         tt_tables_finish(w->tables, w); /* the frames still open, the last partial blocks */
-    tt_writer_block_flush(w);
-    m->data_end = w->file_off;
+    m->data_end = tt_writer_tail_(w);
     write_tables(s, w);
     if (w->tables)
         tt_tables_write_tail(w->tables, w, s->nthreads);
