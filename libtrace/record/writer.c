@@ -776,6 +776,8 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
                            w->temp_path, w->final_path, strerror(e));
         }
     }
+    if (!werr)
+        return rc; /* no message to make (strerror's locale look-up, at every close) */
     char why[4096 + 256];
     if (werr == EBADF && w->fd_lost >= 0 && w->reopen_errno)
         snprintf(why, sizeof why, "the program closed the trace file's descriptor (fd %d), "
@@ -787,7 +789,7 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
                  w->fd_lost);
     else
         snprintf(why, sizeof why, "%s (errno %d)", strerror(werr), werr);
-    if (werr && (m->flags & TT_MF_INCOMPLETE)) {
+    if (m->flags & TT_MF_INCOMPLETE) {
         pthread_mutex_lock(&w->qlock);
         uint64_t refused = w->refused;
         pthread_mutex_unlock(&w->qlock);
@@ -799,7 +801,7 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
                             "unfinished (`tinytrace recover` can save its intact chunks)"
                           : "the file is marked incomplete",
                      (unsigned long long)refused);
-    } else if (werr) {
+    } else {
         rc = tt_fail(err, TT_E_IO, werr, UINT64_MAX, "finishing %s failed: %s",
                      w->final_path[0] ? w->final_path : "the sink", why);
     }
