@@ -170,8 +170,6 @@ struct tt_writer {
     uint32_t block_len, block_size;
     uint64_t file_off;
     uint64_t wb_off;           /* file: writeback started up to here (block_flush) */
-    bool gather;               /* closing: the block is written once full or at the end, not
-                                * after the last queued buffer (tt_writer_close) */
 
     /* schedule chaos (sync.c), or NULL */
     struct tt_chaos *chaos;

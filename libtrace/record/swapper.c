@@ -159,7 +159,7 @@ void tt_swapper_encode_here_locked(tt_session *s, struct tt_writer *w)
         pthread_mutex_unlock(&w->qlock);
         tt_encode_buffer(s, w, b);
         pthread_mutex_lock(&w->qlock);
-        if (!w->qhead && !w->gather) {
+        if (!w->qhead) {
             pthread_mutex_unlock(&w->qlock);
             tt_writer_block_flush(w);
             pthread_mutex_lock(&w->qlock);

@@ -705,11 +705,9 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
         pthread_mutex_unlock(&w->qlock);
     }
 
-    /* a process that never needed its swapper: the queue is encoded here. From here on the
-     * closing thread alone writes, and what it appends (the last chunks, the tables) goes to
-     * the file in one write where it fits the block (a short process's whole trace: one
-     * pwrite and the manifest's, where there were four) */
-    w->gather = true;
+    /* a process that never needed its swapper: the queue is encoded here, and its events are
+     * in the file before any table is built (a process killed meanwhile keeps them for
+     * recover) */
     pthread_mutex_lock(&w->qlock);
     tt_swapper_encode_here_locked(s, w);
     pthread_mutex_unlock(&w->qlock);
@@ -730,6 +728,8 @@ int tt_writer_close(tt_session *s, tt_error_info *err)
         fd_check(w, w->file_off);
         pthread_mutex_unlock(&w->fd_lock);
     }
+    /* the tables, from here to the tail, go to the file in one write where they fit the block
+     * (a short process's: one pwrite where there were two) */
     if (w->tables)
         tt_tables_finish(w->tables, w); /* the frames still open, the last partial blocks */
     m->data_end = tt_writer_tail_(w);

@@ -115,13 +115,40 @@ def stop_at_names_only_what_the_recording_has(d):
     assert r.returncode == 2 and "--gdb-arg needs --gdb" in r.stderr, r.stderr
 
 
+def a_process_killed_while_it_closes_keeps_its_events_for_recover(d):
+    """The close writes the events of a process that never started its swapper before it
+    builds the index tables: killed there (gdb stops it in tt_tables_finish and sends SIGKILL),
+    its .partial still holds them, and recover saves them all (602cc2c had kept them in the
+    block buffer until the tables were written: recover found 0 events)."""
+    g = run(["gdb", "-q", "-batch", "-ex", "set breakpoint pending on",
+             "-ex", "break tt_tables_finish", "-ex", "run", "-ex", "signal SIGKILL",
+             "--args", "env", "LD_PRELOAD=" + PRELOAD, "TINYTRACE_MODE=record",
+             "TINYTRACE_FILE=" + os.path.join(d, "k.tt"), CALLS], d)
+    assert "Program terminated with signal SIGKILL" in g.stdout + g.stderr, g.stdout + g.stderr
+    partial = [f for f in os.listdir(d) if f.startswith("k.tt.") and f.endswith(".partial")]
+    assert len(partial) == 1, os.listdir(d)
+    r = run([TT, "recover", partial[0]], d)
+    m = re.search(r"recovered (\d+) events", r.stdout + r.stderr)
+    assert r.returncode == 0 and m, f"recover: {r.returncode} {r.stdout} {r.stderr}"
+    # the same program recorded to its end, the same way (no tool: its output is no event)
+    subprocess.run([CALLS], cwd=d, capture_output=True, timeout=60,
+                   env=dict(ENV, LD_PRELOAD=PRELOAD, TINYTRACE_MODE="record",
+                            TINYTRACE_FILE=os.path.join(d, "n.tt")))
+    whole = run([TT, "verify", "n.tt"], d)
+    n = re.search(r"ok \((\d+) events", whole.stdout)
+    assert n, whole.stdout + whole.stderr
+    assert int(m.group(1)) == int(n.group(1)) > 100, \
+        f"recovered {m.group(1)} of the {n.group(1)} events the whole recording has"
+
+
 if shutil.which("gdb") is None:
     print("gdb is not installed (.ci/packages lists it): skipped")
     sys.exit(77)
 for fn in (gdb_stops_in_the_extra_function_at_the_divergence,
            gdb_stops_at_the_nth_call_of_a_function_and_the_replay_then_matches,
            stop_at_without_gdb_raises_its_trap_and_goes_on,
-           stop_at_names_only_what_the_recording_has):
+           stop_at_names_only_what_the_recording_has,
+           a_process_killed_while_it_closes_keeps_its_events_for_recover):
     check(fn.__name__, fn)
 print(f"{passed} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)
