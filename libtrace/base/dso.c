@@ -159,8 +159,8 @@ static bool dso_maybe(const struct tt_dso *d, uint32_t h)
     return (word & mask) == mask;
 }
 
-/* The definition dlsym would take from @d alone: TT_DSO_FOUND (@out set), TT_DSO_NONE, or
- * TT_DSO_ASK when only the loader can say. */
+/* The definition dlsym would take from @d alone: TT_DSO_FOUND (@out set, unless NULL: then
+ * an IFUNC's resolver is not run), TT_DSO_NONE, or TT_DSO_ASK when only the loader can say. */
 static int dso_find(const struct tt_dso *d, const char *name, uint32_t h, void **out)
 {
     if (!dso_maybe(d, h))
@@ -205,6 +205,8 @@ static int dso_find(const struct tt_dso *d, const char *name, uint32_t h, void *
         vis == STV_HIDDEN || vis == STV_INTERNAL)
         return TT_DSO_ASK;
     uintptr_t at = d->base + found->st_value;
+    if (type == STT_GNU_IFUNC && !out)
+        return TT_DSO_FOUND; /* defined: whether, not where (no resolver of another's run) */
     if (type == STT_GNU_IFUNC) {
 #if defined(__x86_64__) && defined(__GLIBC__)
         uintptr_t (*resolver)(void);
@@ -218,7 +220,8 @@ static int dso_find(const struct tt_dso *d, const char *name, uint32_t h, void *
     } else if (type != STT_FUNC) {
         return TT_DSO_ASK;
     }
-    *out = (void *)at;
+    if (out)
+        *out = (void *)at;
     return TT_DSO_FOUND;
 }
 
@@ -246,11 +249,10 @@ bool tt_dso_only(const struct tt_dso_scope *sc, const char *name, uint32_t k, vo
         *out = NULL;
     if (k >= sc->n || !dso_maybe(&sc->obj[k], h))
         return false;
-    for (uint32_t i = 0; i < sc->n; i++) {
-        void *p; /* dso_find asks the bloom filter first: most objects rule a name out there */
-        if (i != k && dso_find(&sc->obj[i], name, h, &p) != TT_DSO_NONE)
+    /* dso_find asks the bloom filter first: most objects rule a name out there */
+    for (uint32_t i = 0; i < sc->n; i++)
+        if (i != k && dso_find(&sc->obj[i], name, h, NULL) != TT_DSO_NONE)
             return false;
-    }
     void *p;
     if (out && dso_find(&sc->obj[k], name, h, &p) == TT_DSO_FOUND)
         *out = p; /* with the hash made once: the constructor's ~200 names each want both */
@@ -260,22 +262,19 @@ bool tt_dso_only(const struct tt_dso_scope *sc, const char *name, uint32_t k, vo
 int tt_dso_find(const struct tt_dso_scope *sc, const char *name, void **out, uint32_t *which)
 {
     const uint32_t h = gnu_hash(name);
-    void *found = NULL;
-    uint32_t at = 0;
+    uint32_t at = sc->n;
+    /* which objects define it, first (no IFUNC's resolver run), then its address in the one */
     for (uint32_t k = 0; k < sc->n; k++) {
-        void *p = NULL;
-        int rc = dso_find(&sc->obj[k], name, h, &p);
-        if (rc == TT_DSO_ASK || (rc == TT_DSO_FOUND && found))
+        int rc = dso_find(&sc->obj[k], name, h, NULL);
+        if (rc == TT_DSO_ASK || (rc == TT_DSO_FOUND && at < sc->n))
             return TT_DSO_ASK; /* the search order would decide */
-        if (rc == TT_DSO_FOUND) {
-            found = p;
+        if (rc == TT_DSO_FOUND)
             at = k;
-        }
     }
-    if (!found)
+    if (at == sc->n)
         return TT_DSO_NONE;
-    *out = found;
-    if (which)
+    int rc = dso_find(&sc->obj[at], name, h, out);
+    if (rc == TT_DSO_FOUND && which)
         *which = at;
-    return TT_DSO_FOUND;
+    return rc;
 }
