@@ -160,6 +160,44 @@ Test(dso, a_name_two_objects_define_is_left_to_dlsym)
     cr_assert_eq(tt_dso_find(&twice, name, &p, NULL), TT_DSO_ASK, "%s is defined twice", name);
 }
 
+extern unsigned tt_test_ifunc_resolved; /* libdso-ifunc (dso-ifunc.c) */
+int tt_test_ifunc(int x);
+
+/* An IFUNC's resolver runs only where its address is the answer: not in an object that is only
+ * asked whether it defines the name (tt_dso_only's others, tt_dso_find's count of definers). */
+Test(dso, an_ifuncs_resolver_runs_only_where_its_address_is_wanted)
+{
+    cr_assert(tt_dso_scope_after(&scope, &scope));
+    uint32_t k = scope.n;
+    for (uint32_t i = 0; i < scope.n; i++)
+        if (scope.obj[i].name && strstr(scope.obj[i].name, "libdso-ifunc"))
+            k = i;
+    cr_assert_lt(k, scope.n, "libdso-ifunc is after the test program");
+    static struct tt_dso_scope twice;
+    twice = scope;
+    cr_assert_lt(twice.n, TT_DSO_MAX);
+    twice.obj[twice.n++] = scope.obj[k];
+    const unsigned before = tt_test_ifunc_resolved;
+    void *p = &twice;
+    cr_assert(!tt_dso_only(&twice, "tt_test_ifunc", k, &p), "defined twice: not alone");
+    cr_assert_null(p);
+    cr_assert_eq(tt_dso_find(&twice, "tt_test_ifunc", &p, NULL), TT_DSO_ASK);
+    cr_assert_eq(tt_test_ifunc_resolved, before, "a resolver ran %u times only to count the "
+                 "objects that define its name", tt_test_ifunc_resolved - before);
+#if defined(__x86_64__) && defined(__GLIBC__)
+    p = NULL;
+    cr_assert_eq(tt_dso_find(&scope, "tt_test_ifunc", &p, NULL), TT_DSO_FOUND);
+    cr_assert_eq(tt_test_ifunc_resolved, before + 1, "the one that answers runs its resolver");
+    cr_assert_eq(p, dlsym(RTLD_NEXT, "tt_test_ifunc"), "dlsym's answer");
+    int (*plus)(int);
+    memcpy(&plus, &p, sizeof plus);
+    cr_assert_eq(plus(41), 42, "the resolver's function");
+    cr_assert_eq(tt_test_ifunc(1), 2); /* and the loader's binding of it */
+#else
+    cr_assert_eq(tt_dso_find(&scope, "tt_test_ifunc", &p, NULL), TT_DSO_ASK);
+#endif
+}
+
 /* A name with two versions in one table: glibc before 2.36 answers RTLD_NEXT with the oldest
  * (its bug 14932), so there it is left to dlsym; from 2.36 dlsym takes the default version, and
  * so does the walk. posix_spawn has GLIBC_2.2.5 and GLIBC_2.15 in glibc's libc on x86-64 (as
