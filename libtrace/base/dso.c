@@ -205,9 +205,9 @@ static int dso_find(const struct tt_dso *d, const char *name, uint32_t h, void *
         vis == STV_HIDDEN || vis == STV_INTERNAL)
         return TT_DSO_ASK;
     uintptr_t at = d->base + found->st_value;
-    if (type == STT_GNU_IFUNC && !out)
-        return TT_DSO_FOUND; /* defined: whether, not where (no resolver of another's run) */
     if (type == STT_GNU_IFUNC) {
+        if (!out)
+            return TT_DSO_FOUND; /* defined: whether, not where (no resolver of another's run) */
 #if defined(__x86_64__) && defined(__GLIBC__)
         uintptr_t (*resolver)(void);
         memcpy(&resolver, &at, sizeof resolver); /* ISO C: no cast from object to function */

@@ -12,9 +12,9 @@
  *
  * Not decided at the first call instead: libc's own entry may be one only dlsym answers (an
  * IFUNC but on x86-64; before glibc 2.36, a name of two versions: clock_gettime, pthread_kill;
- * base/dso.c), which a handler must not meet there; and
- * the other libraries' tables would have to stay mapped, which pinning them (RTLD_NODELETE)
- * would keep a plugin an earlier constructor opened from ever being unloaded.
+ * base/dso.c), which a handler must not meet there; and the other libraries' tables would
+ * have to stay mapped, which pinning them (RTLD_NODELETE) would keep a plugin an earlier
+ * constructor opened from ever being unloaded.
  *
  * dlsym may itself allocate, before the real calloc is known: while a thread is inside dlsym,
  * its allocations are served from alloc.c's bootstrap arena (tt_pl_in_dlsym).
