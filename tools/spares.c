@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* tinytrace — the empty files a recording's processes take for their traces (procs.h).
  *
- * Every process of a recorded tree writes its own trace, and creating a file is not cheap on
- * every file system: on ext4 without a journal (the VMs this is measured on) a create scans
- * past the inodes deleted in the last half minute, 0.4 to 1 ms when a tree of a thousand
- * processes was just removed, which a shell loop of `/bin/true` pays once per process, in its
- * critical path. So the tool makes the files ahead, on its own thread, while it waits for the
- * program: FILE.procs/.spares holds up to TOOL_SPARES empty files, and a process that opens its
- * session (TINYTRACE_SPARES=1) renames one of them to its partial name (tt_partial_take) and
- * creates one only when none is left. No process waits for the thread, and none tells it
- * anything: it looks at the folder, every millisecond while spares are being taken and half as
- * often each time it finds none taken, down to every TOOL_LOOK_MAX_MS. The folder is made when
- * the first process of the tree has made its own file in FILE.procs, so a program that starts
- * no process pays for no spare. When the program has ended, what is left is removed with the
- * folder.
+ * Every process of a recorded tree writes its own trace, and creating a file is not cheap on every
+ * file system: on ext4 without a journal (the VMs this is measured on) a create scans past the
+ * inodes deleted in the last half minute, 0.4 to 1 ms when a tree of a thousand processes was just
+ * removed, which a shell loop of `/bin/true` pays once per process, in its critical path. So the
+ * tool makes the files ahead, on its own thread, while it waits for the program: FILE.procs/.spares
+ * holds up to TOOL_SPARES empty files, and a process that opens its session (TINYTRACE_SPARES=1)
+ * renames one of them to its partial name (tt_partial_take) and creates one only when none is left.
+ * Each spare is made unnamed and then linked in (make_file), so that a process taking one never
+ * waits for a create to end. No process waits for the thread, and none tells it anything: it looks
+ * at the folder, every millisecond while spares are being taken and half as often each time it
+ * finds none taken, down to every TOOL_LOOK_MAX_MS. The folder is made when the first process of
+ * the tree has made its own file in FILE.procs, so a program that starts no process pays for no
+ * spare. When the program has ended, what is left is removed with the folder.
  *
  * The same thread reads and signs the traces the tree's processes have finished
  * (tool_scan_step, procs.c), every TOOL_SCAN_EVERY_MS: on a machine with a core to spare that
@@ -60,6 +60,7 @@ struct tool_spares {
     unsigned held;       /* spares in the folder when last looked, and made since */
     unsigned depth;      /* how many it keeps */
     int failed;          /* a spare could not be made: the processes create their files */
+    bool plain;          /* spares are created by name (no O_TMPFILE and link here) */
     tool_scan *early;    /* the tree's finished traces, read as they come (NULL: at the end) */
     char path[4200];
 };
@@ -72,11 +73,35 @@ static bool stopping(struct tool_spares *s)
     return v;
 }
 
+/* Empty file @name in folder @dir, made unnamed first (O_TMPFILE) and then linked in: a
+ * create allocates its inode under the folder's lock (0.4 to 1 ms, above), and a process that
+ * takes a spare, a rename out of the folder, waited for that lock; a link holds it only while
+ * the name goes in. Where the file system or /proc cannot do that (*@plain then set), a plain
+ * create. */
+static int make_file(int dir, const char *name, bool *plain)
+{
+    int fd = *plain ? -1 : openat(dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        char self[64];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+        if (linkat(AT_FDCWD, self, dir, name, AT_SYMLINK_FOLLOW) == 0)
+            return fd;
+        int e = errno;
+        close(fd); /* unnamed: it goes with its descriptor */
+        if (e == EEXIST || e == ENOSPC || e == EDQUOT) {
+            errno = e;
+            return -1;
+        }
+    }
+    *plain = true;
+    return openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
 static void make_one(struct tool_spares *s)
 {
     char name[32];
     snprintf(name, sizeof name, "%lu", s->next++);
-    int fd = openat(s->dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = make_file(s->dir, name, &s->plain);
     if (fd < 0) {
         s->failed = errno; /* a full disk, a quota: nothing is lost, the processes create */
         return;
