@@ -88,6 +88,10 @@ void rt_close(bool flush_stdio, bool exiting) TT_HIDDEN;
 #ifdef TT_RT_PRELOAD
 /* preload/output.c (preload.h): a fork child's output state starts afresh */
 void tt_pl_child_reset(void) TT_HIDDEN;
+/* preload/read.c (preload.h): the pipes' debts paid before the process ends, and a fork
+ * child's forgotten */
+void tt_pl_pipes_settle(int fd) TT_HIDDEN;
+void tt_pl_pipes_forget(void) TT_HIDDEN;
 #endif
 
 /* ---- rt-procs.c ---- */

@@ -216,6 +216,7 @@ void tt_rt_fork_child(tt_session *parent, unsigned n)
     child_page_map();
 #ifdef TT_RT_PRELOAD
     tt_pl_child_reset();
+    tt_pl_pipes_forget();
 #endif
     snprintf(thread_path, sizeof thread_path, "main");
     thread_children = 0;

@@ -1074,6 +1074,11 @@ void rt_close(bool flush_stdio, bool exiting)
      * theirs before they stop being replayed */
     if (g_mode == TT_MODE_REPLAY)
         tt_replay_drain_(s);
+#ifdef TT_RT_PRELOAD
+    /* the bytes this process's replayed reads owe their pipes: its writers wait for them */
+    if (g_mode == TT_MODE_REPLAY)
+        tt_pl_pipes_settle(-1);
+#endif
     atomic_store_explicit(&tt_rt_live, NULL, memory_order_release);
     tt_error_info err;
     tt_replay_progress p = { 0 };

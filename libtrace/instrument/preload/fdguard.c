@@ -89,6 +89,8 @@ TT_EXPORT int close(int fd)
     }
     if (tt_rt_guard_enter()) {
         bool reserved = tt_fd_is_reserved(fd);
+        if (!reserved)
+            tt_pl_pipes_settle(fd); /* read.c: a replay's reads of a pipe owe it nothing more */
         tt_rt_guard_leave();
         if (UNLIKELY(reserved)) {
             errno = EBADF;

@@ -421,6 +421,14 @@ FILE *tt_pl_fd_stream(int fd);
 /* output.c: in a fork child, the parent's unfinished line is not the child's output. */
 void tt_pl_child_reset(void);
 
+/* read.c, replay of a tree: the bytes replayed reads of pipe descriptor @fd (-1: of every
+ * pipe) owed their pipe, taken from it now, waiting for them as an ordered thread waits for
+ * its turn (TINYTRACE_ORDER_TIMEOUT_MS): before a close, a wait for a child, an exec or the
+ * exit, where the writer would otherwise meet a full pipe or none. The guard is held; a
+ * process with no debt pays one atomic load. tt_pl_pipes_forget: a fork child owes nothing. */
+void tt_pl_pipes_settle(int fd);
+void tt_pl_pipes_forget(void);
+
 /* identity.c: remembers that recorded id @rec is live id @live (a child's pid, fork). */
 void tt_pl_id_remember(pid_t rec, pid_t live);
 

@@ -175,6 +175,7 @@ static char *const *before_exec(const char *path, char *const argv[], char *cons
 {
     if (!tt_rt_guard_enter())
         return envp;
+    tt_pl_pipes_settle(-1); /* read.c: the image's replayed reads owe their pipes nothing */
     char cmd[512];
     join_argv(argv, cmd, sizeof cmd);
     if (tt_rt_tree()) {
@@ -925,6 +926,7 @@ static pid_t wait_any(struct wait_args *a)
             }
         } else if (proc_event(s, k, &h, &o, sizeof o)) {
             if (h.ret > 0 && !tt_rt_alone()) {
+                tt_pl_pipes_settle(-1); /* read.c: the child may be writing what is owed */
                 int held = tt_rt_guard_leave_live();
                 wait_for(a, tt_pl_id_live((pid_t)h.ret));
                 tt_rt_guard_enter_live(held);

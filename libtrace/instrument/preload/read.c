@@ -7,14 +7,23 @@
  * A replayed read of a pipe also takes from the real pipe the bytes the recording read
  * (drain): what it gets comes from the recording all the same, but the process at the other
  * end, replayed too, writes into a pipe that empties as it did when recorded, so it neither
- * blocks on a full pipe nor meets a reader that has gone (SIGPIPE). It waits for those bytes
- * (and at a recorded end of file for the writer to close) as long as a thread waits for its
- * turn (TINYTRACE_ORDER_TIMEOUT_MS), and not at all on a pipe written from outside the tree
- * (the tool's own stdin, TINYTRACE_OUTSIDE_FIFO) or when the process runs alone.
+ * blocks on a full pipe nor meets a reader that has gone (SIGPIPE). The read takes what the
+ * pipe holds and goes on; what is not there yet is owed (the pipe's debt, below) and taken by
+ * the pipe's next replayed read, or waited for where the process could leave the writer
+ * behind: before it closes that descriptor, waits for a child, execs or exits
+ * (tt_pl_pipes_settle). Waiting at the read itself stalled a pipe with several readers
+ * (multiprocessing's task queue: every worker reads it, and the order between processes is
+ * not replayed): a worker waited for bytes another had taken, until the timeout. A recorded
+ * end of file is still waited for at the read (the writers' closes). A wait lasts at most as
+ * long as a thread waits for its turn (TINYTRACE_ORDER_TIMEOUT_MS); a pipe written from
+ * outside the tree (the tool's own stdin, TINYTRACE_OUTSIDE_FIFO) is never waited for nor
+ * owed, and a process that runs alone drains nothing.
  */
 #include "preload.h"
 
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -102,18 +111,10 @@ static bool outside_fifo(const struct stat *st)
            (unsigned long long)st->st_ino == ino;
 }
 
-/* Replay: takes @want bytes from pipe @fd (@eof: the recording read its end) and drops them;
- * see the top of the file. The guard is held. */
-static void drain(tt_session *s, int fd, uint64_t want, bool eof)
+/* Takes up to @want bytes from pipe @fd and drops them (@eof: and then on to its end), waiting
+ * for them until @deadline (CLOCK_MONOTONIC; none when NULL). Returns how many it did not get. */
+static uint64_t take(int fd, uint64_t want, bool eof, const struct timespec *deadline)
 {
-    struct stat st;
-    if (!tt_rt_tree() || tt_rt_alone() || fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode))
-        return;
-    bool wait = !outside_fifo(&st);
-    long limit = tt_rt_wait_ms();
-    (void)s;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     char buf[4096];
     while (want > 0 || eof) {
         int avail = 0;
@@ -123,18 +124,130 @@ static void drain(tt_session *s, int fd, uint64_t want, bool eof)
                 n = (size_t)want;
             ssize_t r = REAL(read, ssize_t (*)(int, void *, size_t))(fd, buf, n);
             if (r <= 0)
-                return;
+                return want;
             want -= (uint64_t)r < want ? (uint64_t)r : want;
             continue;
         }
-        long left = limit - ms_since(&t0);
-        if (!wait || left <= 0)
-            return;
+        long left = deadline ? -ms_since(deadline) : 0;
+        if (left <= 0)
+            return want;
         struct pollfd pf = { fd, POLLIN, 0 };
         int pr = poll(&pf, 1, left < 50 ? (int)left : 50);
         if (pr > 0 && (pf.revents & (POLLHUP | POLLERR | POLLNVAL)) && !(pf.revents & POLLIN))
-            return; /* every writer has gone */
+            return want; /* every writer has gone */
     }
+    return 0;
+}
+
+/* The pipes' debts: bytes replayed reads took from the recording that their pipe did not hold
+ * yet, by descriptor and pipe. Under debt_mu (taken with the guard held, never while waiting:
+ * a slot is taken out to be paid); debt_n is how many slots are used, read without the lock
+ * by the calls that pay (close's common case is one load). A fork child starts with none. */
+#define DEBT_MAX 32
+struct debt {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    uint64_t bytes;
+};
+static struct debt debts[DEBT_MAX];
+static pthread_mutex_t debt_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_uint debt_n;
+
+/* What is owed on @fd, pipe @st, taken out of the table. */
+static uint64_t debt_take(int fd, const struct stat *st)
+{
+    if (!atomic_load_explicit(&debt_n, memory_order_relaxed))
+        return 0;
+    uint64_t n = 0;
+    pthread_mutex_lock(&debt_mu);
+    for (unsigned i = 0; i < DEBT_MAX; i++)
+        if (debts[i].bytes && debts[i].fd == fd && debts[i].dev == st->st_dev &&
+            debts[i].ino == st->st_ino) {
+            n += debts[i].bytes;
+            debts[i].bytes = 0;
+            atomic_fetch_sub_explicit(&debt_n, 1, memory_order_relaxed);
+        }
+    pthread_mutex_unlock(&debt_mu);
+    return n;
+}
+
+/* Notes @n bytes owed on @fd, pipe @st; false when the table is full. */
+static bool debt_put(int fd, const struct stat *st, uint64_t n)
+{
+    bool put = false;
+    pthread_mutex_lock(&debt_mu);
+    for (unsigned i = 0; i < DEBT_MAX && !put; i++)
+        if (!debts[i].bytes) {
+            debts[i] = (struct debt){ fd, st->st_dev, st->st_ino, n };
+            atomic_fetch_add_explicit(&debt_n, 1, memory_order_relaxed);
+            put = true;
+        }
+    pthread_mutex_unlock(&debt_mu);
+    return put;
+}
+
+static void deadline_in(struct timespec *t, long ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, t);
+    t->tv_sec += ms / 1000;
+    t->tv_nsec += (ms % 1000) * 1000000L;
+    if (t->tv_nsec >= 1000000000L) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000L;
+    }
+}
+
+void tt_pl_pipes_settle(int fd)
+{
+    /* a vfork child's table is its parent's, who pays its own (and is stopped meanwhile) */
+    if (!atomic_load_explicit(&debt_n, memory_order_relaxed) || UNLIKELY(tt_pl_vforked))
+        return;
+    struct timespec deadline;
+    deadline_in(&deadline, tt_rt_wait_ms());
+    for (unsigned i = 0; i < DEBT_MAX; i++) {
+        pthread_mutex_lock(&debt_mu);
+        struct debt d = debts[i];
+        bool mine = d.bytes && (fd < 0 || d.fd == fd);
+        if (mine) {
+            debts[i].bytes = 0;
+            atomic_fetch_sub_explicit(&debt_n, 1, memory_order_relaxed);
+        }
+        pthread_mutex_unlock(&debt_mu);
+        struct stat st;
+        /* a descriptor closed or reused since (by a call that does not pay) owes nothing */
+        if (mine && fstat(d.fd, &st) == 0 && S_ISFIFO(st.st_mode) && st.st_dev == d.dev &&
+            st.st_ino == d.ino)
+            take(d.fd, d.bytes, false, &deadline);
+    }
+}
+
+void tt_pl_pipes_forget(void)
+{
+    pthread_mutex_init(&debt_mu, NULL);
+    memset(debts, 0, sizeof debts);
+    atomic_store_explicit(&debt_n, 0, memory_order_relaxed);
+}
+
+/* Replay: takes @want bytes from pipe @fd (@eof: the recording read its end) and drops them;
+ * see the top of the file. The guard is held. */
+static void drain(tt_session *s, int fd, uint64_t want, bool eof)
+{
+    struct stat st;
+    (void)s;
+    if (!tt_rt_tree() || tt_rt_alone() || fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode))
+        return;
+    if (outside_fifo(&st)) {
+        take(fd, want, eof, NULL); /* what is there: its writer is not replayed */
+        return;
+    }
+    want += debt_take(fd, &st);
+    struct timespec deadline;
+    deadline_in(&deadline, tt_rt_wait_ms());
+    uint64_t owed = take(fd, want, eof, eof ? &deadline : NULL);
+    /* a full table: this read waits for its bytes, as every read once did */
+    if (owed && !eof && !debt_put(fd, &st, owed))
+        take(fd, owed, false, &deadline);
 }
 
 static ssize_t in_call(const struct in_args *a)
