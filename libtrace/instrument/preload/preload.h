@@ -423,9 +423,10 @@ void tt_pl_child_reset(void);
 
 /* read.c, replay of a tree: the bytes replayed reads of pipe descriptor @fd (-1: of every
  * pipe) owed their pipe, taken from it now, waiting for them as an ordered thread waits for
- * its turn (TINYTRACE_ORDER_TIMEOUT_MS): before a close, a wait for a child, an exec or the
- * exit, where the writer would otherwise meet a full pipe or none. The guard is held; a
- * process with no debt pays one atomic load. tt_pl_pipes_forget: a fork child owes nothing. */
+ * its turn (TINYTRACE_ORDER_TIMEOUT_MS; then forgiven), and meanwhile what the other owed
+ * pipes hold: before a close, a wait for a child, an exec or the exit, where the writer would
+ * otherwise meet a full pipe or none. The guard is held; a process with no debt pays one
+ * atomic load. tt_pl_pipes_forget: a fork child owes nothing. */
 void tt_pl_pipes_settle(int fd);
 void tt_pl_pipes_forget(void);
 

@@ -10,8 +10,9 @@
  * blocks on a full pipe nor meets a reader that has gone (SIGPIPE). The read takes what the
  * pipe holds and goes on; what is not there yet is owed (the pipe's debt, below) and taken by
  * the pipe's next replayed read, or waited for where the process could leave the writer
- * behind: before it closes that descriptor, waits for a child, execs or exits
- * (tt_pl_pipes_settle). Waiting at the read itself stalled a pipe with several readers
+ * behind: before it closes that descriptor (close, or fclose of the replaced stdin: stdio.c),
+ * waits for a child, execs or exits (tt_pl_pipes_settle, which takes what every owed pipe holds
+ * while it waits for one). Waiting at the read itself stalled a pipe with several readers
  * (multiprocessing's task queue: every worker reads it, and the order between processes is
  * not replayed): a worker waited for bytes another had taken, until the timeout. A recorded
  * end of file is still waited for at the read (the writers' closes). A wait lasts at most as
@@ -22,13 +23,14 @@
 #include "preload.h"
 
 #include <poll.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,23 +113,46 @@ static bool outside_fifo(const struct stat *st)
            (unsigned long long)st->st_ino == ino;
 }
 
+/* Reads up to @n bytes of pipe @fd that are there now, without waiting: -1 with EAGAIN when
+ * there are none. RWF_NOWAIT, where the kernel takes it for a pipe (5.8 and later): a count
+ * taken first (FIONREAD) could be emptied by another reader before a blocking read. */
+static ssize_t read_now(int fd, void *buf, size_t n)
+{
+    static atomic_int no_nowait; /* the kernel refused RWF_NOWAIT once: the count, then */
+    if (!atomic_load_explicit(&no_nowait, memory_order_relaxed)) {
+        struct iovec v = { buf, n };
+        ssize_t r = syscall(SYS_preadv2, fd, &v, 1, -1L, -1L, RWF_NOWAIT);
+        if (r >= 0 || errno == EAGAIN || errno == EINTR)
+            return r;
+        if (errno != EOPNOTSUPP && errno != EINVAL && errno != ENOSYS)
+            return r;
+        atomic_store_explicit(&no_nowait, 1, memory_order_relaxed);
+    }
+    int avail = 0;
+    if (ioctl(fd, FIONREAD, &avail) != 0 || avail <= 0) {
+        errno = EAGAIN;
+        return -1;
+    }
+    size_t m = n < (size_t)avail ? n : (size_t)avail;
+    return REAL(read, ssize_t (*)(int, void *, size_t))(fd, buf, m);
+}
+
 /* Takes up to @want bytes from pipe @fd and drops them (@eof: and then on to its end), waiting
  * for them until @deadline (CLOCK_MONOTONIC; none when NULL). Returns how many it did not get. */
 static uint64_t take(int fd, uint64_t want, bool eof, const struct timespec *deadline)
 {
     char buf[4096];
     while (want > 0 || eof) {
-        int avail = 0;
-        if (ioctl(fd, FIONREAD, &avail) == 0 && avail > 0) {
-            size_t n = (size_t)avail < sizeof buf ? (size_t)avail : sizeof buf;
-            if (!eof && n > want)
-                n = (size_t)want;
-            ssize_t r = REAL(read, ssize_t (*)(int, void *, size_t))(fd, buf, n);
-            if (r <= 0)
-                return want;
+        size_t n = sizeof buf;
+        if (!eof && n > want)
+            n = (size_t)want;
+        ssize_t r = read_now(fd, buf, n);
+        if (r > 0) {
             want -= (uint64_t)r < want ? (uint64_t)r : want;
             continue;
         }
+        if (r == 0 || (errno != EAGAIN && errno != EINTR))
+            return want; /* the end, or a descriptor that cannot be read */
         long left = deadline ? -ms_since(deadline) : 0;
         if (left <= 0)
             return want;
@@ -140,9 +165,10 @@ static uint64_t take(int fd, uint64_t want, bool eof, const struct timespec *dea
 }
 
 /* The pipes' debts: bytes replayed reads took from the recording that their pipe did not hold
- * yet, by descriptor and pipe. Under debt_mu (taken with the guard held, never while waiting:
- * a slot is taken out to be paid); debt_n is how many slots are used, read without the lock
- * by the calls that pay (close's common case is one load). A fork child starts with none. */
+ * yet, by descriptor and pipe. Under debt_lock, a spin lock held for a scan of the table, never
+ * while waiting (what is paid is taken out first), and only with the guard held, so a signal
+ * handler on the same thread never meets it held. debt_n is how many slots are used, read
+ * without the lock by the calls that pay (close's common case is one load). */
 #define DEBT_MAX 32
 struct debt {
     int fd;
@@ -151,39 +177,50 @@ struct debt {
     uint64_t bytes;
 };
 static struct debt debts[DEBT_MAX];
-static pthread_mutex_t debt_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_flag debt_lock = ATOMIC_FLAG_INIT;
 static atomic_uint debt_n;
 
-/* What is owed on @fd, pipe @st, taken out of the table. */
-static uint64_t debt_take(int fd, const struct stat *st)
+static void debt_acquire(void)
 {
+    while (atomic_flag_test_and_set_explicit(&debt_lock, memory_order_acquire))
+        ;
+}
+
+static void debt_release(void)
+{
+    atomic_flag_clear_explicit(&debt_lock, memory_order_release);
+}
+
+/* Takes out of the table what is owed on @fd (-1: on every pipe) into @out (room for
+ * DEBT_MAX); returns how many entries. */
+static unsigned debt_take_all(int fd, struct debt *out)
+{
+    unsigned n = 0;
     if (!atomic_load_explicit(&debt_n, memory_order_relaxed))
         return 0;
-    uint64_t n = 0;
-    pthread_mutex_lock(&debt_mu);
+    debt_acquire();
     for (unsigned i = 0; i < DEBT_MAX; i++)
-        if (debts[i].bytes && debts[i].fd == fd && debts[i].dev == st->st_dev &&
-            debts[i].ino == st->st_ino) {
-            n += debts[i].bytes;
+        if (debts[i].bytes && (fd < 0 || debts[i].fd == fd)) {
+            out[n++] = debts[i];
             debts[i].bytes = 0;
             atomic_fetch_sub_explicit(&debt_n, 1, memory_order_relaxed);
         }
-    pthread_mutex_unlock(&debt_mu);
+    debt_release();
     return n;
 }
 
-/* Notes @n bytes owed on @fd, pipe @st; false when the table is full. */
-static bool debt_put(int fd, const struct stat *st, uint64_t n)
+/* Notes @n bytes owed on @fd, pipe @dev:@ino; false when the table is full. */
+static bool debt_put(int fd, dev_t dev, ino_t ino, uint64_t n)
 {
     bool put = false;
-    pthread_mutex_lock(&debt_mu);
+    debt_acquire();
     for (unsigned i = 0; i < DEBT_MAX && !put; i++)
         if (!debts[i].bytes) {
-            debts[i] = (struct debt){ fd, st->st_dev, st->st_ino, n };
+            debts[i] = (struct debt){ fd, dev, ino, n };
             atomic_fetch_add_explicit(&debt_n, 1, memory_order_relaxed);
             put = true;
         }
-    pthread_mutex_unlock(&debt_mu);
+    debt_release();
     return put;
 }
 
@@ -198,33 +235,61 @@ static void deadline_in(struct timespec *t, long ms)
     }
 }
 
+/* Whether @d's descriptor is still the pipe it was owed on (a close that does not pay, fclose
+ * through glibc's own close, leaves the number closed or reused: then nothing is owed). */
+static bool debt_live(const struct debt *d)
+{
+    struct stat st;
+    return fstat(d->fd, &st) == 0 && S_ISFIFO(st.st_mode) && st.st_dev == d->dev &&
+           st.st_ino == d->ino;
+}
+
 void tt_pl_pipes_settle(int fd)
 {
     /* a vfork child's table is its parent's, who pays its own (and is stopped meanwhile) */
     if (!atomic_load_explicit(&debt_n, memory_order_relaxed) || UNLIKELY(tt_pl_vforked))
         return;
+    /* every pipe's debt is taken out, not only @fd's: while this waits for @fd's bytes it takes
+     * what the others hold too, since the writer it waits for may be stuck on a full one */
+    struct debt d[DEBT_MAX];
+    unsigned n = debt_take_all(-1, d);
+    for (unsigned k = 0; k < n; k++)
+        if (!debt_live(&d[k]))
+            d[k].bytes = 0;
     struct timespec deadline;
     deadline_in(&deadline, tt_rt_wait_ms());
-    for (unsigned i = 0; i < DEBT_MAX; i++) {
-        pthread_mutex_lock(&debt_mu);
-        struct debt d = debts[i];
-        bool mine = d.bytes && (fd < 0 || d.fd == fd);
-        if (mine) {
-            debts[i].bytes = 0;
-            atomic_fetch_sub_explicit(&debt_n, 1, memory_order_relaxed);
+    for (;;) {
+        struct pollfd pf[DEBT_MAX];
+        unsigned np = 0;
+        bool wanted = false;
+        for (unsigned k = 0; k < n; k++) {
+            if (!d[k].bytes)
+                continue;
+            d[k].bytes = take(d[k].fd, d[k].bytes, false, NULL);
+            if (d[k].bytes) {
+                wanted |= fd < 0 || d[k].fd == fd;
+                pf[np++] = (struct pollfd){ d[k].fd, POLLIN, 0 };
+            }
         }
-        pthread_mutex_unlock(&debt_mu);
-        struct stat st;
-        /* a descriptor closed or reused since (by a call that does not pay) owes nothing */
-        if (mine && fstat(d.fd, &st) == 0 && S_ISFIFO(st.st_mode) && st.st_dev == d.dev &&
-            st.st_ino == d.ino)
-            take(d.fd, d.bytes, false, &deadline);
+        long left = -ms_since(&deadline);
+        if (!wanted || left <= 0)
+            break;
+        int pr = poll(pf, np, left < 50 ? (int)left : 50);
+        for (unsigned i = 0; pr > 0 && i < np; i++)
+            if ((pf[i].revents & (POLLHUP | POLLERR | POLLNVAL)) && !(pf[i].revents & POLLIN))
+                for (unsigned k = 0; k < n; k++)
+                    if (d[k].fd == pf[i].fd)
+                        d[k].bytes = 0; /* every writer has gone */
     }
+    /* what @fd still owes at the deadline is forgiven; the other pipes' debts go back */
+    for (unsigned k = 0; k < n; k++)
+        if (d[k].bytes && fd >= 0 && d[k].fd != fd)
+            (void)debt_put(d[k].fd, d[k].dev, d[k].ino, d[k].bytes);
 }
 
 void tt_pl_pipes_forget(void)
 {
-    pthread_mutex_init(&debt_mu, NULL);
+    atomic_flag_clear_explicit(&debt_lock, memory_order_relaxed);
     memset(debts, 0, sizeof debts);
     atomic_store_explicit(&debt_n, 0, memory_order_relaxed);
 }
@@ -241,13 +306,24 @@ static void drain(tt_session *s, int fd, uint64_t want, bool eof)
         take(fd, want, eof, NULL); /* what is there: its writer is not replayed */
         return;
     }
-    want += debt_take(fd, &st);
-    struct timespec deadline;
-    deadline_in(&deadline, tt_rt_wait_ms());
-    uint64_t owed = take(fd, want, eof, eof ? &deadline : NULL);
+    struct debt old[DEBT_MAX];
+    unsigned n = debt_take_all(fd, old);
+    for (unsigned k = 0; k < n; k++)
+        if (old[k].dev == st.st_dev && old[k].ino == st.st_ino)
+            want += old[k].bytes; /* an entry of a pipe this number no longer is: forgiven */
+    if (eof) {
+        struct timespec deadline;
+        deadline_in(&deadline, tt_rt_wait_ms());
+        take(fd, want, true, &deadline);
+        return;
+    }
+    uint64_t owed = take(fd, want, false, NULL);
     /* a full table: this read waits for its bytes, as every read once did */
-    if (owed && !eof && !debt_put(fd, &st, owed))
+    if (owed && !debt_put(fd, st.st_dev, st.st_ino, owed)) {
+        struct timespec deadline;
+        deadline_in(&deadline, tt_rt_wait_ms());
         take(fd, owed, false, &deadline);
+    }
 }
 
 static ssize_t in_call(const struct in_args *a)

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/* prog-pipes: readers of pipes that run ahead of their writers in a replay (test-proctree.py;
+ * preload/read.c: a replayed read takes what the pipe holds, and the rest is paid before the
+ * process leaves its writer behind).
+ *
+ *   prog-pipes two     a parent reads 163840 bytes from pipe b, then 1 byte from pipe a,
+ *                      closes a, then b, and waits for its child, which fills b, spins, writes
+ *                      the rest of b (blocked until b is drained), then writes the byte to a:
+ *                      paying a's byte must drain b meanwhile, or the child never writes it
+ *   prog-pipes fclose  reads a line from stdin with stdio and closes stdin with fclose, whose
+ *                      close is glibc's own, unseen by the interposer; stdin is a pipe whose
+ *                      writer spins before it writes
+ *
+ * Each prints what it read; the writer reports whether its write went through. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define FIRST 65536
+#define REST 98304
+
+static void spin(void)
+{
+    for (volatile unsigned long i = 0; i < 30000000UL; i++)
+        ;
+}
+
+static int put(int fd, size_t len)
+{
+    static char z[8192];
+    while (len) {
+        ssize_t w = write(fd, z, len < sizeof z ? len : sizeof z);
+        if (w <= 0)
+            return -1;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+static int two(void)
+{
+    int a[2], b[2];
+    if (pipe(a) != 0 || pipe(b) != 0)
+        return 2;
+    pid_t pid = fork();
+    if (pid < 0)
+        return 2;
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_IGN);
+        close(a[0]);
+        close(b[0]);
+        int ok = put(b[1], FIRST) == 0;
+        spin();
+        ok = ok && put(b[1], REST) == 0;
+        ok = ok && write(a[1], "x", 1) == 1;
+        printf("child: wrote all: %s\n", ok ? "yes" : "no");
+        fflush(stdout);
+        _exit(ok ? 0 : 4);
+    }
+    close(a[1]);
+    close(b[1]);
+    static char buf[FIRST + REST];
+    size_t n = 0;
+    while (n < sizeof buf) {
+        ssize_t r = read(b[0], buf + n, sizeof buf - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    char x = 0;
+    ssize_t ra = read(a[0], &x, 1);
+    close(a[0]);
+    close(b[0]);
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid)
+        return 3;
+    printf("parent: read %zu and %zd (%c); the child's status %d\n", n, ra, x ? x : '-',
+           WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    return 0;
+}
+
+static int fclose_stdin(void)
+{
+    char line[64] = "";
+    if (!fgets(line, sizeof line, stdin))
+        return 2;
+    if (fclose(stdin) != 0)
+        return 3;
+    spin();
+    printf("read %s", line);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "two") == 0)
+        return two();
+    if (argc == 2 && strcmp(argv[1], "fclose") == 0)
+        return fclose_stdin();
+    fprintf(stderr, "usage: prog-pipes two|fclose\n");
+    return 2;
+}
