@@ -423,14 +423,7 @@ def a_replayed_reader_ahead_of_its_writer_leaves_it_whole():
             r = c.tt("record", "-o", name + ".tt", "--", "sh", "-c", writer + " | " + reader)
             check(r.returncode == 0 and r.stdout.startswith("hello") and "wrote" in r.stderr,
                   "record a reader that %ss ahead of its writer" % name, r.stdout + r.stderr)
-            same = 0
-            for i in range(10):
-                rep = c.tt("replay", name + ".tt")
-                ok = matched(rep) and rep.stdout == r.stdout
-                same += ok
-                if not ok:
-                    check(False, "replay %d of the reader that %ss" % (i + 1, name),
-                          "%d %r %s" % (rep.returncode, rep.stdout, rep.stderr[-1200:]))
+            same = replays_like(c, name + ".tt", r.stdout, 10, "the reader that %ss" % name)
             check(same == 10, "... the writer stays whole: %d of 10 replays match" % same)
         # a reader paying one pipe while its writer waits on another the reader owes; and a
         # standard input closed by fclose, through glibc's own close (prog-pipes.c)
@@ -440,14 +433,7 @@ def a_replayed_reader_ahead_of_its_writer_leaves_it_whole():
             check(r.returncode == 0 and ("child: wrote all: yes" in r.stdout or
                                          r.stdout == "read hello\n"),
                   "record prog-pipes %s" % name, r.stdout + r.stderr[-1000:])
-            same = 0
-            for i in range(5):
-                rep = c.tt("replay", name + ".tt")
-                ok = matched(rep) and rep.stdout == r.stdout
-                same += ok
-                if not ok:
-                    check(False, "replay %d of prog-pipes %s" % (i + 1, name),
-                          "%d %r %s" % (rep.returncode, rep.stdout, rep.stderr[-1200:]))
+            same = replays_like(c, name + ".tt", r.stdout, 5, "prog-pipes " + name)
             check(same == 5, "... prog-pipes %s: %d of 5 replays match" % (name, same))
 
 
