@@ -7,11 +7,16 @@
  *                      closes a, then b, and waits for its child, which fills b, spins, writes
  *                      the rest of b (blocked until b is drained), then writes the byte to a:
  *                      paying a's byte must drain b meanwhile, or the child never writes it
+ *   prog-pipes threads a parent reads 1000 bytes from pipe b and 1 from pipe a, which its
+ *                      child writes after spinning, b first; then one thread closes a while
+ *                      another closes b: each close pays its own pipe, whatever the other's
+ *                      does meanwhile
  *   prog-pipes fclose  reads a line from stdin with stdio and closes stdin with fclose, whose
  *                      close is glibc's own, unseen by the interposer; stdin is a pipe whose
  *                      writer spins before it writes
  *
  * Each prints what it read; the writer reports whether its write went through. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,10 +26,15 @@
 #define FIRST 65536
 #define REST 98304
 
+static void spin_n(unsigned long n)
+{
+    for (volatile unsigned long i = 0; i < n; i++)
+        ;
+}
+
 static void spin(void)
 {
-    for (volatile unsigned long i = 0; i < 30000000UL; i++)
-        ;
+    spin_n(30000000UL);
 }
 
 static int put(int fd, size_t len)
@@ -81,6 +91,60 @@ static int two(void)
     return 0;
 }
 
+static int pa[2], pb[2];
+
+static void *close_b(void *arg)
+{
+    (void)arg;
+    close(pb[0]);
+    return NULL;
+}
+
+static int threads(void)
+{
+    if (pipe(pa) != 0 || pipe(pb) != 0)
+        return 2;
+    pid_t pid = fork();
+    if (pid < 0)
+        return 2;
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_IGN);
+        close(pa[0]);
+        close(pb[0]);
+        static char z[1000];
+        spin_n(300000000UL); /* long enough for both closes to come first in a replay */
+        ssize_t wb = write(pb[1], z, sizeof z);
+        spin();
+        ssize_t wa = write(pa[1], "x", 1);
+        printf("child: wrote b %zd, a %zd\n", wb, wa);
+        fflush(stdout);
+        _exit(wb == (ssize_t)sizeof z && wa == 1 ? 0 : 4);
+    }
+    close(pa[1]);
+    close(pb[1]);
+    static char buf[1000];
+    size_t n = 0;
+    while (n < sizeof buf) {
+        ssize_t r = read(pb[0], buf + n, sizeof buf - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    char x = 0;
+    ssize_t ra = read(pa[0], &x, 1);
+    pthread_t t;
+    if (pthread_create(&t, NULL, close_b, NULL) != 0)
+        return 2;
+    close(pa[0]);
+    pthread_join(t, NULL);
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid)
+        return 3;
+    printf("parent: read %zu and %zd; the child's status %d\n", n, ra,
+           WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    return 0;
+}
+
 static int fclose_stdin(void)
 {
     char line[64] = "";
@@ -97,8 +161,10 @@ int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "two") == 0)
         return two();
+    if (argc == 2 && strcmp(argv[1], "threads") == 0)
+        return threads();
     if (argc == 2 && strcmp(argv[1], "fclose") == 0)
         return fclose_stdin();
-    fprintf(stderr, "usage: prog-pipes two|fclose\n");
+    fprintf(stderr, "usage: prog-pipes two|threads|fclose\n");
     return 2;
 }

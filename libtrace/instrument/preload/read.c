@@ -4,21 +4,21 @@
  * one path (in_call). recvfrom and recvmsg also record the peer's address, in the fixed address
  * area of the event (preload.h); recvmsg's control data is not replayed.
  *
- * A replayed read of a pipe also takes from the real pipe the bytes the recording read
- * (drain): what it gets comes from the recording all the same, but the process at the other
- * end, replayed too, writes into a pipe that empties as it did when recorded, so it neither
- * blocks on a full pipe nor meets a reader that has gone (SIGPIPE). The read takes what the
- * pipe holds and goes on; what is not there yet is owed (the pipe's debt, below) and taken by
- * the pipe's next replayed read, or waited for where the process could leave the writer
- * behind: before it closes that descriptor (close, or fclose of the replaced stdin: stdio.c),
- * waits for a child, execs or exits (tt_pl_pipes_settle, which takes what every owed pipe holds
- * while it waits for one). Waiting at the read itself stalled a pipe with several readers
- * (multiprocessing's task queue: every worker reads it, and the order between processes is
- * not replayed): a worker waited for bytes another had taken, until the timeout. A recorded
- * end of file is still waited for at the read (the writers' closes). A wait lasts at most as
- * long as a thread waits for its turn (TINYTRACE_ORDER_TIMEOUT_MS); a pipe written from
- * outside the tree (the tool's own stdin, TINYTRACE_OUTSIDE_FIFO) is never waited for nor
- * owed, and a process that runs alone drains nothing.
+ * A replayed read of a pipe also takes from the real pipe the bytes the recording read (drain):
+ * what it gets comes from the recording all the same, but the process at the other end, replayed
+ * too, writes into a pipe that empties as it did when recorded, so it neither blocks on a full
+ * pipe nor meets a reader that has gone (SIGPIPE). The read takes what the pipe holds and goes on;
+ * what is not there yet is owed (the pipe's debt, below) and taken by the next replayed read of
+ * that descriptor, or waited for where the process could leave the writer behind: before it closes
+ * that descriptor (close, or fclose of the replaced stdin: stdio.c), waits for a child, execs or
+ * exits (tt_pl_pipes_settle, which takes what every owed pipe holds while it waits for one; any
+ * settle makes one pass that does not wait over all of them). Waiting at the read itself stalled a
+ * pipe with several readers (multiprocessing's task queue: every worker reads it, and the order
+ * between processes is not replayed): a worker waited for bytes another had taken, until the
+ * timeout. A recorded end of file is still waited for at the read (the writers' closes). A wait
+ * lasts at most as long as a thread waits for its turn (TINYTRACE_ORDER_TIMEOUT_MS); a pipe
+ * written from outside the tree (the tool's own stdin, TINYTRACE_OUTSIDE_FIFO) is never waited for
+ * nor owed, and a process that runs alone drains nothing.
  */
 #include "preload.h"
 
@@ -114,8 +114,9 @@ static bool outside_fifo(const struct stat *st)
 }
 
 /* Reads up to @n bytes of pipe @fd that are there now, without waiting: -1 with EAGAIN when
- * there are none. RWF_NOWAIT, where the kernel takes it for a pipe (5.8 and later): a count
- * taken first (FIONREAD) could be emptied by another reader before a blocking read. */
+ * there are none. RWF_NOWAIT, where the kernel takes it for a pipe (Linux 6.4 and later): a
+ * count taken first (FIONREAD), the way on older kernels, can be emptied by another reader
+ * before the read, which then waits for the pipe's next bytes. */
 static ssize_t read_now(int fd, void *buf, size_t n)
 {
     static atomic_int no_nowait; /* the kernel refused RWF_NOWAIT once: the count, then */
@@ -166,15 +167,19 @@ static uint64_t take(int fd, uint64_t want, bool eof, const struct timespec *dea
 
 /* The pipes' debts: bytes replayed reads took from the recording that their pipe did not hold
  * yet, by descriptor and pipe. Under debt_lock, a spin lock held for a scan of the table, never
- * while waiting (what is paid is taken out first), and only with the guard held, so a signal
- * handler on the same thread never meets it held. debt_n is how many slots are used, read
- * without the lock by the calls that pay (close's common case is one load). */
+ * across a call that may wait, and only with the guard held, so a signal handler on the same
+ * thread never meets it held. A settle takes out of the table only what it was asked to pay;
+ * the other pipes' entries stay in it, and are marked held while it takes what their pipes
+ * hold (a pass of reads that do not wait), so that no other thread's drain or settle takes
+ * them meanwhile: those skip a held entry, or come back for it. debt_n is how many slots are
+ * used, read without the lock by the calls that pay (close's common case is one load). */
 #define DEBT_MAX 32
 struct debt {
     int fd;
     dev_t dev;
     ino_t ino;
     uint64_t bytes;
+    bool held;
 };
 static struct debt debts[DEBT_MAX];
 static atomic_flag debt_lock = ATOMIC_FLAG_INIT;
@@ -192,8 +197,9 @@ static void debt_release(void)
 }
 
 /* Takes out of the table what is owed on @fd (-1: on every pipe) into @out (room for
- * DEBT_MAX); returns how many entries. */
-static unsigned debt_take_all(int fd, struct debt *out)
+ * DEBT_MAX), but for entries another thread holds; returns how many it took, and sets *@busy
+ * when it left a held one. */
+static unsigned debt_take_all(int fd, struct debt *out, bool *busy)
 {
     unsigned n = 0;
     if (!atomic_load_explicit(&debt_n, memory_order_relaxed))
@@ -201,6 +207,10 @@ static unsigned debt_take_all(int fd, struct debt *out)
     debt_acquire();
     for (unsigned i = 0; i < DEBT_MAX; i++)
         if (debts[i].bytes && (fd < 0 || debts[i].fd == fd)) {
+            if (debts[i].held) {
+                *busy = true;
+                continue;
+            }
             out[n++] = debts[i];
             debts[i].bytes = 0;
             atomic_fetch_sub_explicit(&debt_n, 1, memory_order_relaxed);
@@ -216,7 +226,7 @@ static bool debt_put(int fd, dev_t dev, ino_t ino, uint64_t n)
     debt_acquire();
     for (unsigned i = 0; i < DEBT_MAX && !put; i++)
         if (!debts[i].bytes) {
-            debts[i] = (struct debt){ fd, dev, ino, n };
+            debts[i] = (struct debt){ fd, dev, ino, n, false };
             atomic_fetch_add_explicit(&debt_n, 1, memory_order_relaxed);
             put = true;
         }
@@ -244,47 +254,87 @@ static bool debt_live(const struct debt *d)
            st.st_ino == d->ino;
 }
 
+/* One pass over the pipes still in the table that no other thread holds: each is held, what
+ * its pipe has now is taken (no wait), and the rest stays owed. Their descriptors go into
+ * @pf (room for DEBT_MAX) for the caller's poll; returns how many. */
+static unsigned debt_pass_others(struct pollfd *pf)
+{
+    unsigned idx[DEBT_MAX], n = 0;
+    struct debt d[DEBT_MAX];
+    if (!atomic_load_explicit(&debt_n, memory_order_relaxed))
+        return 0;
+    debt_acquire();
+    for (unsigned i = 0; i < DEBT_MAX; i++)
+        if (debts[i].bytes && !debts[i].held) {
+            debts[i].held = true;
+            idx[n] = i;
+            d[n++] = debts[i];
+        }
+    debt_release();
+    unsigned np = 0;
+    for (unsigned k = 0; k < n; k++) {
+        /* a descriptor no longer that pipe owes nothing; the others take what is there */
+        d[k].bytes = debt_live(&d[k]) ? take(d[k].fd, d[k].bytes, false, NULL) : 0;
+        if (d[k].bytes)
+            pf[np++] = (struct pollfd){ d[k].fd, POLLIN, 0 };
+    }
+    debt_acquire();
+    for (unsigned k = 0; k < n; k++) {
+        struct debt *e = &debts[idx[k]];
+        e->held = false;
+        e->bytes = d[k].bytes; /* held: no one else changed it meanwhile */
+        if (!e->bytes)
+            atomic_fetch_sub_explicit(&debt_n, 1, memory_order_relaxed);
+    }
+    debt_release();
+    return np;
+}
+
 void tt_pl_pipes_settle(int fd)
 {
     /* a vfork child's table is its parent's, who pays its own (and is stopped meanwhile) */
     if (!atomic_load_explicit(&debt_n, memory_order_relaxed) || UNLIKELY(tt_pl_vforked))
         return;
-    /* every pipe's debt is taken out, not only @fd's: while this waits for @fd's bytes it takes
-     * what the others hold too, since the writer it waits for may be stuck on a full one */
-    struct debt d[DEBT_MAX];
-    unsigned n = debt_take_all(-1, d);
-    for (unsigned k = 0; k < n; k++)
-        if (!debt_live(&d[k]))
-            d[k].bytes = 0;
+    struct debt mine[DEBT_MAX];
+    unsigned n = 0;
     struct timespec deadline;
     deadline_in(&deadline, tt_rt_wait_ms());
     for (;;) {
-        struct pollfd pf[DEBT_MAX];
+        /* what is asked for comes out of the table (an entry another thread holds for a
+         * moment is taken at the next turn); the others stay, and are drained as they are */
+        bool busy = false;
+        struct debt more[DEBT_MAX];
+        unsigned m = debt_take_all(fd, more, &busy), kept = 0;
+        for (unsigned k = 0; k < n; k++)
+            if (mine[k].bytes)
+                mine[kept++] = mine[k];
+        n = kept;
+        for (unsigned k = 0; k < m && n < DEBT_MAX; k++)
+            mine[n++] = more[k];
+        struct pollfd pf[2 * DEBT_MAX];
         unsigned np = 0;
-        bool wanted = false;
+        bool wanted = busy;
         for (unsigned k = 0; k < n; k++) {
-            if (!d[k].bytes)
-                continue;
-            d[k].bytes = take(d[k].fd, d[k].bytes, false, NULL);
-            if (d[k].bytes) {
-                wanted |= fd < 0 || d[k].fd == fd;
-                pf[np++] = (struct pollfd){ d[k].fd, POLLIN, 0 };
+            /* checked at every turn: another thread may close the number meanwhile */
+            mine[k].bytes = debt_live(&mine[k]) ? take(mine[k].fd, mine[k].bytes, false, NULL)
+                                                : 0;
+            if (mine[k].bytes) {
+                wanted = true;
+                pf[np++] = (struct pollfd){ mine[k].fd, POLLIN, 0 };
             }
         }
+        /* the writer this waits for may be stuck on a full pipe this process owes too */
+        np += debt_pass_others(pf + np);
         long left = -ms_since(&deadline);
         if (!wanted || left <= 0)
-            break;
-        int pr = poll(pf, np, left < 50 ? (int)left : 50);
+            break; /* what is asked for is paid, or forgiven at the deadline */
+        int pr = poll(pf, np, busy ? 1 : left < 50 ? (int)left : 50);
         for (unsigned i = 0; pr > 0 && i < np; i++)
             if ((pf[i].revents & (POLLHUP | POLLERR | POLLNVAL)) && !(pf[i].revents & POLLIN))
                 for (unsigned k = 0; k < n; k++)
-                    if (d[k].fd == pf[i].fd)
-                        d[k].bytes = 0; /* every writer has gone */
+                    if (mine[k].fd == pf[i].fd)
+                        mine[k].bytes = 0; /* every writer has gone */
     }
-    /* what @fd still owes at the deadline is forgiven; the other pipes' debts go back */
-    for (unsigned k = 0; k < n; k++)
-        if (d[k].bytes && fd >= 0 && d[k].fd != fd)
-            (void)debt_put(d[k].fd, d[k].dev, d[k].ino, d[k].bytes);
 }
 
 void tt_pl_pipes_forget(void)
@@ -307,7 +357,8 @@ static void drain(tt_session *s, int fd, uint64_t want, bool eof)
         return;
     }
     struct debt old[DEBT_MAX];
-    unsigned n = debt_take_all(fd, old);
+    bool busy = false; /* held by another thread's settle: it stays owed, for later */
+    unsigned n = debt_take_all(fd, old, &busy);
     for (unsigned k = 0; k < n; k++)
         if (old[k].dev == st.st_dev && old[k].ino == st.st_ino)
             want += old[k].bytes; /* an entry of a pipe this number no longer is: forgiven */
