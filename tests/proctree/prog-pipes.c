@@ -49,18 +49,49 @@ static int put(int fd, size_t len)
     return 0;
 }
 
+/* Two pipes and a child: the child's pid in the parent, which keeps the read ends, 0 in the
+ * child, which keeps the write ends and ignores SIGPIPE (a write to a closed pipe then fails
+ * and says so), -1 on failure. */
+static pid_t pipes_and_child(int a[2], int b[2])
+{
+    if (pipe(a) != 0 || pipe(b) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0)
+        signal(SIGPIPE, SIG_IGN);
+    close(pid == 0 ? a[0] : a[1]);
+    close(pid == 0 ? b[0] : b[1]);
+    return pid;
+}
+
+/* Reads @fd into @buf until it is full or ends; returns how much. */
+static size_t read_all(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    while (n < cap) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    return n;
+}
+
+static int status_of(pid_t pid)
+{
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 static int two(void)
 {
     int a[2], b[2];
-    if (pipe(a) != 0 || pipe(b) != 0)
-        return 2;
-    pid_t pid = fork();
+    pid_t pid = pipes_and_child(a, b);
     if (pid < 0)
         return 2;
     if (pid == 0) {
-        signal(SIGPIPE, SIG_IGN);
-        close(a[0]);
-        close(b[0]);
         int ok = put(b[1], FIRST) == 0;
         spin();
         ok = ok && put(b[1], REST) == 0;
@@ -69,25 +100,14 @@ static int two(void)
         fflush(stdout);
         _exit(ok ? 0 : 4);
     }
-    close(a[1]);
-    close(b[1]);
     static char buf[FIRST + REST];
-    size_t n = 0;
-    while (n < sizeof buf) {
-        ssize_t r = read(b[0], buf + n, sizeof buf - n);
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
+    size_t n = read_all(b[0], buf, sizeof buf);
     char x = 0;
     ssize_t ra = read(a[0], &x, 1);
     close(a[0]);
     close(b[0]);
-    int st = 0;
-    if (waitpid(pid, &st, 0) != pid)
-        return 3;
     printf("parent: read %zu and %zd (%c); the child's status %d\n", n, ra, x ? x : '-',
-           WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+           status_of(pid));
     return 0;
 }
 
@@ -102,15 +122,10 @@ static void *close_b(void *arg)
 
 static int threads(void)
 {
-    if (pipe(pa) != 0 || pipe(pb) != 0)
-        return 2;
-    pid_t pid = fork();
+    pid_t pid = pipes_and_child(pa, pb);
     if (pid < 0)
         return 2;
     if (pid == 0) {
-        signal(SIGPIPE, SIG_IGN);
-        close(pa[0]);
-        close(pb[0]);
         static char z[1000];
         spin_n(300000000UL); /* long enough for both closes to come first in a replay */
         ssize_t wb = write(pb[1], z, sizeof z);
@@ -120,16 +135,8 @@ static int threads(void)
         fflush(stdout);
         _exit(wb == (ssize_t)sizeof z && wa == 1 ? 0 : 4);
     }
-    close(pa[1]);
-    close(pb[1]);
     static char buf[1000];
-    size_t n = 0;
-    while (n < sizeof buf) {
-        ssize_t r = read(pb[0], buf + n, sizeof buf - n);
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
+    size_t n = read_all(pb[0], buf, sizeof buf);
     char x = 0;
     ssize_t ra = read(pa[0], &x, 1);
     pthread_t t;
@@ -137,11 +144,7 @@ static int threads(void)
         return 2;
     close(pa[0]);
     pthread_join(t, NULL);
-    int st = 0;
-    if (waitpid(pid, &st, 0) != pid)
-        return 3;
-    printf("parent: read %zu and %zd; the child's status %d\n", n, ra,
-           WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    printf("parent: read %zu and %zd; the child's status %d\n", n, ra, status_of(pid));
     return 0;
 }
 
