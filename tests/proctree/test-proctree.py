@@ -347,10 +347,10 @@ def a_multiprocessing_pool_never_replays_a_lie():
         # every worker reads the one task pipe, and a replayed read that waited there for its
         # recorded bytes, which another worker had taken, stalled until the order timeout
         # before the replay matched (read.c): no replay of the joined pool may match after
-        # waiting that long (20 s; it takes a fraction of a second). A replay that diverges
+        # waiting that long (10 s; it takes a fraction of a second). A replay that diverges
         # may wait for a turn that long, honestly. Each replay runs in its own session, so
         # that a replay past the test's deadline is ended with all its processes
-        for name, body, runs, order_ms in (("joined", POOL_JOINED, 10, 20000),
+        for name, body, runs, order_ms in (("joined", POOL_JOINED, 10, 10000),
                                            ("with", POOL_WITH, 2, 3000)):
             renv = dict(c.env, TINYTRACE_ORDER_TIMEOUT_MS=str(order_ms))
             with open(c.path(name + ".py"), "w") as f:
