@@ -31,7 +31,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 /* glibc's fortified entry points: called instead of read & co. by programs built with
@@ -91,11 +90,15 @@ static bool discards(const struct in_args *a)
            getsockopt(a->fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 && type == SOCK_STREAM;
 }
 
-static long ms_since(const struct timespec *t0)
+/* Milliseconds until @deadline (tt_mono_ns's clock; 0: none, and so none left), at most 50:
+ * the longest a wait polls before it looks again. */
+static int ms_left(uint64_t deadline)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+    uint64_t now = tt_mono_ns();
+    if (!deadline || now >= deadline)
+        return 0;
+    uint64_t ms = (deadline - now + 999999u) / 1000000u;
+    return ms < 50 ? (int)ms : 50;
 }
 
 /* Whether @st is the pipe the tool's stdin is (written from outside the tree). */
@@ -139,8 +142,8 @@ static ssize_t read_now(int fd, void *buf, size_t n)
 }
 
 /* Takes up to @want bytes from pipe @fd and drops them (@eof: and then on to its end), waiting
- * for them until @deadline (CLOCK_MONOTONIC; none when NULL). Returns how many it did not get. */
-static uint64_t take(int fd, uint64_t want, bool eof, const struct timespec *deadline)
+ * for them until @deadline (tt_mono_ns; 0: no wait). Returns how many it did not get. */
+static uint64_t take(int fd, uint64_t want, bool eof, uint64_t deadline)
 {
     char buf[4096];
     while (want > 0 || eof) {
@@ -154,11 +157,11 @@ static uint64_t take(int fd, uint64_t want, bool eof, const struct timespec *dea
         }
         if (r == 0 || (errno != EAGAIN && errno != EINTR))
             return want; /* the end, or a descriptor that cannot be read */
-        long left = deadline ? -ms_since(deadline) : 0;
+        int left = ms_left(deadline);
         if (left <= 0)
             return want;
         struct pollfd pf = { fd, POLLIN, 0 };
-        int pr = poll(&pf, 1, left < 50 ? (int)left : 50);
+        int pr = poll(&pf, 1, left);
         if (pr > 0 && (pf.revents & (POLLHUP | POLLERR | POLLNVAL)) && !(pf.revents & POLLIN))
             return want; /* every writer has gone */
     }
@@ -234,15 +237,10 @@ static bool debt_put(int fd, dev_t dev, ino_t ino, uint64_t n)
     return put;
 }
 
-static void deadline_in(struct timespec *t, long ms)
+/* The end of a wait for a pipe: as long as a thread waits for its turn. */
+static uint64_t wait_end(void)
 {
-    clock_gettime(CLOCK_MONOTONIC, t);
-    t->tv_sec += ms / 1000;
-    t->tv_nsec += (ms % 1000) * 1000000L;
-    if (t->tv_nsec >= 1000000000L) {
-        t->tv_sec++;
-        t->tv_nsec -= 1000000000L;
-    }
+    return tt_mono_ns() + (uint64_t)tt_rt_wait_ms() * 1000000u;
 }
 
 /* Whether @d's descriptor is still the pipe it was owed on (a close that does not pay, fclose
@@ -274,7 +272,7 @@ static unsigned debt_pass_others(struct pollfd *pf)
     unsigned np = 0;
     for (unsigned k = 0; k < n; k++) {
         /* a descriptor no longer that pipe owes nothing; the others take what is there */
-        d[k].bytes = debt_live(&d[k]) ? take(d[k].fd, d[k].bytes, false, NULL) : 0;
+        d[k].bytes = debt_live(&d[k]) ? take(d[k].fd, d[k].bytes, false, 0) : 0;
         if (d[k].bytes)
             pf[np++] = (struct pollfd){ d[k].fd, POLLIN, 0 };
     }
@@ -297,8 +295,7 @@ void tt_pl_pipes_settle(int fd)
         return;
     struct debt mine[DEBT_MAX];
     unsigned n = 0;
-    struct timespec deadline;
-    deadline_in(&deadline, tt_rt_wait_ms());
+    const uint64_t deadline = wait_end();
     for (;;) {
         /* what is asked for comes out of the table (an entry another thread holds for a
          * moment is taken at the next turn); the others stay, and are drained as they are */
@@ -316,7 +313,7 @@ void tt_pl_pipes_settle(int fd)
         bool wanted = busy;
         for (unsigned k = 0; k < n; k++) {
             /* checked at every turn: another thread may close the number meanwhile */
-            mine[k].bytes = debt_live(&mine[k]) ? take(mine[k].fd, mine[k].bytes, false, NULL)
+            mine[k].bytes = debt_live(&mine[k]) ? take(mine[k].fd, mine[k].bytes, false, 0)
                                                 : 0;
             if (mine[k].bytes) {
                 wanted = true;
@@ -325,10 +322,10 @@ void tt_pl_pipes_settle(int fd)
         }
         /* the writer this waits for may be stuck on a full pipe this process owes too */
         np += debt_pass_others(pf + np);
-        long left = -ms_since(&deadline);
+        int left = ms_left(deadline);
         if (!wanted || left <= 0)
             break; /* what is asked for is paid, or forgiven at the deadline */
-        int pr = poll(pf, np, busy ? 1 : left < 50 ? (int)left : 50);
+        int pr = poll(pf, np, busy ? 1 : left);
         for (unsigned i = 0; pr > 0 && i < np; i++)
             if ((pf[i].revents & (POLLHUP | POLLERR | POLLNVAL)) && !(pf[i].revents & POLLIN))
                 for (unsigned k = 0; k < n; k++)
@@ -353,7 +350,7 @@ static void drain(tt_session *s, int fd, uint64_t want, bool eof)
     if (!tt_rt_tree() || tt_rt_alone() || fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode))
         return;
     if (outside_fifo(&st)) {
-        take(fd, want, eof, NULL); /* what is there: its writer is not replayed */
+        take(fd, want, eof, 0); /* what is there: its writer is not replayed */
         return;
     }
     struct debt old[DEBT_MAX];
@@ -363,18 +360,13 @@ static void drain(tt_session *s, int fd, uint64_t want, bool eof)
         if (old[k].dev == st.st_dev && old[k].ino == st.st_ino)
             want += old[k].bytes; /* an entry of a pipe this number no longer is: forgiven */
     if (eof) {
-        struct timespec deadline;
-        deadline_in(&deadline, tt_rt_wait_ms());
-        take(fd, want, true, &deadline);
+        take(fd, want, true, wait_end());
         return;
     }
-    uint64_t owed = take(fd, want, false, NULL);
+    uint64_t owed = take(fd, want, false, 0);
     /* a full table: this read waits for its bytes, as every read once did */
-    if (owed && !debt_put(fd, st.st_dev, st.st_ino, owed)) {
-        struct timespec deadline;
-        deadline_in(&deadline, tt_rt_wait_ms());
-        take(fd, owed, false, &deadline);
-    }
+    if (owed && !debt_put(fd, st.st_dev, st.st_ino, owed))
+        take(fd, owed, false, wait_end());
 }
 
 static ssize_t in_call(const struct in_args *a)
