@@ -39,7 +39,7 @@
 static const char usage[] =
     "Usage: tinytrace record [-o FILE] [--alloc] [--chaos[=SEED]] [--buffer-kb N]\n"
     "                        [--memory-mb N] [--filter GLOB] [--notrace GLOB] [--depth N]\n"
-    "                        [--no-index] [--quiet] [--force] [--] PROG [ARGS...]\n"
+    "                        [--index | --no-index] [--quiet] [--force] [--] PROG [ARGS...]\n"
     "\n"
     "Runs PROG with ARGS under the tinytrace runtime (LD_PRELOAD) and writes its trace. The\n"
     "calls through which PROG reads its environment (clocks, random bytes, reads from pipes,\n"
@@ -70,10 +70,13 @@ static const char usage[] =
     "  --depth N           record N levels of calls (from the first recorded one)\n"
     "                      These three filter the function hooks only; replay applies the\n"
     "                      same filters, which the trace holds\n"
-    "  --no-index          write no index tables (TINYTRACE_INDEX=0): replay, verify,\n"
-    "                      dump and export read the trace as before; stats, tree\n"
-    "                      and report refuse it. The program runs faster (the tables are about\n"
-    "                      a third of the recording's cost on deep call trees)\n"
+    "  --index             build the index tables while recording (TINYTRACE_INDEX=1), as\n"
+    "                      `tinytrace index FILE` builds them afterwards. By default the trace\n"
+    "                      has none: they cost the program a quarter to a third of its\n"
+    "                      recording on deep call trees and half the file; stats, tree and\n"
+    "                      report build them when they need them (about 15 ns an event)\n"
+    "  --no-index          write no index tables (TINYTRACE_INDEX=0): the default, unless\n"
+    "                      TINYTRACE_INDEX is set\n"
     "  -q, --quiet         print nothing of the tool's own when all went well (errors and\n"
     "                      warnings still go to stderr)\n"
     "  --buffer-kb N       one thread's buffer, KiB (4 to 65536, a multiple of 4)\n"
@@ -244,7 +247,8 @@ static void warn_tree(const char *file)
 /* What the command line asks for. */
 struct record {
     const char *output;
-    int alloc, check_output, aslr, chaos, quiet, force, no_index;
+    int alloc, check_output, aslr, chaos, quiet, force;
+    int index; /* --index 1, --no-index 0; -1: TINYTRACE_INDEX if set, else 0 */
     uint64_t chaos_seed;
     uint64_t buffer_kb, memory_mb; /* 0: the library's default */
     char filter[4096], notrace[4096]; /* --filter, --notrace: comma-separated globs */
@@ -305,7 +309,7 @@ static int summarize(const struct record *o, const char *shown, const char *abs,
 
 
 enum { OPT_BUFFER = 256, OPT_MEMORY, OPT_ASLR, OPT_CHAOS, OPT_FILTER, OPT_NOTRACE, OPT_DEPTH,
-       OPT_NO_INDEX };
+       OPT_NO_INDEX, OPT_INDEX };
 
 /* --filter and --notrace add a glob to their list (filter.h in the runtime reads it). */
 static int add_glob(const char *prog, const char *option, char *list, size_t cap,
@@ -360,7 +364,10 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
     case OPT_DEPTH:
         return tool_parse_u64(prog, "--depth", arg, 1, UINT32_MAX, &o->depth);
     case OPT_NO_INDEX:
-        o->no_index = 1;
+        o->index = 0;
+        return TOOL_EXIT_OK;
+    case OPT_INDEX:
+        o->index = 1;
         return TOOL_EXIT_OK;
     case 'q':
         o->quiet = 1;
@@ -410,7 +417,9 @@ static int set_environment(const struct record *o, const char *abs, const char *
         if (tool_setenv("TINYTRACE_CHAOS", num))
             return TOOL_EXIT_SYSTEM;
     }
-    if (o->no_index && tool_setenv("TINYTRACE_INDEX", "0"))
+    /* no index tables unless asked for: the tools build them when they need them */
+    if ((o->index == 1 || o->index == 0 || getenv("TINYTRACE_INDEX") == NULL) &&
+        tool_setenv("TINYTRACE_INDEX", o->index == 1 ? "1" : "0"))
         return TOOL_EXIT_SYSTEM;
     if (o->buffer_kb != 0) {
         snprintf(num, sizeof num, "%" PRIu64, o->buffer_kb);
@@ -439,6 +448,7 @@ int cmd_record(int argc, char **argv)
         {"notrace", required_argument, NULL, OPT_NOTRACE},
         {"depth", required_argument, NULL, OPT_DEPTH},
         {"no-index", no_argument, NULL, OPT_NO_INDEX},
+        {"index", no_argument, NULL, OPT_INDEX},
         {"quiet", no_argument, NULL, 'q'},
         {"force", no_argument, NULL, 'f'},
         {NULL, 0, NULL, 0},
@@ -448,7 +458,7 @@ int cmd_record(int argc, char **argv)
                                    .stop_at_operand = 1, /* PROG's options are its own */
                                    .take = take_option,
                                    .operands = TOOL_OPERANDS_ANY};
-    struct record o = {.check_output = 1};
+    struct record o = {.check_output = 1, .index = -1};
     int rc, status = 0, first;
     char def_out[PATH_MAX], abs[PATH_MAX], preload[PATH_MAX], prog_path[PATH_MAX];
     struct file_id before;

@@ -3,8 +3,13 @@
 #include "opts.h"
 #include "procs.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 /* getopt's value for --max-memory: above every letter and every number a verb gives its own
  * options (256 to 0xffff, opts.h), so that a verb may use -m for something else (tree does). */
@@ -176,6 +181,62 @@ int tool_opts_parse(tool_opts *o, const tool_verb *v, void *ctx, int argc, char 
     return check_operands(o, v, argc, argv);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A trace without index tables (recorded with --no-index, recovered, version 1): they are
+ * built with the trace into a temporary copy (tt_index_build), which @t then reads in its
+ * place. The copy is unlinked as soon as it is open, so nothing is left behind, even by a
+ * verb that is killed. Messages keep naming the trace the user gave. */
+static int index_in_copy(tool_trace *t, tt_cursor_mode mode)
+{
+    const char *path = t->path, *tmpdir = getenv("TMPDIR");
+    char dir[4096], copy[4200];
+    tt_error_info err;
+    tt_index_build_result res;
+    if (!tmpdir || !*tmpdir)
+        tmpdir = "/tmp";
+    if ((size_t)snprintf(dir, sizeof dir, "%s/tinytrace-index.XXXXXX", tmpdir) >= sizeof dir ||
+        !mkdtemp(dir)) {
+        tool_error("%s: has no index tables, and no folder for a copy with them could be made "
+                   "in %s: %s", path, tmpdir, strerror(errno));
+        return TOOL_EXIT_SYSTEM;
+    }
+    snprintf(copy, sizeof copy, "%s/trace", dir);
+    double t0 = now_s();
+    tool_error_info_init(&err);
+    int rc = tt_index_build(&t->src, copy, &res, &err);
+    if (rc != TT_OK) {
+        rmdir(dir);
+        tool_error("%s: has no index tables, and building them failed: %s", path,
+                   tool_strip_path(err.message, t->src.name));
+        return rc == TT_E_IO || rc == TT_E_NOMEM ? TOOL_EXIT_SYSTEM : TOOL_EXIT_CORRUPT;
+    }
+    tt_reader_limits lim = t->lim;
+    tool_trace_close(t);
+    rc = tool_trace_probe(t, copy, &lim, mode);
+    if (rc == TOOL_EXIT_OK)
+        rc = tool_trace_open(t);
+    if (rc == TOOL_EXIT_OK) {
+        tool_error_info_init(&err);
+        int irc = tt_index_open(t->r, &t->lim, &t->ix, &err);
+        if (irc != TT_OK)
+            rc = tool_report(path, "index tables", irc, &err);
+    }
+    unlink(copy);
+    rmdir(dir);
+    t->path = path;
+    if (rc == TOOL_EXIT_OK)
+        fprintf(stderr, "tinytrace: note: %s has no index tables; built them for this command "
+                "in a temporary copy (%" PRIu64 " events, %.2f s); `tinytrace index %s` keeps "
+                "them in the file\n", path, res.events, now_s() - t0, path);
+    return rc;
+}
+
 int tool_trace_start(tool_trace *t, const char *path, const tool_opts *o, tt_cursor_mode mode,
                      enum tool_trace_step upto)
 {
@@ -193,7 +254,9 @@ int tool_trace_start(tool_trace *t, const char *path, const tool_opts *o, tt_cur
          * why the file has none */
         tool_error_info_init(&err);
         rc = tt_index_open(t->r, &t->lim, &t->ix, &err);
-        if (rc == TT_E_INVAL) {
+        if (rc == TT_E_INVAL && t->m.index_offset == 0) {
+            rc = index_in_copy(t, mode);
+        } else if (rc == TT_E_INVAL) {
             tool_error("%s: this command needs the index tables, and %s", t->path,
                        tool_strip_path(tool_strip_path(err.message, t->path), t->src.name));
             rc = TOOL_EXIT_CORRUPT;

@@ -26,6 +26,7 @@ static const struct verb verbs[] = {
     {"info", cmd_info, "print the manifest and the thread table of a trace"},
     {"verify", cmd_verify, "check a whole trace: frames, checksums, counts"},
     {"recover", cmd_recover, "turn the temporary file of a run that died into a valid trace"},
+    {"index", cmd_index, "build the index tables of a trace recorded without them, or recovered"},
     {"gc", cmd_gc, "remove the temporary files of recordings whose process is gone"},
     {"dump", cmd_dump, "print the events in recorded order, or from a point (--from)"},
     {"diff", cmd_diff, "show where two recordings first differ, thread by thread"},

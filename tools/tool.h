@@ -76,6 +76,7 @@ int cmd_info(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
+int cmd_index(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_hunt(int argc, char **argv);

@@ -543,7 +543,8 @@ void tt_tables_finish(struct tt_tables *tb, struct tt_writer *w)
     tt_tables_chunk_end(tb, w);
     for (uint32_t i = 0; i < tb->nthreads; i++)
         write_block_list(tb, w, i, &tb->threads[i]);
-    write_checkpoint_table(tb, w);
+    if (tb->s) /* NULL: built after the recording (reindex.c), which carries the table over */
+        write_checkpoint_table(tb, w);
 }
 
 /* ---------------------------------------------------------------- summary and directory */

@@ -52,10 +52,11 @@ int main(int argc, char **argv)
 {
     tt_config cfg;
     tt_error_info err;
-    if (argc != 2)
+    if (argc != 2 && !(argc == 3 && strcmp(argv[2], "--no-index") == 0))
         return 2;
     tt_config_init(&cfg);
     if (tt_config_set(&cfg, TT_PARAM_MODE, TT_MODE_RECORD, &err) != TT_OK ||
+        (argc == 3 && tt_config_set(&cfg, TT_PARAM_INDEX, 0, &err) != TT_OK) ||
         tt_config_set_str(&cfg, TT_PARAM_FILE, argv[1], &err) != TT_OK ||
         tt_session_open(&cfg, &session, &err) != TT_OK) {
         fprintf(stderr, "mkcheckpoints: %s\n", err.message);

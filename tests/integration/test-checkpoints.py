@@ -127,6 +127,34 @@ def a_trace_without_checkpoints_says_so(d):
     assert "checkpoints:      none" in i.stdout, i.stdout
 
 
+
+def an_index_built_afterwards_carries_the_checkpoint_table(d):
+    """tinytrace index of a recording without the index tables: the checkpoint table is
+    carried over, each row pointing at its event's chunk in the new file (verify checks it),
+    and every checkpoint, restore and epoch reads as before; rebuilding the index of a trace
+    that has it gives the same file, byte for byte"""
+    bare = os.path.join(d, "bare.tt")
+    r = run([MKCP, bare, "--no-index"])
+    assert r.returncode == 0, f"mkcheckpoints --no-index: {r.returncode} {r.stderr}"
+    assert "none (recorded without them)" in run([TT, "info", bare]).stdout
+    before = run([TT, "dump", "--checkpoints", "--json", bare])
+    epochs = run([TT, "dump", "--json", bare])
+    assert before.returncode == 0 and before.stdout, before.stderr
+    r = run([TT, "index", bare])
+    assert r.returncode == 0 and "index tables of" in r.stdout, (r.returncode, r.stdout, r.stderr)
+    v = run([TT, "verify", "--frames", bare])
+    assert v.returncode == 0, v.stdout + v.stderr
+    assert run([TT, "dump", "--checkpoints", "--json", bare]).stdout == before.stdout
+    assert run([TT, "dump", "--json", bare]).stdout == epochs.stdout
+    i = run([TT, "info", bare]).stdout
+    assert "index tables:     offset" in i and "checkpoints:      7, restores 2" in i, i
+    trace, _ = make(d)
+    again = os.path.join(d, "again.tt")
+    r = run([TT, "index", "-o", again, trace])
+    assert r.returncode == 0, r.stderr
+    with open(trace, "rb") as a, open(again, "rb") as b:
+        assert a.read() == b.read(), "the index built again differs from the recording's"
+
 for name, fn in list(globals().items()):
     if callable(fn) and fn.__module__ == "__main__" and name not in ("run", "check", "make") \
             and fn.__code__.co_argcount == 1:

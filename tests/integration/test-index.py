@@ -8,11 +8,14 @@ Records mkrecord's two-thread trace, reads all its events once with `tinytrace d
 and recomputes from them what `stats`, `tree` and `dump --from` must print: per-function calls,
 total and self time, the call tree with durations, folded stacks, and the events from any
 sequence number or time. A trace of mkdiff, whose calls nest up to 300 deep, checks the call
-path `tree --function` prints for every call. Then a recovered copy (which has no index tables) must be refused by
-stats and tree with exit 3 and a reason, and read from the start by dump --from; so must one
-recorded with `record --no-index`, which replay, verify and dump read as usual (not with
---no-preload: a sanitizer build's runtime cannot be preloaded into date). No progress line may
-appear: stderr is not a terminal here.
+path `tree --function` prints for every call, and `tinytrace index` must build both traces'
+tables again byte for byte. Then a recovered copy (which has no index tables) is read from the
+start by dump --from; stats and tree build its tables in a temporary copy and say so; `tinytrace
+index` writes them into it (verify --frames checks every row, the permissions stay) and refuses
+a damaged copy with its offset, leaving it as it was. One recorded with `record --no-index` is
+read by replay, verify and dump as usual, and by stats, tree and report as the copy `index -o`
+makes (not with --no-preload: a sanitizer build's runtime cannot be preloaded into date). No
+progress line may appear: stderr is not a terminal here.
 
 Every check runs; failures are listed at the end; exit status 1 if any failed. Everything
 happens in a fresh temporary directory, removed at the end.
@@ -117,6 +120,11 @@ def test(tt, mkrecord, tmp):
     rc, out, err = run(tt, "verify", "--frames", trace)
     check(rc == 0 and out.startswith(trace + ": ok"), "verify --frames: every frame row checked",
           (rc, out, err))
+    again = os.path.join(tmp, "again.tt")
+    rc, out, err = run(tt, "index", "-o", again, trace)
+    with open(trace, "rb") as a, open(again, "rb") as b:
+        check(rc == 0 and a.read() == b.read(), "index builds the recording's own tables "
+              "again, byte for byte", out + err)
     rc, out, err = run(tt, "stats", "--json", trace)
     check(rc == 0 and err == "", "stats --json exits 0, nothing on stderr", err)
     st = json.loads(out)
@@ -254,6 +262,11 @@ def test(tt, mkrecord, tmp):
         p = subprocess.run([sys.argv[4], deep, "2", "30", "--deep", "300"], capture_output=True,
                            timeout=TIMEOUT)
         if check(p.returncode == 0, "mkdiff records a trace with deep calls", p.stderr.decode()):
+            again = os.path.join(tmp, "deep-again.tt")
+            rc, out, err = run(tt, "index", "-o", again, deep)
+            with open(deep, "rb") as a, open(again, "rb") as b:
+                check(rc == 0 and a.read() == b.read(), "index builds the deep trace's tables "
+                      "again, byte for byte", out + err)
             dev = [json.loads(l) for l in run(tt, "dump", "--json", deep)[1].splitlines()]
             dframes = frames_from_events(dev)
             for fn in ("rec", "alpha", "iter", "main_run"):
@@ -293,15 +306,56 @@ def test(tt, mkrecord, tmp):
         if check(rc == 0, "recover saves the chunks of a dead run", out + err):
             rc, out, err = run(tt, "verify", rec)
             check(rc == 0, "the recovered trace verifies", out + err)
-            rc, out, err = run(tt, "stats", rec)
-            check(rc == 3 and "no index tables" in err and "recovered" in err,
-                  "stats on a recovered trace: exit 3, says why", err)
-            rc, out, err = run(tt, "tree", rec)
-            check(rc == 3 and "no index tables" in err, "tree on a recovered trace: exit 3", err)
             rc, out, err = run(tt, "dump", "--from", "10", "--count", "5", rec)
             full = run(tt, "dump", rec)[1].splitlines()
             check(rc == 0 and out.splitlines() == full[10:15] and "reading from the start" in err,
                   "dump --from on a trace without index reads from the start", err)
+            rc, out1, err1 = run(tt, "stats", rec)
+            check(rc == 0 and "has no index tables; built them for this command" in err1
+                  and rec in err1, "stats on a recovered trace builds its tables in a copy, "
+                  "and says so", err1)
+            rc, tree1, err = run(tt, "tree", rec)
+            check(rc == 0 and tree1, "tree on a recovered trace", err)
+            check(not [f for f in os.listdir(tmp) if ("partial" in f and not f.startswith("dead.tt"))
+                     or f.endswith(".tmp")]
+                  and not os.path.exists(os.path.join(tmp, "recovered.tt.index")),
+                  "the copy leaves nothing beside the trace", str(os.listdir(tmp)))
+            with open(rec, "rb") as f:
+                before = f.read()
+            os.chmod(rec, 0o640)
+            rc, out, err = run(tt, "index", rec)
+            check(rc == 0 and "index tables of" in out, "index writes the tables into the "
+                  "recovered trace", out + err)
+            rc, out, err = run(tt, "verify", "--frames", rec)
+            check(rc == 0, "the recovered trace with its tables verifies, every frame row "
+                  "checked against the events", out + err)
+            check(os.stat(rec).st_mode & 0o777 == 0o640, "index in place keeps the file's "
+                  "permissions", oct(os.stat(rec).st_mode))
+            rc, out2, err2 = run(tt, "stats", rec)
+            check(rc == 0 and out2 == out1 and err2 == "", "stats of the indexed trace: what "
+                  "the copy gave, no note", err2)
+            check(run(tt, "tree", rec)[1] == tree1, "tree of the indexed trace: what the copy "
+                  "gave")
+            rc, out, err = run(tt, "index", rec)
+            check(rc == 0 and "has its index tables already" in out, "index leaves an indexed "
+                  "trace alone", out + err)
+            # a damaged event chunk: refused with its offset, and the trace is left as it was
+            bad = os.path.join(tmp, "bad.tt")
+            with open(bad, "wb") as f:
+                f.write(before[:600] + bytes([before[600] ^ 0x40]) + before[601:])
+            rc, out, err = run(tt, "index", bad)
+            with open(bad, "rb") as f:
+                after = f.read()
+            check(rc == 3 and "bad.tt" in err and "offset" in err and after[600] != before[600]
+                  and len(after) == len(before),
+                  "index of a damaged trace: exit 3, names the file and the offset, leaves it",
+                  "%d %s" % (rc, err))
+            rc, out, err = run(tt, "stats", bad)
+            check(rc == 3 and "building them failed" in err and "offset" in err,
+                  "stats of a damaged trace without tables: exit 3, says where", err)
+            check(not [f for f in os.listdir(tmp) if ("partial" in f and not f.startswith("dead.tt"))
+                     or f.endswith(".tmp")],
+                  "a refused index leaves no temporary file", str(os.listdir(tmp)))
 
     # ---- a trace recorded with --no-index has none either (the readers run under the
     # valgrind step's wrapper, record and replay do not) ----
@@ -311,25 +365,35 @@ def test(tt, mkrecord, tmp):
               "preloaded")
     elif check(prog is not None, "date is on PATH"):
         plain, bare = os.path.join(tmp, "plain.tt"), os.path.join(tmp, "bare.tt")
-        rc1, _, err1 = run_unwrapped(tt, "record", "-q", "-o", plain, "--", prog, "+%N")
-        rc2, out2, err2 = run_unwrapped(tt, "record", "-q", "--no-index", "-o", bare, "--", prog, "+%N")
-        if check(rc1 == 0 and rc2 == 0, "record with and without --no-index", err1 + err2):
+        rc1, _, err1 = run_unwrapped(tt, "record", "-q", "--index", "-o", plain, "--", prog, "+%N")
+        rc2, out2, err2 = run_unwrapped(tt, "record", "-q", "-o", bare, "--", prog, "+%N")
+        if check(rc1 == 0 and rc2 == 0, "record with --index and without", err1 + err2):
             info = {}
             for name, path in (("plain", plain), ("bare", bare)):
                 rc, out, err = run(tt, "info", "--json", path)
                 info[name] = json.loads(out)["manifest"] if rc == 0 else {}
             check(info["plain"].get("index_offset", 0) != 0
                   and info["bare"].get("index_offset", 1) == 0,
-                  "--no-index: index_offset 0, the default writes the tables",
+                  "by default index_offset 0, --index writes the tables",
                   "%s / %s" % (info["plain"].get("index_offset"), info["bare"].get("index_offset")))
             rc, out, err = run(tt, "info", bare)
             check(rc == 0 and "index tables:     none (recorded without them)" in out,
                   "info says the --no-index trace has no index tables", out + err)
+            copy = os.path.join(tmp, "bare-indexed.tt")
+            rc, out, err = run(tt, "index", "-o", copy, bare)
+            check(rc == 0, "index -o writes an indexed copy", out + err)
+            rc, out, err = run(tt, "index", "-o", copy, bare)
+            check(rc == 2 and "exists" in err, "index -o refuses an existing OUT", err)
             for verb in ("stats", "tree", "report"):
                 rc, out, err = run(tt, verb, bare)
-                check(rc == 3 and "no index tables (recorded without them)" in err
-                      and "<memory>" not in err,
-                      "%s on a --no-index trace: exit 3, says why, names the file" % verb, err)
+                check(rc == 0 and "bare.tt has no index tables; built them" in err
+                      and "<memory>" not in err and "/trace" not in err,
+                      "%s on a --no-index trace builds the tables, says so, names the file"
+                      % verb, err)
+                rc3, out3, err3 = run(tt, verb, copy)
+                check(rc3 == 0 and err3 == "" and out3.replace(copy, bare) == out,
+                      "%s of the indexed copy: the same as from the temporary one" % verb,
+                      err3 + out3[:300] + "\n vs \n" + out[:300])
                 rc, out, err = run(tt, verb, plain)
                 check(rc == 0, "%s on the same program recorded with the tables" % verb, err)
             rc, out, err = run(tt, "verify", bare)

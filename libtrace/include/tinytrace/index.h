@@ -121,6 +121,29 @@ typedef struct tt_index tt_index;
 TT_API int tt_index_open(tt_reader *r, const tt_reader_limits *lim, tt_index **out,
                          tt_error_info *err);
 TT_API void tt_index_close(tt_index *ix);
+
+/* What tt_index_build wrote. */
+typedef struct tt_index_build_result {
+    uint64_t events;          /* events read and indexed */
+    uint64_t frames;          /* frame rows written, all threads */
+    uint64_t bytes_in;        /* the source's size */
+    uint64_t bytes_out;       /* the new file's */
+} tt_index_build_result;
+
+/* Builds the index tables of a finished trace that has none (recorded with TT_PARAM_INDEX 0,
+ * `record --no-index`, or recovered) and writes the trace with them to @out_path: the same
+ * manifest fields, event chunks, thread and object tables and checkpoint table, with the
+ * tables a recording with TT_PARAM_INDEX 1 would have written (docs/FORMAT.md §14.10). A source
+ * that has its tables gets them built afresh; the file is then the same, byte for byte. The file
+ * is written as "<out_path>.<pid>.partial" and renamed, so @out_path may be the source's own
+ * path: the source is replaced only by a whole file. The source is untrusted: every chunk's
+ * checksum and every event is checked, and a hostile file is refused (TT_E_CORRUPT,
+ * TT_E_LIMIT, with the offset) before it can make the tables grow past about 450 MiB (2^20 nested
+ * frames, 2^22 functions). TT_E_INVAL for a file that was not closed whole (tt_recover first).
+ * Thread-safe; memory: the largest chunk, one open frame per nesting level and one summary row
+ * per function. */
+TT_API int tt_index_build(const tt_source *src, const char *out_path,
+                          tt_index_build_result *res, tt_error_info *err);
 /* The most heap memory @ix has held at once so far, bytes (never more than @lim->max_total). */
 TT_API uint64_t tt_index_memory(const tt_index *ix);
 

@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: MIT */
+/* The index tables of a finished trace, built after the recording (tt_index_build, index.h).
+ *
+ * A recording without the tables (TT_PARAM_INDEX 0, `record --no-index`) or a recovered one has
+ * its event chunks but no frame blocks, seek entries, summary or directory. This builds them from
+ * the file, as the swapper would have built them while it encoded: each event chunk is copied
+ * unchanged, and its events are decoded and fed, in file order, to the same per-event step
+ * (tables.h, tt_tables_event) between the same chunk_begin and chunk_end. The file it writes is
+ * the file a recording with the tables would have written from the same events: byte for byte,
+ * when the source already had its tables (test-reindex checks that).
+ *
+ * The source is untrusted. Every chunk is read through the checked framing (checksums), every
+ * event through the reader's decoding rules; the open-frame stack and the functions the summary
+ * holds are bounded (TT_REINDEX_MAX_DEPTH, TT_REINDEX_MAX_FUNCTIONS), so a hostile file gets an
+ * error that names the offset, never unbounded memory. The checkpoint table is not rebuilt from
+ * the session's notes (there is no session): its rows are carried over, each with the chunk
+ * offset its event has in the new file, and checked against that event.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "record.h"
+#include "tables.h"
+#include <tinytrace/index.h>
+
+/* What a hostile file can make the tables hold: 2^20 open frames (56 MiB of stack) and 2^22
+ * functions in the summary (a table of 2^23 rows, 384 MiB at most) */
+#define TT_REINDEX_MAX_DEPTH (1u << 20)
+#define TT_REINDEX_MAX_FUNCTIONS (1u << 22)
+#define TT_REINDEX_MAX_TABLE (1u << 30) /* thread, object or checkpoint table body */
+
+struct rx {
+    const tt_source *src;
+    tt_error_info *err;
+    int fd;
+    int werr;                 /* the first write error */
+    uint64_t werr_off;
+    struct tt_writer w;
+    struct tt_tables *tb;
+    uint8_t *chunk;           /* one whole chunk, header and body */
+    size_t chunk_cap;
+};
+
+static int out_cb(void *ctx, uint64_t off, const void *data, size_t len)
+{
+    struct rx *x = ctx;
+    const uint8_t *p = data;
+    while (len) {
+        ssize_t n = pwrite(x->fd, p, len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? errno : ENOSPC;
+        p += n;
+        off += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static bool room(struct rx *x, uint64_t n)
+{
+    if (n <= x->chunk_cap && x->chunk)
+        return true;
+    uint8_t *c = realloc(x->chunk, n ? n : 1);
+    if (!c)
+        return false;
+    x->chunk = c;
+    x->chunk_cap = n;
+    return true;
+}
+
+/* Reads the whole chunk at @off (checked: header, checksum) into x->chunk. */
+static int read_chunk(struct rx *x, uint64_t off, uint64_t area_end, uint16_t type,
+                      const char *what, struct tt_chunk_header *h)
+{
+    uint8_t hb[TT_CHUNK_HEADER];
+    int rc = tt_chunk_read_header(x->src, off, area_end, type, what, h, hb, x->err);
+    if (rc != TT_OK)
+        return rc;
+    if (h->body_len > TT_REINDEX_MAX_TABLE)
+        return tt_fail(x->err, TT_E_LIMIT, 0, off + 8, "%s: %s at offset %llu: a body of %u "
+                       "bytes, more than this build reads", x->src->name, what,
+                       (unsigned long long)off, h->body_len);
+    if (!room(x, TT_CHUNK_HEADER + (uint64_t)h->body_len))
+        return tt_fail(x->err, TT_E_NOMEM, ENOMEM, off, "out of memory");
+    memcpy(x->chunk, hb, sizeof hb);
+    return tt_chunk_read_body(x->src, off, h, hb, x->chunk + TT_CHUNK_HEADER, what, x->err);
+}
+
+static int bad(struct rx *x, uint64_t off, const char *why)
+{
+    return tt_fail(x->err, TT_E_CORRUPT, 0, off, "%s: event chunk at offset %llu: %s",
+                   x->src->name, (unsigned long long)off, why);
+}
+
+/* The events of the event chunk in x->chunk (at @off in the source), fed to the tables as the
+ * encoder feeds them (encoder.c): kind (a "sync again" is a sync event), function, time, seq,
+ * index in the chunk. @pending: the payload bytes its thread still owes from the chunk before,
+ * updated. The decoding rules are the reader's (FORMAT.md §5.2, §6). */
+static int feed(struct rx *x, uint64_t off, const struct tt_chunk_header *h, uint32_t version,
+                uint64_t *pending)
+{
+    const uint8_t *p = x->chunk + TT_CHUNK_HEADER, *end = p + h->body_len;
+    if (h->cont_len != (*pending < h->body_len ? *pending : h->body_len))
+        return bad(x, off, "its continuation does not match the thread's split payload");
+    p += h->cont_len;
+    *pending -= h->cont_len;
+    struct tt_tables *tb = x->tb;
+    struct tb_thread *t = tt_tables_of(tb, h->thread);
+    if (!t)
+        return tt_fail(x->err, TT_E_NOMEM, ENOMEM, off, "out of memory");
+    uint64_t time = h->base_time, seq = h->first_seq;
+    uint32_t fn = 0;
+    const unsigned kmax = tt_tag_kind_max(version);
+    for (uint32_t i = 0; i < h->count; i++, seq++) {
+        uint64_t dt, v;
+        if (p >= end)
+            return bad(x, off, "its events run past its body");
+        uint8_t raw = *p++, tag = tt_tag_full(raw, &dt);
+        unsigned kind = tag & TT_TAG_KIND;
+        if (kind == 0 || kind > kmax ||
+            (!(raw & TT_TAG_SHORT) && tt_get_varint(&p, end, &dt) != 0) || dt > UINT64_MAX - time)
+            return bad(x, off, "an event is malformed");
+        if (!(tag & TT_TAG_FSAME)) {
+            if (tt_get_varint(&p, end, &v) != 0 || v > UINT32_MAX)
+                return bad(x, off, "an event's function is malformed");
+            fn = (uint32_t)v;
+        }
+        time += dt;
+        if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
+            if (tag & TT_TAG_OUT)
+                return bad(x, off, "an enter or exit has the OUT flag");
+        } else if (kind == TT_TAG_SYNC_AGAIN) {
+            uint64_t site, step;
+            if (tt_get_varint(&p, end, &site) != 0 || site > UINT32_MAX ||
+                tt_get_varint(&p, end, &step) != 0)
+                return bad(x, off, "a sync event is malformed");
+            kind = TT_EV_SYNC;
+        } else {
+            uint64_t site, arg, addr, len;
+            if (tt_get_varint(&p, end, &site) != 0 || site > UINT32_MAX ||
+                tt_get_varint(&p, end, &arg) != 0 || tt_get_varint(&p, end, &addr) != 0 ||
+                tt_get_varint(&p, end, &len) != 0 || ((tag & TT_TAG_OUT) && !tt_out_allowed(kind)))
+                return bad(x, off, "an event is malformed");
+            uint64_t avail = (uint64_t)(end - p);
+            if (len > avail) {
+                if (i + 1 != h->count || !(h->flags & TT_CF_CONT_OUT))
+                    return bad(x, off, "an event's payload runs past its chunk");
+                *pending = len - avail;
+                p = end;
+            } else {
+                p += len;
+            }
+        }
+        tt_tables_event(tb, &x->w, t, h->thread, kind, fn, time, seq, i);
+        if (TT_UNLIKELY(t->depth > TT_REINDEX_MAX_DEPTH))
+            return tt_fail(x->err, TT_E_LIMIT, 0, off, "%s: event chunk at offset %llu: calls "
+                           "nested deeper than %u frames", x->src->name, (unsigned long long)off,
+                           TT_REINDEX_MAX_DEPTH);
+        if (TT_UNLIKELY(tb->sum_used > TT_REINDEX_MAX_FUNCTIONS))
+            return tt_fail(x->err, TT_E_LIMIT, 0, off, "%s: event chunk at offset %llu: more "
+                           "than %u functions", x->src->name, (unsigned long long)off,
+                           TT_REINDEX_MAX_FUNCTIONS);
+    }
+    if (p != end)
+        return bad(x, off, "bytes follow its last event");
+    if (tb->failed)
+        return tt_fail(x->err, TT_E_NOMEM, ENOMEM, off, "out of memory for the index tables");
+    return TT_OK;
+}
+
+static int cmp_mark(const void *a, const void *b)
+{
+    const struct cp_mark *x = a, *y = b;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static bool put(uint8_t **b, size_t *len, size_t *cap, uint64_t v)
+{
+    if (*len + 10 > *cap) {
+        size_t nc = *cap ? *cap * 2 : 256;
+        uint8_t *nb = realloc(*b, nc);
+        if (!nb)
+            return false;
+        *b = nb;
+        *cap = nc;
+    }
+    *len = (size_t)(tt_put_varint(*b + *len, v) - *b);
+    return true;
+}
+
+/* The source's checkpoint table (in x->chunk, @h, at @off), its rows carried over with the
+ * chunk offset each event has now (the marks the tables took), each checked against its event:
+ * thread, seq, time and index in the chunk. Rows as tables.c writes them (FORMAT.md §15.2). */
+static int carry_checkpoints(struct rx *x, uint64_t off, const struct tt_chunk_header *h,
+                             const tt_manifest *m, tt_manifest *o)
+{
+    struct tt_tables *tb = x->tb;
+    if (tb->nmarks)
+        qsort(tb->marks, tb->nmarks, sizeof *tb->marks, cmp_mark);
+    const uint8_t *p = x->chunk + TT_CHUNK_HEADER, *end = p + h->body_len;
+    uint8_t *b = NULL;
+    size_t len = 0, cap = 0;
+    const char *why = NULL;
+    uint64_t rows = (uint64_t)m->checkpoint_count + m->restore_count;
+    if (h->count != rows || rows != tb->nmarks)
+        why = "its rows are not the file's checkpoint and restore events";
+    for (uint64_t r = 0; !why && r < rows; r++) {
+        uint64_t f[8];
+        unsigned nf = r < m->checkpoint_count ? 8 : 7;
+        for (unsigned k = 0; k < nf && !why; k++)
+            if (tt_get_varint(&p, end, &f[k]) != 0)
+                why = "a row is malformed";
+        if (why)
+            break;
+        struct cp_mark key = { .thread = f[0] > UINT32_MAX ? UINT32_MAX : (uint32_t)f[0],
+                               .seq = f[1] };
+        const struct cp_mark *mk = tb->nmarks ? bsearch(&key, tb->marks, tb->nmarks,
+                                                        sizeof key, cmp_mark) : NULL;
+        if (!mk || mk->time != f[2] || mk->index != f[4]) {
+            why = "a row does not match its event";
+            break;
+        }
+        f[3] = mk->chunk_off;
+        bool ok = true;
+        for (unsigned k = 0; k < nf && ok; k++)
+            ok = put(&b, &len, &cap, f[k]);
+        /* a checkpoint's providers: (id, size) pairs */
+        for (uint64_t k = 0; ok && nf == 8 && k < 2 * f[7] && !why; k++) {
+            uint64_t v;
+            if (tt_get_varint(&p, end, &v) != 0)
+                why = "a row is malformed";
+            else
+                ok = put(&b, &len, &cap, v);
+        }
+        if (!ok) {
+            free(b);
+            return tt_fail(x->err, TT_E_NOMEM, ENOMEM, off, "out of memory");
+        }
+    }
+    if (!why && p != end)
+        why = "bytes follow its last row";
+    if (why) {
+        free(b);
+        return tt_fail(x->err, TT_E_CORRUPT, 0, off, "%s: checkpoint table at offset %llu: %s",
+                       x->src->name, (unsigned long long)off, why);
+    }
+    struct tt_chunk_header ch = { .type = TT_CHUNK_CHECKPOINTS, .thread = TT_NO_THREAD,
+                                  .count = (uint32_t)rows, .body_len = (uint32_t)len };
+    o->checkpoints_offset = tt_writer_tail_(&x->w);
+    tt_writer_put_chunk_(&x->w, &ch, b);
+    if (len > o->largest_chunk)
+        o->largest_chunk = len;
+    o->checkpoints_length = TT_CHUNK_HEADER + len;
+    o->checkpoint_count = m->checkpoint_count;
+    o->restore_count = m->restore_count;
+    free(b);
+    return TT_OK;
+}
+
+static int read_manifest(const tt_source *src, tt_manifest *m, tt_error_info *err)
+{
+    uint8_t mb[TT_MANIFEST_SIZE];
+    size_t got = 0;
+    if (src->size < TT_MANIFEST_SIZE || src->read(src->ctx, 0, mb, sizeof mb, &got) != TT_OK ||
+        got != sizeof mb)
+        return tt_fail(err, TT_E_TRUNCATED, 0, 0, "%s: shorter than a manifest", src->name);
+    int rc = tt_manifest_decode(mb, src->size, m, err);
+    if (rc != TT_OK)
+        return rc;
+    if (!(m->flags & TT_MF_FINALIZED) || (m->flags & TT_MF_INCOMPLETE))
+        return tt_fail(err, TT_E_INVAL, 0, TT_M_FLAGS, "%s: the recording was not closed "
+                       "whole; `tinytrace recover` makes a trace of what it holds first",
+                       src->name);
+    if (m->thread_count > (1u << 16))
+        return tt_fail(err, TT_E_LIMIT, 0, UINT64_MAX, "%s: %u threads, more than this build "
+                       "indexes", src->name, m->thread_count);
+    return TT_OK;
+}
+
+/* The data area: event chunks copied and fed, the old index chunks passed over, the checkpoint
+ * table carried over after the tables' last blocks, as a recording places it. */
+static int data_area(struct rx *x, const tt_manifest *m, tt_manifest *o, uint64_t *pending,
+                     uint64_t *next_seq, tt_index_build_result *res)
+{
+    uint64_t cp_off = 0, off = m->data_offset;
+    while (off < m->data_end) {
+        struct tt_chunk_header h;
+        int rc = read_chunk(x, off, m->data_end, 0, "chunk", &h);
+        if (rc != TT_OK)
+            return rc;
+        uint64_t n = TT_CHUNK_HEADER + (uint64_t)h.body_len;
+        if (h.type == TT_CHUNK_CHECKPOINTS) {
+            cp_off = off;
+        } else if (h.type == TT_CHUNK_EVENTS) {
+            if (h.thread >= m->thread_count)
+                return bad(x, off, "its thread is not in the thread table");
+            if (h.first_seq != next_seq[h.thread])
+                return bad(x, off, "it does not continue its thread's sequence");
+            tt_tables_chunk_begin(x->tb, &x->w);
+            rc = feed(x, off, &h, m->version, &pending[h.thread]);
+            if (rc != TT_OK)
+                return rc;
+            next_seq[h.thread] = h.first_seq + h.count;
+            uint8_t le[8];
+            tt_put64(le, h.checksum);
+            o->events_checksum = tt_hash64(le, 8, o->events_checksum);
+            o->chunk_count++;
+            tt_writer_put_raw_(&x->w, x->chunk, n);
+            tt_tables_chunk_end(x->tb, &x->w);
+            res->events += h.count;
+        } else if (h.type != TT_CHUNK_FRAMES && h.type != TT_CHUNK_SEEK &&
+                   h.type != TT_CHUNK_BLOCKS) {
+            return tt_fail(x->err, TT_E_CORRUPT, 0, off, "%s: chunk at offset %llu: type %u has "
+                           "no place in the data area", x->src->name, (unsigned long long)off,
+                           h.type);
+        }
+        off += n;
+        if (x->w.write_errno)
+            return TT_OK;
+    }
+    if (o->chunk_count != m->chunk_count || res->events != m->event_count ||
+        o->events_checksum != m->events_checksum)
+        return tt_fail(x->err, TT_E_CORRUPT, 0, TT_M_EVSUM, "%s: the event chunks are "
+                       "not the ones the manifest counts (chunks, events or events checksum)",
+                       x->src->name);
+    for (uint32_t i = 0; i < m->thread_count; i++)
+        if (pending[i])
+            return tt_fail(x->err, TT_E_CORRUPT, 0, m->data_end, "%s: thread %u's last payload "
+                           "is not whole", x->src->name, i);
+    tt_tables_finish(x->tb, &x->w); /* tb->s is NULL: no checkpoint table of its own */
+    if (cp_off) {
+        struct tt_chunk_header h;
+        int rc = read_chunk(x, cp_off, m->data_end, TT_CHUNK_CHECKPOINTS, "checkpoint table", &h);
+        if (rc == TT_OK)
+            rc = carry_checkpoints(x, cp_off, &h, m, o);
+        if (rc != TT_OK)
+            return rc;
+    } else if (x->tb->nmarks) {
+        /* the recording had no table (its notes were lost): neither has this file */
+        o->checkpoint_count = o->restore_count = 0;
+    }
+    return TT_OK;
+}
+
+/* The thread and object tables, copied as they are. */
+static int copy_table(struct rx *x, uint64_t off, uint64_t len, uint16_t type, const char *what,
+                      uint64_t *new_off)
+{
+    struct tt_chunk_header h;
+    int rc = read_chunk(x, off, off + len, type, what, &h);
+    if (rc != TT_OK)
+        return rc;
+    *new_off = tt_writer_tail_(&x->w);
+    tt_writer_put_raw_(&x->w, x->chunk, TT_CHUNK_HEADER + (uint64_t)h.body_len);
+    return TT_OK;
+}
+
+int tt_index_build(const tt_source *src, const char *out_path, tt_index_build_result *res,
+                   tt_error_info *err)
+{
+    tt_index_build_result dummy;
+    if (!res)
+        res = &dummy;
+    memset(res, 0, sizeof *res);
+    tt_manifest m;
+    int rc = read_manifest(src, &m, err);
+    if (rc != TT_OK)
+        return rc;
+    char tmp[4200];
+    if (tt_partial_name(out_path, (long)getpid(), tmp, sizeof tmp) != TT_OK)
+        return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "the output path is too long for its "
+                       "temporary name (%zu bytes): %s", strlen(out_path), out_path);
+    struct rx x = { .src = src, .err = err, .fd = -1 };
+    /* per thread: the payload bytes owed to its next chunk, and that chunk's first seq */
+    uint64_t *pending = calloc(2 * (size_t)(m.thread_count ? m.thread_count : 1), sizeof *pending);
+    uint64_t *next_seq = pending ? pending + (m.thread_count ? m.thread_count : 1) : NULL;
+    x.tb = calloc(1, sizeof *x.tb);
+    x.w.block_size = m.block_size >= 4096 && m.block_size <= (1u << 24) ? m.block_size : 32768;
+    x.w.block = malloc(x.w.block_size);
+    if (!pending || !x.tb || !x.w.block) {
+        rc = tt_fail(err, TT_E_NOMEM, ENOMEM, UINT64_MAX, "out of memory");
+        goto out;
+    }
+    x.fd = tt_partial_create(tmp);
+    if (x.fd < 0) {
+        int e = errno;
+        rc = tt_fail(err, TT_E_IO, e, UINT64_MAX, "cannot create %s: %s", tmp, strerror(e));
+        goto out;
+    }
+    x.w.cb = out_cb;
+    x.w.cb_ctx = &x;
+    x.w.file_off = TT_MANIFEST_SIZE;
+    tt_manifest o = m;
+    o.version = TT_FORMAT_VERSION;
+    o.data_offset = TT_MANIFEST_SIZE;
+    o.largest_chunk = 0;
+    o.chunk_count = 0;
+    o.events_checksum = 0;
+    o.index_offset = o.index_length = 0;
+    o.checkpoints_offset = o.checkpoints_length = 0;
+    x.w.m = o; /* the tables set the index's and the checkpoint table's fields here */
+    rc = data_area(&x, &m, &x.w.m, pending, next_seq, res);
+    if (rc == TT_OK && !x.w.write_errno) {
+        x.w.m.data_end = tt_writer_tail_(&x.w);
+        rc = copy_table(&x, m.threads_offset, m.threads_length, TT_CHUNK_THREADS, "thread table",
+                        &x.w.m.threads_offset);
+    }
+    if (rc == TT_OK && !x.w.write_errno)
+        rc = copy_table(&x, m.objects_offset, m.objects_length, TT_CHUNK_OBJECTS, "object table",
+                        &x.w.m.objects_offset);
+    if (rc == TT_OK && !x.w.write_errno) {
+        tt_tables_write_tail(x.tb, &x.w, m.thread_count);
+        if (x.tb->failed)
+            rc = tt_fail(err, TT_E_NOMEM, ENOMEM, UINT64_MAX, "out of memory for the index tables");
+    }
+    if (rc == TT_OK && !x.w.write_errno) {
+        tt_writer_block_flush(&x.w);
+        tt_manifest *f = &x.w.m;
+        f->file_size = x.w.file_off;
+        f->block_count = (f->file_size - f->data_offset + x.w.block_size - 1) / x.w.block_size;
+        uint8_t mb[TT_MANIFEST_SIZE];
+        tt_manifest_encode(mb, f);
+        int e = out_cb(&x, 0, mb, sizeof mb);
+        if (!e && fdatasync(x.fd) != 0)
+            e = errno;
+        if (e && !x.w.write_errno)
+            x.w.write_errno = e;
+    }
+    if (rc == TT_OK && x.w.write_errno)
+        rc = tt_fail(err, TT_E_IO, x.w.write_errno, UINT64_MAX, "writing %s: %s", tmp,
+                     strerror(x.w.write_errno));
+    res->frames = 0;
+    for (uint32_t i = 0; i < x.tb->nthreads; i++)
+        res->frames += x.tb->threads[i].frames;
+    res->bytes_in = src->size;
+    res->bytes_out = x.w.file_off;
+out:
+    if (x.fd >= 0) {
+        if (close(x.fd) != 0 && rc == TT_OK)
+            rc = tt_fail(err, TT_E_IO, errno, UINT64_MAX, "closing %s: %s", tmp, strerror(errno));
+        if (rc == TT_OK && rename(tmp, out_path) != 0)
+            rc = tt_fail(err, TT_E_IO, errno, UINT64_MAX, "cannot rename %s to %s: %s", tmp,
+                         out_path, strerror(errno));
+        if (rc != TT_OK)
+            unlink(tmp);
+    }
+    tt_tables_free(x.tb);
+    free(x.w.block);
+    free(x.chunk);
+    free(pending);
+    return rc;
+}
