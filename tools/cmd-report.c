@@ -61,9 +61,11 @@ static const char usage[] =
     TOOL_NO_DEMANGLE_HELP TOOL_MAX_MEMORY_HELP
     "  -h, --help          print this help\n"
     "\n"
-    "Exits 0 on success; 2 on a usage error; 3 when the tables are damaged or missing\n"
-    "(recovered, version-1 and record --no-index traces have none); 6 when FILE cannot be\n"
-    "opened, memory runs out or the output cannot be written.\n";
+    "A trace without index tables (record's default, recovered) gets them built in a temporary\n"
+    "copy first (tinytrace index writes them into the file once for all).\n"
+    "\n"
+    "Exits 0 on success; 2 on a usage error; 3 when the trace or its tables are damaged; 6 when\n"
+    "FILE cannot be opened, memory runs out or the output cannot be written.\n";
 
 enum sort_key { BY_TOTAL, BY_SELF, BY_CALLS, BY_AVG, BY_MAX, BY_NAME };
 

@@ -34,9 +34,11 @@ static const char usage[] =
     "                      kinds{}\n" TOOL_NO_DEMANGLE_HELP TOOL_MAX_MEMORY_HELP TOOL_PROCESS_HELP
     "  -h, --help          print this help\n"
     "\n"
-    "Exits 0 on success; 3 when the tables are damaged or missing (a recovered, version-1 or\n"
-    "record --no-index trace has no index tables); 6 when FILE cannot be opened or the output\n"
-    "written.\n";
+    "A trace without index tables (record's default, recovered) gets them built in a temporary\n"
+    "copy first (tinytrace index writes them into the file once for all).\n"
+    "\n"
+    "Exits 0 on success; 3 when the trace or its tables are damaged; 6 when FILE cannot be\n"
+    "opened or the output written.\n";
 
 struct ctx {
     tool_trace *t;

@@ -66,9 +66,11 @@ static const char usage[] =
     TOOL_PROCESS_HELP
     "  -h, --help              print this help\n"
     "\n"
-    "Exits 0 on success; 2 on a usage error (an unknown thread or function); 3 when the tables\n"
-    "are damaged or missing (recovered, version-1 and record --no-index traces have none); 6\n"
-    "when FILE cannot be opened or the output written.\n";
+    "A trace without index tables (record's default, recovered) gets them built in a temporary\n"
+    "copy first (tinytrace index writes them into the file once for all).\n"
+    "\n"
+    "Exits 0 on success; 2 on a usage error (an unknown thread or function); 3 when the trace\n"
+    "or its tables are damaged; 6 when FILE cannot be opened or the output written.\n";
 
 struct opts {
     int one_thread;
