@@ -781,6 +781,98 @@ Test(index, leaf_loops_without_the_index_read_back_call_for_call, .timeout = 60)
     free(sink.data);
 }
 
+/* Recursions of one function without the index tables, where the swapper takes the enters and
+ * exits that follow one of the same function one short tag each (encoder.c, same_fn_run): read
+ * back, the events are the calls made, one for one, in order, and their times keep every step
+ * over 63 ticks that the recursions made (a spin), at any depth and on the way back up. */
+Test(index, recursions_without_the_index_read_back_call_for_call, .timeout = 60)
+{
+    tt_memory_sink sink;
+    tt_session *s;
+    tt_error_info err = {0};
+    tt_config cfg;
+    tt_config_init(&cfg);
+    tt_config_set(&cfg, TT_PARAM_MODE, TT_MODE_RECORD, &err);
+    tt_config_set(&cfg, TT_PARAM_BUFFER_BYTES, 4096, &err); /* 256 raw records a buffer */
+    tt_config_set(&cfg, TT_PARAM_MEMORY_BYTES, 64 * 4096, &err);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_INDEX, 0, &err), TT_OK, "%s", err.message);
+    tt_config_set_memory_sink(&cfg, &sink);
+    cr_assert_eq(tt_session_open(&cfg, &s, &err), TT_OK, "%s", err.message);
+    const uint32_t f = fn_named(s, "rec%d", 0), g = fn_named(s, "other%d", 1);
+    static const int depths[] = { 1, 2, 63, 64, 255, 256, 257, 1000 };
+    const size_t nd = sizeof depths / sizeof depths[0];
+    size_t cap = 8192, nw = 0, spins = 0;
+    struct { uint32_t kind, fn; } *want = malloc(cap * sizeof *want);
+    cr_assert_not_null(want);
+    for (size_t r = 0; r < 2 * nd; r++) {
+        const int d = depths[r % nd];
+        for (int i = 0; i < 2 * d; i++) {
+            const bool down = i < d;
+            const int level = down ? i : 2 * d - 1 - i;
+            /* another function's call at some levels, a spin at others: the run stops there */
+            if (down && level % 37 == 5) {
+                cr_assert_eq(tt_enter(s, g), TT_OK);
+                cr_assert_eq(tt_exit(s, g), TT_OK);
+                cr_assert_leq(nw + 2, cap);
+                want[nw].kind = TT_EV_ENTER, want[nw++].fn = g;
+                want[nw].kind = TT_EV_EXIT, want[nw++].fn = g;
+            }
+            if (level % 53 == (r % 2 ? 7 : 40)) {
+                spin();
+                spins++;
+            }
+            cr_assert_eq(down ? tt_enter(s, f) : tt_exit(s, f), TT_OK);
+            if (nw == cap) {
+                cap *= 2;
+                want = realloc(want, cap * sizeof *want);
+                cr_assert_not_null(want);
+            }
+            want[nw].kind = down ? TT_EV_ENTER : TT_EV_EXIT;
+            want[nw++].fn = f;
+        }
+    }
+    cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
+
+    tt_source src;
+    tt_source_memory(&src, sink.data, sink.len);
+    tt_verify_result vr;
+    cr_assert_eq(tt_verify_ex(&src, NULL, 0, &vr), TT_OK, "%s", vr.message);
+    tt_test_reader tr;
+    cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_PER_THREAD, &err),
+                 TT_OK, "%s", err.message);
+    cr_assert_eq(tr.m.index_offset, 0u, "recorded without the index tables");
+    tt_test_events evs = {0};
+    tt_test_read_cursor(&tr, 0, &evs);
+    cr_assert_eq(evs.end_code, TT_E_END, "%s", evs.err.message);
+    size_t k = 0, long_steps = 0, shorts = 0;
+    uint64_t prev_time = 0;
+    for (size_t i = 0; i < evs.n; i++) {
+        const tt_event *e = &evs.v[i].ev;
+        if (e->kind != TT_EV_ENTER && e->kind != TT_EV_EXIT)
+            continue; /* the session's and the thread's own events */
+        cr_assert_lt(k, nw, "more events than calls");
+        cr_assert(e->kind == want[k].kind && e->sp.function == want[k].fn,
+                  "event %zu: kind %u (%u), the program made kind %u (%u)", k, e->kind,
+                  e->sp.function, want[k].kind, want[k].fn);
+        cr_assert_geq(e->time, prev_time, "event %zu goes back in time", k);
+        if (k && e->time - prev_time > 63)
+            long_steps++;
+        else if (k)
+            shorts++;
+        prev_time = e->time;
+        k++;
+    }
+    cr_assert_eq(k, nw, "%zu events read back, %zu calls made", k, nw);
+    cr_assert_geq(long_steps, spins, "each spin is a step over 63 ticks (%zu spins, %zu steps)",
+                  spins, long_steps);
+    cr_assert_gt(shorts, nw / 2, "most steps were short (%zu of %zu): the runs were taken",
+                 shorts, nw);
+    tt_test_reader_close(&tr);
+    tt_test_events_free(&evs);
+    free(want);
+    free(sink.data);
+}
+
 /* ---- the reader's memory ---- */
 
 /* A loop of @calls leaf calls under one root frame, recorded into @sink. */

@@ -168,6 +168,62 @@ static inline size_t leaf_run_bare(const uint8_t *raw, const uint8_t *end, uint8
     return (size_t)n * 2 * sizeof(struct tt_raw_short);
 }
 
+/* Without the index tables: the enters and exits that follow one of the same function (a
+ * recursion's, as in fib; a loop's leaf), each within TT_TAG_SHORT_STEP ticks of the event
+ * before it, one short tag each, with nothing else to keep. @word is the raw word (kind and
+ * function as recorded) of the enter or exit just encoded: a record whose word differs from it
+ * but in the kind byte names the same function in the same form. Stops before the first record
+ * that needs more (another function or kind, a long step) and leaves it to the general path,
+ * whose bytes these are. Returns the raw bytes consumed. */
+static inline size_t same_fn_run(const uint8_t *raw, const uint8_t *end, uint8_t **op,
+                                 uint64_t origin, uint64_t *last_time, uint64_t word,
+                                 uint64_t *seq)
+{
+    const uint64_t fn_bits = word & ~(uint64_t)0xFF;
+    const uint8_t *p = raw;
+    uint8_t *o = *op;
+    uint64_t last = *last_time;
+    while ((size_t)(end - p) >= sizeof(struct tt_raw_short)) {
+        struct tt_raw_short r;
+        uint64_t w;
+        memcpy(&r, p, sizeof r);
+        memcpy(&w, p, sizeof w);
+        const uint32_t k = (uint32_t)w & 0xFF;
+        if ((w & ~(uint64_t)0xFF) != fn_bits || (k != TT_EV_ENTER && k != TT_EV_EXIT))
+            break;
+        uint64_t t = r.time > origin ? r.time - origin : 0;
+        if (t < last)
+            t = last;
+        if (t - last > TT_TAG_SHORT_STEP)
+            break;
+        *o++ = (uint8_t)(TT_TAG_SHORT | (k == TT_EV_EXIT ? TT_TAG_SHORT_EXIT : 0) | (t - last));
+        last = t;
+        p += sizeof r;
+    }
+    *op = o;
+    *last_time = last;
+    *seq += (uint64_t)(p - raw) / sizeof(struct tt_raw_short);
+    return (size_t)(p - raw);
+}
+
+/* The id of the function at address @a (below TT_RAW_ADDR_END: 48 bits), through the
+ * writer's small direct-mapped cache in front of the session's resolver: the resolver's table
+ * has room for every function a program may have, so with thousands of them nearly every look-up
+ * was a cache miss (59% of its samples on the load of its slot, in a `many` recording); the
+ * functions a buffer calls fit in 4 KiB. Ids above 16 bits, and 0 (no id), are not cached. */
+static inline uint32_t fn_cached(tt_session *s, struct tt_writer *w, uint64_t a)
+{
+    uint64_t *slot = &w->fn_cache[(a >> 4) & (TT_FN_CACHE - 1)];
+    const uint64_t e = *slot;
+    if (TT_LIKELY(e >> 16 == a && e != 0))
+        return (uint32_t)(e & 0xFFFF);
+    tt_fn_resolver res = atomic_load_explicit(&s->fn_resolver, memory_order_acquire);
+    const uint32_t id = res ? res(s, a) : 0;
+    if (id != 0 && id <= 0xFFFF)
+        *slot = a << 16 | id;
+    return id;
+}
+
 /* The bytes of a payload that the thread's previous buffer began: copied as they are to the
  * front of the body (CONT_IN). Advances *@raw and *@o past them. */
 static void encode_continuation(struct tt_rec_thread *t, struct tt_buf *b, const uint8_t **raw,
@@ -238,8 +294,7 @@ void tt_encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
             /* the hooks left the function's id to us: one lookup per change of function */
             uint64_t a = (uint64_t)(sr.kind >> 16) << 32 | sr.function;
             if (a != last_addr) {
-                tt_fn_resolver res = atomic_load_explicit(&s->fn_resolver, memory_order_acquire);
-                last_id = res ? res(s, a) : 0;
+                last_id = fn_cached(s, w, a);
                 last_addr = a;
             }
             if (TT_UNLIKELY(last_id == 0)) {
@@ -310,6 +365,17 @@ void tt_encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
                 raw += tbt ? leaf_run(tb, tbt, raw, end, &o, origin, &last_time, sr.function,
                                       raw_word, &seq)
                            : leaf_run_bare(raw, end, &o, origin, &last_time, raw_word, &seq);
+                count += seq - s0;
+                prev_time = last_time;
+            }
+            uint64_t next = 0;
+            if (kind == TT_EV_ENTER && (size_t)(end - raw) >= sizeof next)
+                memcpy(&next, raw, sizeof next);
+            /* a recursion's enters and exits of one function (fib, rec), one byte each; a
+             * loop's leaf (its exit next) is left to leaf_run_bare, which takes pairs faster */
+            if (!tbt && next != raw_word + (TT_EV_EXIT - TT_EV_ENTER)) {
+                uint64_t s0 = seq;
+                raw += same_fn_run(raw, end, &o, origin, &last_time, raw_word, &seq);
                 count += seq - s0;
                 prev_time = last_time;
             }

@@ -177,6 +177,12 @@ struct tt_writer {
     /* index tables, built by the swapper (tables.c); NULL: the file gets none */
     struct tt_tables *tables;
 
+    /* the encoder's small cache of the function resolver's answers (encoder.c, fn_cached):
+     * address << 16 | id, direct-mapped by address; 0 is empty. Touched by whoever encodes
+     * (encoding is never concurrent) */
+#define TT_FN_CACHE 512u
+    uint64_t fn_cache[TT_FN_CACHE];
+
     /* results, written by the swapper; read by others under qlock */
     tt_manifest m;
     uint64_t bytes_written;
