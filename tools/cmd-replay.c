@@ -687,6 +687,8 @@ struct recorded {
     uint64_t sync_unordered; /* sync operations the recording could not give an object */
     int tree_failed;        /* another process of the tree did not match (said already) */
     int64_t crashes;        /* crash events the recording holds; -1: unknown (no index) */
+    int count_later;        /* no index tables: calls and crashes are counted from the events
+                             * while the program runs (run, count_thread) */
 };
 
 /* A report of a match holds the runtime's counts: they must agree with the recording. A
@@ -1141,6 +1143,58 @@ static int other_processes(const struct replay *o, struct channel *ch, struct re
     return rc;
 }
 
+/* What load_trace takes from the index tables, for a trace that has none (`record` writes
+ * none unless --index): the calls a matched replay meets and the crash events, counted from
+ * the events themselves, one pass of the reader (about 10 ns an event). */
+static int count_calls(tool_trace *t, struct recorded *rec)
+{
+    uint32_t stall = tt_reader_find_object(t->r, TT_OBJ_FUNCTION, TT_STALL_FUNCTION);
+    uint64_t calls = 0, crashes = 0, stalls = 0;
+    const tt_event *ev;
+    tt_error_info err;
+    int rc;
+    tool_error_info_init(&err);
+    while ((rc = tt_reader_peek_ref(t->r, 0, &ev, &err)) == TT_OK) {
+        unsigned k = ev->kind;
+        crashes += k == TT_EV_CRASH;
+        stalls += stall != 0 && k == TT_EV_ENTER && ev->sp.function == stall;
+        calls += k != TT_EV_SESSION_START && k != TT_EV_SESSION_END &&
+                 k != TT_EV_THREAD_START && k != TT_EV_THREAD_END;
+        tt_reader_advance(t->r, 0);
+    }
+    if (rc != TT_E_END)
+        return tool_report(t->path, NULL, rc, &err);
+    /* the tracer's own waits for the budget (an enter and an exit each), which replay steps
+     * over, as load_trace takes them off with the tables */
+    if (2 * stalls <= calls)
+        calls -= 2 * stalls;
+    rec->calls = (int64_t)calls;
+    rec->crashes = (int64_t)crashes;
+    return TOOL_EXIT_OK;
+}
+
+/* count_calls on a thread of its own, while the program runs: the tool only waits then, and
+ * the counts are needed at the verdict (a pass before the program started was a third of a
+ * replay's time on a 2x10^7-event trace). */
+struct counter {
+    const char *trace;
+    struct recorded rec;    /* its calls and crashes are the thread's result */
+    int rc;
+    pthread_t th;
+    int started;
+};
+
+static void *count_thread(void *p)
+{
+    struct counter *c = p;
+    tool_trace t;
+    c->rc = tool_trace_start(&t, c->trace, NULL, TT_CURSORS_SEQUENTIAL, TOOL_TRACE_OPEN);
+    if (c->rc == TOOL_EXIT_OK)
+        c->rc = count_calls(&t, &c->rec);
+    tool_trace_close(&t);
+    return NULL;
+}
+
 /* Runs the replay once everything was checked; returns the exit code. */
 static int run(const struct replay *o, const struct recorded *rec, const struct plan *p)
 {
@@ -1155,8 +1209,19 @@ static int run(const struct replay *o, const struct recorded *rec, const struct 
     tool_jdoc d;
     char why[160];
 
+    struct counter cnt = { .trace = o->trace, .rec = *rec };
+    if (rec->count_later) {
+        cnt.started = pthread_create(&cnt.th, NULL, count_thread, &cnt) == 0;
+        if (!cnt.started) {
+            count_thread(&cnt); /* no thread: before the program, then */
+            if (cnt.rc != TOOL_EXIT_OK)
+                return cnt.rc;
+        }
+    }
     if ((rc = channel_open(&ch)) != TOOL_EXIT_OK ||
         (rc = tool_child_env(p->env, &envp, &settings_fd)) != TOOL_EXIT_OK) {
+        if (cnt.started)
+            pthread_join(cnt.th, NULL);
         channel_close(&ch, 0);
         free(ch.buf);
         return rc;
@@ -1186,6 +1251,11 @@ static int run(const struct replay *o, const struct recorded *rec, const struct 
     int osts[64];
     tool_reap_orphans(opids, osts, 64);
     channel_close(&ch, 2000);
+    if (cnt.started) {
+        pthread_join(cnt.th, NULL);
+        if (rc == TOOL_EXIT_OK && cnt.rc != TOOL_EXIT_OK)
+            rc = cnt.rc; /* said by the thread: without the counts no verdict is made */
+    }
     if (rc != TOOL_EXIT_OK) {
         free(ch.buf);
         return rc;
@@ -1195,6 +1265,10 @@ static int run(const struct replay *o, const struct recorded *rec, const struct 
     unsigned forged = 0;
     const char *text = channel_report(&ch, o->image, &len, &forged);
     struct recorded rec_all = *rec;
+    if (rec->count_later) {
+        rec_all.calls = cnt.rec.calls;
+        rec_all.crashes = cnt.rec.crashes;
+    }
     int others = other_processes(o, &ch, &rec_all);
     rec_all.tree_failed = others != TOOL_EXIT_OK;
     rec = &rec_all;
@@ -1388,36 +1462,6 @@ static int verify_whole(tool_trace *t)
                                              : TOOL_EXIT_CORRUPT;
 }
 
-/* What load_trace takes from the index tables, for a trace that has none (`record` writes
- * none unless --index): the calls a matched replay meets and the crash events, counted from
- * the events themselves, one pass of the reader (about 10 ns an event). */
-static int count_calls(tool_trace *t, struct recorded *rec)
-{
-    uint32_t stall = tt_reader_find_object(t->r, TT_OBJ_FUNCTION, TT_STALL_FUNCTION);
-    uint64_t calls = 0, crashes = 0, stalls = 0;
-    const tt_event *ev;
-    tt_error_info err;
-    int rc;
-    tool_error_info_init(&err);
-    while ((rc = tt_reader_peek_ref(t->r, 0, &ev, &err)) == TT_OK) {
-        unsigned k = ev->kind;
-        crashes += k == TT_EV_CRASH;
-        stalls += stall != 0 && k == TT_EV_ENTER && ev->sp.function == stall;
-        calls += k != TT_EV_SESSION_START && k != TT_EV_SESSION_END &&
-                 k != TT_EV_THREAD_START && k != TT_EV_THREAD_END;
-        tt_reader_advance(t->r, 0);
-    }
-    if (rc != TT_E_END)
-        return tool_report(t->path, NULL, rc, &err);
-    /* the tracer's own waits for the budget (an enter and an exit each), which replay steps
-     * over, as load_trace takes them off with the tables */
-    if (2 * stalls <= calls)
-        calls -= 2 * stalls;
-    rec->calls = (int64_t)calls;
-    rec->crashes = (int64_t)crashes;
-    return TOOL_EXIT_OK;
-}
-
 /* 1. the trace: manifest, every chunk, the tables; its manifest into @m and its recorded
  * command line into @mt. */
 static int load_trace(const struct replay *o, struct recorded *rec, tool_meta *mt)
@@ -1464,7 +1508,7 @@ static int load_trace(const struct replay *o, struct recorded *rec, tool_meta *m
         rec->calls = (int64_t)calls;
         tt_index_close(ix);
     } else if (rc == TOOL_EXIT_OK && t.m.index_offset == 0) {
-        rc = count_calls(&t, rec);
+        rec->count_later = 1;
     }
     tool_trace_close(&t);
     return rc;
