@@ -1390,3 +1390,77 @@ Test(index, recover_keeps_the_events_and_leaves_the_index_out, .init = tt_test_d
     tt_source_close(&rs);
     free(sink.data);
 }
+
+/* tt_index_build of @img into @out: @want, a message naming the source and no file left when
+ * it refuses; a file tt_verify accepts, with its frames, when it builds. */
+static void expect_built(const uint8_t *img, size_t len, const char *out, int want,
+                         const char *what)
+{
+    tt_source src;
+    tt_index_build_result res;
+    tt_error_info err = {0};
+    tt_source_memory(&src, img, len);
+    int rc = tt_index_build(&src, out, &res, &err);
+    cr_assert_eq(rc, want, "%s: index build gave %d, expected %d: %s", what, rc, want,
+                 err.message);
+    if (rc != TT_OK) {
+        cr_assert_not_null(strstr(err.message, "<memory>"), "%s: no file name: %s", what,
+                           err.message);
+        cr_assert_null(fopen(out, "rb"), "%s: refused, and %s is there", what, out);
+        return;
+    }
+    tt_source os;
+    tt_verify_result vr;
+    cr_assert_eq(tt_source_file(&os, out, &err), TT_OK, "%s", err.message);
+    cr_assert_eq(tt_verify_ex(&os, NULL, TT_VERIFY_FRAMES, &vr), TT_OK, "%s: the built file: %s",
+                 what, vr.message);
+    tt_source_close(&os);
+    remove(out);
+}
+
+/* The index built after the recording copies the event chunks and the tables as they are, so it
+ * refuses what a reader refuses in them rather than write a file that fails verify (found by
+ * fuzz/fuzz-index-build.c); a manifest it refuses is named; a block size larger than its write
+ * buffer (16 MiB) still gives the manifest's own block count. */
+Test(index, building_afterwards_refuses_what_a_reader_refuses, .init = tt_test_dir_setup,
+     .fini = tt_test_dir_teardown)
+{
+    tt_memory_sink sink;
+    record_walk(&sink);
+    const uint8_t *img = sink.data;
+    size_t len = sink.len;
+    uint8_t *cp = malloc(len);
+    const char *out = tt_test_path("indexed.tt");
+    expect_built(img, len, out, TT_OK, "the trace as recorded");
+
+    /* thread 0's last time one tick later, its table resealed */
+    memcpy(cp, img, len);
+    uint64_t th = le64(cp + 272), row0 = th + 48;
+    put64(cp + row0 + 40, le64(cp + row0 + 40) + 1);
+    reseal(cp, th);
+    expect_built(cp, len, out, TT_E_COUNTS, "a thread row's last time");
+
+    /* the manifest's payload bytes one more */
+    memcpy(cp, img, len);
+    put64(cp + 200, le64(cp + 200) + 1);
+    put64(cp + 504, XXH3_64bits(cp, 504));
+    expect_built(cp, len, out, TT_E_COUNTS, "the payload bytes");
+
+    /* a reserved manifest byte set: the decoder's refusal, with the file's name */
+    memcpy(cp, img, len);
+    cp[396] = 1;
+    put64(cp + 504, XXH3_64bits(cp, 504));
+    expect_built(cp, len, out, TT_E_CORRUPT, "a reserved byte");
+
+    /* block size 32 MiB, block count to match: a valid file the writer writes in 32 KiB units */
+    cr_assert_gt(len, 512u + 2 * 32768u, "the trace is too short to tell the block counts apart");
+    memcpy(cp, img, len);
+    uint32_t bs = 1u << 25;
+    for (int i = 0; i < 4; i++)
+        cp[24 + i] = (uint8_t)(bs >> (8 * i));
+    put64(cp + 216, (len - 512 + bs - 1) / bs);
+    put64(cp + 504, XXH3_64bits(cp, 504));
+    expect_built(cp, len, out, TT_OK, "a block size of 32 MiB");
+    free(cp);
+    free(sink.data);
+}

@@ -273,8 +273,12 @@ static int read_manifest(const tt_source *src, tt_manifest *m, tt_error_info *er
         got != sizeof mb)
         return tt_fail(err, TT_E_TRUNCATED, 0, 0, "%s: shorter than a manifest", src->name);
     int rc = tt_manifest_decode(mb, src->size, m, err);
-    if (rc != TT_OK)
-        return rc;
+    if (rc != TT_OK) {
+        /* the decoder does not know the file's name; the reader adds it too (reader.c) */
+        char why[sizeof err->message];
+        snprintf(why, sizeof why, "%s", err->message);
+        return tt_fail(err, rc, err->sys_errno, err->offset, "%s: %s", src->name, why);
+    }
     if (!(m->flags & TT_MF_FINALIZED) || (m->flags & TT_MF_INCOMPLETE))
         return tt_fail(err, TT_E_INVAL, 0, TT_M_FLAGS, "%s: the recording was not closed "
                        "whole; `tinytrace recover` makes a trace of what it holds first",
@@ -374,6 +378,18 @@ int tt_index_build(const tt_source *src, const char *out_path, tt_index_build_re
     int rc = read_manifest(src, &m, err);
     if (rc != TT_OK)
         return rc;
+    /* The whole source as a reader checks it (tt_verify) before anything is written: the event
+     * chunks and the thread, object and checkpoint tables go into the new file as they are, so
+     * whatever a reader refuses in them (a thread row, the manifest's payload counts, a chunk
+     * going back in time, a checkpoint row) is refused here, at the source's offset, not
+     * found later in the file this wrote. The pass below checks again what it feeds to the
+     * tables, and the checksums what it copies. */
+    tt_reader_limits lim;
+    tt_reader_limits_default(&lim);
+    tt_verify_result vr;
+    rc = tt_verify(src, &lim, &vr);
+    if (rc != TT_OK)
+        return tt_fail(err, rc, 0, vr.offset, "%s", vr.message);
     char tmp[4200];
     if (tt_partial_name(out_path, (long)getpid(), tmp, sizeof tmp) != TT_OK)
         return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "the output path is too long for its "
@@ -425,7 +441,8 @@ int tt_index_build(const tt_source *src, const char *out_path, tt_index_build_re
         tt_writer_block_flush(&x.w);
         tt_manifest *f = &x.w.m;
         f->file_size = x.w.file_off;
-        f->block_count = (f->file_size - f->data_offset + x.w.block_size - 1) / x.w.block_size;
+        /* in the manifest's unit, which may be larger than the writer's (capped) buffer */
+        f->block_count = (f->file_size - f->data_offset + f->block_size - 1) / f->block_size;
         uint8_t mb[TT_MANIFEST_SIZE];
         tt_manifest_encode(mb, f);
         int e = out_cb(&x, 0, mb, sizeof mb);

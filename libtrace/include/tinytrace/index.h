@@ -136,12 +136,14 @@ typedef struct tt_index_build_result {
  * tables a recording with TT_PARAM_INDEX 1 would have written (docs/FORMAT.md §14.10). A source
  * that has its tables gets them built afresh; the file is then the same, byte for byte. The file
  * is written as "<out_path>.<pid>.partial" and renamed, so @out_path may be the source's own
- * path: the source is replaced only by a whole file. The source is untrusted: every chunk's
- * checksum and every event is checked, and a hostile file is refused (TT_E_CORRUPT,
- * TT_E_LIMIT, with the offset) before it can make the tables grow past about 450 MiB (2^20 nested
- * frames, 2^22 functions). TT_E_INVAL for a file that was not closed whole (tt_recover first).
- * Thread-safe; memory: the largest chunk, one open frame per nesting level and one summary row
- * per function. */
+ * path: the source is replaced only by a whole file. The source is untrusted: it is checked
+ * first as tt_verify checks it with the default reader limits (a refusal has tt_verify's code,
+ * offset and message), then every chunk's checksum and every event again as they are copied,
+ * and a hostile file is refused (TT_E_CORRUPT, TT_E_LIMIT, with the offset) before it can make
+ * the tables grow past about 450 MiB (2^20 nested frames, 2^22 functions). TT_E_INVAL for a
+ * file that was not closed whole (tt_recover first). Thread-safe; memory: the reader storage
+ * tt_verify probes, the largest chunk, one open frame per nesting level and one summary row per
+ * function. */
 TT_API int tt_index_build(const tt_source *src, const char *out_path,
                           tt_index_build_result *res, tt_error_info *err);
 /* The most heap memory @ix has held at once so far, bytes (never more than @lim->max_total). */
