@@ -13,7 +13,7 @@
 # its log in OUTDIR/<target>.log. Process ids go to OUTDIR/pids.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-all_targets="manifest chunk tables verify replay recover"
+all_targets="manifest chunk tables verify replay recover index-build"
 targets=$all_targets
 
 max_len() { [ "$1" = manifest ] && echo 1024 || echo 65536; }

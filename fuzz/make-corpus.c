@@ -2,15 +2,17 @@
 /* Seed corpus of the fuzz targets: small valid traces recorded with the library, written in the
  * input format of each target (docs/FUZZING.md).
  *
- *   make-corpus OUTDIR    writes OUTDIR/{manifest,chunk,tables,verify,replay,recover}/<trace>[-<part>]
+ *   make-corpus OUTDIR    writes OUTDIR/{manifest,chunk,tables,verify,replay,recover,index-build}/
+ *                         <trace>[-<part>]
  *
  * The traces: every event kind on one thread with interned names, a checkpoint provider and
  * restores (the checkpoint table);
  * several threads with payloads of many sizes; payloads split over several chunks; a trace
  * finalized after a crash event; a trace cut short by a write error (ENOSPC, marked incomplete);
  * the partial file of a run that never closed, and the trace tt_recover makes from it; an empty
- * session; synchronization operations on a few objects (sync events in both of their encodings,
- * FORMAT.md §5.2). Every finalized trace is checked with tt_verify before it is written, so a seed that is
+ * session; every event kind again, recorded without the index tables (TT_PARAM_INDEX 0: the
+ * checkpoint table and no index, what tt_index_build is for); synchronization operations on a
+ * few objects (sync events in both of their encodings, FORMAT.md §5.2). Every finalized trace is checked with tt_verify before it is written, so a seed that is
  * not a valid trace fails the build of the corpus.
  */
 #include <errno.h>
@@ -83,6 +85,7 @@ static void emit(const char *name, const uint8_t *img, size_t n)
     const uint8_t ctl = 0;
     write_seed("verify", name, &ctl, 1, img, n);
     write_seed("replay", name, &ctl, 1, img, n);
+    write_seed("index-build", name, &ctl, 1, img, n);
     if (n >= TT_MANIFEST_SIZE && tt_get32(img + TT_M_THREADS) > 1) {
         /* replay target: drive recorded thread k, bound by its name (control bit 4, k in 5-7) */
         for (uint8_t k = 1; k < 4 && k < tt_get32(img + TT_M_THREADS); k++) {
@@ -205,7 +208,8 @@ static int cb_write(void *ctx, uint64_t off, const void *data, size_t len)
     return rc;
 }
 
-static tt_session *open_session(tt_memory_sink *mem, struct cb_sink *cb, uint64_t buffer)
+static tt_session *open_session_index(tt_memory_sink *mem, struct cb_sink *cb, uint64_t buffer,
+                                      int index)
 {
     tt_config cfg;
     tt_error_info err;
@@ -216,12 +220,18 @@ static tt_session *open_session(tt_memory_sink *mem, struct cb_sink *cb, uint64_
     check(tt_config_set(&cfg, TT_PARAM_MEMORY_BYTES, 8 * buffer, &err), "memory", &err);
     check(tt_config_set(&cfg, TT_PARAM_BLOCK_BYTES, 4096, &err), "block", &err);
     check(tt_config_set_str(&cfg, TT_PARAM_CALLER, "fuzz/make-corpus", &err), "caller", &err);
+    check(tt_config_set(&cfg, TT_PARAM_INDEX, (uint64_t)index, &err), "index", &err);
     if (mem)
         tt_config_set_memory_sink(&cfg, mem);
     else
         tt_config_set_callback_sink(&cfg, cb_write, cb);
     check(tt_session_open(&cfg, &s, &err), "open", &err);
     return s;
+}
+
+static tt_session *open_session(tt_memory_sink *mem, struct cb_sink *cb, uint64_t buffer)
+{
+    return open_session_index(mem, cb, buffer, 1);
 }
 
 static void close_session(tt_session *s, int want)
@@ -293,6 +303,19 @@ static void trace_kinds(void)
     record_kinds(s, 40);
     close_session(s, TT_OK);
     emit_valid("kinds", mem.data, mem.len);
+    free(mem.data);
+
+    /* the same without the index tables (TT_PARAM_INDEX 0): the checkpoint table is still
+     * written; what tt_index_build is for */
+    memset(&mem, 0, sizeof mem);
+    s = open_session_index(&mem, NULL, 4096, 0);
+    for (size_t i = 0; i < sizeof st.state; i++)
+        st.state[i] = (uint8_t)(0xB0 + i);
+    if (tt_checkpoint_register(s, &p) != TT_OK)
+        die("kinds-noindex", "checkpoint provider refused");
+    record_kinds(s, 25);
+    close_session(s, TT_OK);
+    emit_valid("kinds-noindex", mem.data, mem.len);
     free(mem.data);
 
     /* one short chunk: the smallest interesting trace */
