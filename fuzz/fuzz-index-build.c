@@ -103,7 +103,7 @@ static int build(const uint8_t *f, size_t n, const char *name, const char *path,
     tt_source_memory(&src, f, n);
     snprintf(src.name, sizeof src.name, "%s", name);
     memset(err, 0, sizeof *err);
-    int rc = tt_index_build(&src, path, res, err);
+    int rc = tt_index_build(&src, path, 0, res, err);
     if (rc != TT_OK) {
         char names[1024];
         FZ_ASSERT(err->message[0] != '\0', "index build failed (%d) without a message", rc);

@@ -1400,7 +1400,7 @@ static void expect_built(const uint8_t *img, size_t len, const char *out, int wa
     tt_index_build_result res;
     tt_error_info err = {0};
     tt_source_memory(&src, img, len);
-    int rc = tt_index_build(&src, out, &res, &err);
+    int rc = tt_index_build(&src, out, 0, &res, &err);
     cr_assert_eq(rc, want, "%s: index build gave %d, expected %d: %s", what, rc, want,
                  err.message);
     if (rc != TT_OK) {

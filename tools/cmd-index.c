@@ -5,6 +5,7 @@
 #include "tool.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +37,13 @@ static const char usage[] =
     "  -f, --force         build the tables of a FILE that has them; replace an existing OUT\n"
     "  -h, --help          print this help\n"
     "\n"
-    "Exits 0 when the tables were written (or FILE had them), 2 for a usage error or a refused\n"
-    "OUT, 3 when FILE is damaged or was not closed whole (`tinytrace recover` first), 6 when a\n"
-    "file cannot be read or written.\n";
+    "A trace signed with your key (tinytrace record signs what it records) is signed again, so\n"
+    "that replay still runs its recorded command; any other keeps its old signature, which no\n"
+    "longer matches.\n"
+    "\n"
+    "Exits 0 when the tables were written (or FILE had them), 2 for a usage error, a refused OUT\n"
+    "or a trace past this build's limits, 3 when FILE is damaged or was not closed whole\n"
+    "(`tinytrace recover` first), 6 when a file cannot be read or written.\n";
 
 struct index_options {
     const char *output; /* -o */
@@ -65,18 +70,36 @@ static double now_s(void)
 }
 
 /* tt_index_build from @src into the temporary file of @out (it writes "<tmp>.<pid>.partial" and
- * renames that to <tmp>, which tool_output_open made ours). */
-static int build_into(const tt_source *src, tool_output *out, tt_index_build_result *res)
+ * renames that to <tmp>, which tool_output_open made ours). The manifest is new, so a trace
+ * signed with this user's key (@signed) is signed again: a trace that replay trusted before
+ * stays trusted, and one it did not trust gains nothing. Then the file is made durable. */
+static int build_into(const tt_source *src, tool_output *out, int trusted,
+                      tt_index_build_result *res)
 {
     tt_error_info err;
     close(out->fd);
     out->fd = -1;
     tool_error_info_init(&err);
-    int rc = tt_index_build(src, out->tmp, res, &err);
+    int rc = tt_index_build(src, out->tmp, TT_INDEX_BUILD_NO_SYNC, res, &err);
     if (rc != TT_OK) {
         tool_output_discard(out);
         tool_error("%s", err.message[0] ? err.message : tt_strerror(rc));
-        return rc == TT_E_IO || rc == TT_E_NOMEM ? TOOL_EXIT_SYSTEM : TOOL_EXIT_CORRUPT;
+        return rc == TT_E_IO || rc == TT_E_NOMEM ? TOOL_EXIT_SYSTEM
+               : rc == TT_E_LIMIT                ? TOOL_EXIT_USAGE
+                                                 : TOOL_EXIT_CORRUPT;
+    }
+    if (trusted && tool_auth_sign(out->tmp) != TOOL_EXIT_OK) {
+        tool_output_discard(out);
+        return TOOL_EXIT_SYSTEM;
+    }
+    int fd = open(out->tmp, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    int e = fd < 0 ? errno : fdatasync(fd) != 0 ? errno : 0;
+    if (fd >= 0)
+        close(fd);
+    if (e) {
+        tool_error("cannot make %s durable: %s", out->tmp, strerror(e));
+        tool_output_discard(out);
+        return TOOL_EXIT_SYSTEM;
     }
     return TOOL_EXIT_OK;
 }
@@ -128,6 +151,8 @@ int cmd_index(int argc, char **argv)
         printf(": has its index tables already (--force builds them again)\n");
         return tool_finish_stdout(TOOL_EXIT_OK);
     }
+    char why[512];
+    int trusted = tool_auth_check(&src, &m, why, sizeof why);
     if (!io.output && fstat(src.fd, &st) != 0) {
         int e = errno;
         tt_source_close(&src);
@@ -138,13 +163,14 @@ int cmd_index(int argc, char **argv)
     /* 0600 like a recording's own file; in place, FILE's own permissions once it is whole */
     rc = tool_output_open(&out, io.output ? io.output : in, 0600);
     if (rc == TOOL_EXIT_OK)
-        rc = build_into(&src, &out, &res);
+        rc = build_into(&src, &out, trusted, &res);
     tt_source_close(&src);
     if (rc == TOOL_EXIT_OK && io.output) {
         rc = tool_output_commit(argv[0], &out, inputs, io.force);
     } else if (rc == TOOL_EXIT_OK) {
         /* FILE is the input: tool_output_commit refuses it, rightly for every other verb */
-        if (chmod(out.tmp, st.st_mode & 07777) != 0 || rename(out.tmp, in) != 0) {
+        /* the permissions, not the set-id bits: the file is ours now, not its owner's */
+        if (chmod(out.tmp, st.st_mode & 0777) != 0 || rename(out.tmp, in) != 0) {
             int e = errno;
             tool_error("cannot replace %s with %s: %s", in, out.tmp, strerror(e));
             tool_output_discard(&out);

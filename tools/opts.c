@@ -209,7 +209,7 @@ static int index_in_copy(tool_trace *t, tt_cursor_mode mode)
     snprintf(copy, sizeof copy, "%s/trace", dir);
     double t0 = now_s();
     tool_error_info_init(&err);
-    int rc = tt_index_build(&t->src, copy, &res, &err);
+    int rc = tt_index_build(&t->src, copy, TT_INDEX_BUILD_NO_SYNC, &res, &err);
     if (rc != TT_OK) {
         rmdir(dir);
         tool_error("%s: has no index tables, and building them failed: %s", path,

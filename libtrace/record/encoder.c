@@ -353,7 +353,7 @@ void tt_encode_buffer(tt_session *s, struct tt_writer *w, struct tt_buf *b)
         if (tbt)
             tt_tables_event(tb, w, tbt, tid, kind, sr.function, rel, seq, (uint32_t)count);
         else if (TT_UNLIKELY(tb && (kind == TT_EV_CHECKPOINT || kind == TT_EV_RESTORE)))
-            tt_tables_mark_(tb, tid, seq, rel, (uint32_t)count); /* no index (TT_PARAM_INDEX 0) */
+            tt_tables_mark_(tb, tid, seq, rel, (uint32_t)count, kind); /* no index */
         seq++;
         count++;
         if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {

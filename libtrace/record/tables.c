@@ -424,12 +424,12 @@ void tt_tables_chunk_end(struct tt_tables *tb, struct tt_writer *w)
  * event. */
 
 void tt_tables_mark_(struct tt_tables *tb, uint32_t thread, uint64_t seq, uint64_t time,
-                     uint32_t index)
+                     uint32_t index, uint32_t kind)
 {
     if (tb->failed || !grow(tb, (void **)&tb->marks, &tb->marks_cap, tb->nmarks + 1,
                             sizeof *tb->marks))
         return;
-    tb->marks[tb->nmarks++] = (struct cp_mark){ thread, index, seq, time, tb->chunk_off };
+    tb->marks[tb->nmarks++] = (struct cp_mark){ thread, index, seq, time, tb->chunk_off, kind };
 }
 
 static int cmp_mark(const void *a, const void *b)

@@ -81,7 +81,7 @@ struct tt_tables {
     /* where each checkpoint and restore event went (tt_tables_mark_), for the checkpoint table
      * (tables.c, at close, with the session's notes of them) */
     tt_session *s;
-    struct cp_mark { uint32_t thread, index; uint64_t seq, time, chunk_off; } *marks;
+    struct cp_mark { uint32_t thread, index; uint64_t seq, time, chunk_off; uint32_t kind; } *marks;
     size_t nmarks, marks_cap;
 };
 
@@ -92,7 +92,7 @@ void tt_tables_close_frame_(struct tt_tables *tb, struct tt_writer *w, uint32_t 
                             struct tb_thread *t, uint64_t end, unsigned outcome);
 /* A checkpoint or restore event: where it is, for the checkpoint table. */
 void tt_tables_mark_(struct tt_tables *tb, uint32_t thread, uint64_t seq, uint64_t time,
-                     uint32_t index);
+                     uint32_t index, uint32_t kind);
 
 
 /* The summary row used last is @fn's, and the table needs no growing before it is updated
@@ -218,7 +218,7 @@ static inline void tt_tables_event(struct tt_tables *restrict tb, struct tt_writ
     } else if (kind == TT_EV_CRASH) {
         t->crashed = true;
     } else if (TT_UNLIKELY(kind == TT_EV_CHECKPOINT || kind == TT_EV_RESTORE)) {
-        tt_tables_mark_(tb, thread, seq, time, index);
+        tt_tables_mark_(tb, thread, seq, time, index, kind);
     }
 }
 

@@ -406,6 +406,13 @@ def test(tt, mkrecord, tmp):
                   "dump prints every event of the --no-index trace",
                   "%d lines, %s events\n%s" % (len(out.splitlines()),
                                                  info["bare"].get("event_count"), err))
+            # the tables written into a signed trace: it is signed again, and replay still
+            # trusts it (the manifest is new; an unsigned copy would be refused)
+            rc, out, err = run(tt, "index", bare)
+            check(rc == 0, "index of record's own trace, in place", out + err)
+            rc, out, err = run_unwrapped(tt, "replay", bare)
+            check(rc == 0 and out == out2, "the indexed trace is still trusted: it replays its "
+                  "recorded command", "%r vs %r\n%s" % (out, out2, err))
 
 
 if __name__ == "__main__":

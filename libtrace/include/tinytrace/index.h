@@ -130,21 +130,28 @@ typedef struct tt_index_build_result {
     uint64_t bytes_out;       /* the new file's */
 } tt_index_build_result;
 
+/* tt_index_build flags. TT_INDEX_BUILD_NO_SYNC: the new file is not made durable (no
+ * fdatasync) before it gets its name: for a copy that is read once and removed. */
+#define TT_INDEX_BUILD_NO_SYNC 0x1u
+
 /* Builds the index tables of a finished trace that has none (recorded with TT_PARAM_INDEX 0,
- * `record --no-index`, or recovered) and writes the trace with them to @out_path: the same
- * manifest fields, event chunks, thread and object tables and checkpoint table, with the
- * tables a recording with TT_PARAM_INDEX 1 would have written (docs/FORMAT.md §14.10). A source
- * that has its tables gets them built afresh; the file is then the same, byte for byte. The file
- * is written as "<out_path>.<pid>.partial" and renamed, so @out_path may be the source's own
- * path: the source is replaced only by a whole file. The source is untrusted: it is checked
- * first as tt_verify checks it with the default reader limits (a refusal has tt_verify's code,
- * offset and message), then every chunk's checksum and every event again as they are copied,
- * and a hostile file is refused (TT_E_CORRUPT, TT_E_LIMIT, with the offset) before it can make
- * the tables grow past about 450 MiB (2^20 nested frames, 2^22 functions). TT_E_INVAL for a
- * file that was not closed whole (tt_recover first). Thread-safe; memory: the reader storage
- * tt_verify probes, the largest chunk, one open frame per nesting level and one summary row per
- * function. */
-TT_API int tt_index_build(const tt_source *src, const char *out_path,
+ * as `tinytrace record` records by default, into caller storage, or recovered) and writes the
+ * trace with them to @out_path: the same manifest fields, event chunks, thread and object tables
+ * and checkpoint table, with the tables a recording with TT_PARAM_INDEX 1 would have written
+ * (docs/FORMAT.md §14.10). A source that has its tables gets them built afresh; the file is then
+ * the same, byte for byte. The manifest is rewritten, so a MAC in it (tt_manifest.auth) is copied
+ * but no longer matches: the caller signs the new file again if it should be trusted. The file is
+ * written as "<out_path>.<pid>.partial" and renamed, so @out_path may be the source's own path:
+ * the source is replaced only by a whole file. The source is untrusted: it is checked first as
+ * tt_verify checks it with the default reader limits (a refusal has tt_verify's code, offset and
+ * message), then every chunk's checksum and every event again as they are copied. A hostile file
+ * is refused (TT_E_CORRUPT, TT_E_LIMIT, with the offset) before the tables pass about 400 MiB
+ * (2^21 calls open at once in all threads, 2^19 functions, one checkpoint mark per row of the
+ * source's checkpoint table) or their time grows faster than the events (exits that are not of
+ * the innermost open call may pass over 64 open frames an event, plus 2^26). TT_E_INVAL for a
+ * file that was not closed whole (tt_recover first). @flags: 0 or TT_INDEX_BUILD_NO_SYNC.
+ * Thread-safe; memory: the reader storage tt_verify probes, the largest chunk, and the tables. */
+TT_API int tt_index_build(const tt_source *src, const char *out_path, unsigned flags,
                           tt_index_build_result *res, tt_error_info *err);
 /* The most heap memory @ix has held at once so far, bytes (never more than @lim->max_total). */
 TT_API uint64_t tt_index_memory(const tt_index *ix);

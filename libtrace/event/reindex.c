@@ -7,12 +7,15 @@
  * unchanged, and its events are decoded and fed, in file order, to the same per-event step
  * (tables.h, tt_tables_event) between the same chunk_begin and chunk_end. The file it writes is
  * the file a recording with the tables would have written from the same events: byte for byte,
- * when the source already had its tables (test-reindex checks that).
+ * when the source already had its tables (tests/test-index.c, test-index.py, test-checkpoints.py
+ * check that).
  *
- * The source is untrusted. Every chunk is read through the checked framing (checksums), every
- * event through the reader's decoding rules; the open-frame stack and the functions the summary
- * holds are bounded (TT_REINDEX_MAX_DEPTH, TT_REINDEX_MAX_FUNCTIONS), so a hostile file gets an
- * error that names the offset, never unbounded memory. The checkpoint table is not rebuilt from
+ * The source is untrusted. It is checked whole as a reader checks it (tt_verify) before anything
+ * is written, and every chunk and event again as it is fed. What the tables hold is bounded: the
+ * open frames of all threads together, the functions of the summary, the checkpoint marks
+ * (at most the rows of the source's checkpoint table), and the frames an exit that is not the
+ * innermost call's passes over (TT_REINDEX_*), so a hostile file gets an error that names the
+ * offset, never unbounded memory or time. The checkpoint table is not rebuilt from
  * the session's notes (there is no session): its rows are carried over, each with the chunk
  * offset its event has in the new file, and checked against that event.
  */
@@ -27,10 +30,14 @@
 #include "tables.h"
 #include <tinytrace/index.h>
 
-/* What a hostile file can make the tables hold: 2^20 open frames (56 MiB of stack) and 2^22
- * functions in the summary (a table of 2^23 rows, 384 MiB at most) */
-#define TT_REINDEX_MAX_DEPTH (1u << 20)
-#define TT_REINDEX_MAX_FUNCTIONS (1u << 22)
+/* What a hostile file can make the tables hold and do: 2^21 open frames of all threads together
+ * (56 bytes each: 112 MiB of stacks, which grow by doubling: at most 224 MiB), 2^19 functions in
+ * the summary (64-byte rows, grown at half full: at most 2^21 rows, 128 MiB), and passes over
+ * open frames by exits that are not the innermost call's (an exit without its enter passes over
+ * the whole stack) of at most 64 a event plus 2^26 */
+#define TT_REINDEX_MAX_OPEN (1u << 21)
+#define TT_REINDEX_MAX_FUNCTIONS (1u << 19)
+#define TT_REINDEX_SCAN_SLACK (UINT64_C(1) << 26)
 #define TT_REINDEX_MAX_TABLE (1u << 30) /* thread, object or checkpoint table body */
 
 struct rx {
@@ -43,6 +50,10 @@ struct rx {
     struct tt_tables *tb;
     uint8_t *chunk;           /* one whole chunk, header and body */
     size_t chunk_cap;
+    uint64_t open;            /* open frames of all threads */
+    uint64_t scanned;         /* open frames passed over by exits not of the innermost call */
+    uint64_t fed;             /* events fed */
+    uint64_t max_marks;       /* checkpoint and restore events the source's table has rows for */
 };
 
 static int out_cb(void *ctx, uint64_t off, const void *data, size_t len)
@@ -157,15 +168,31 @@ static int feed(struct rx *x, uint64_t off, const struct tt_chunk_header *h, uin
                 p += len;
             }
         }
-        tt_tables_event(tb, &x->w, t, h->thread, kind, fn, time, seq, i);
-        if (TT_UNLIKELY(t->depth > TT_REINDEX_MAX_DEPTH))
-            return tt_fail(x->err, TT_E_LIMIT, 0, off, "%s: event chunk at offset %llu: calls "
-                           "nested deeper than %u frames", x->src->name, (unsigned long long)off,
-                           TT_REINDEX_MAX_DEPTH);
-        if (TT_UNLIKELY(tb->sum_used > TT_REINDEX_MAX_FUNCTIONS))
+        /* the bounds, checked before the step that could pass them */
+        const uint32_t d0 = t->depth;
+        if (kind == TT_EV_EXIT && d0 && t->stack[d0 - 1].fn != fn)
+            x->scanned += d0; /* tables.h: the exit looks down the stack for its call */
+        if (TT_UNLIKELY(x->scanned > 64 * x->fed + TT_REINDEX_SCAN_SLACK))
+            return tt_fail(x->err, TT_E_LIMIT, 0, off, "%s: event chunk at offset %llu: more "
+                           "exits that are not of the innermost open call than this build "
+                           "passes over", x->src->name, (unsigned long long)off);
+        if (TT_UNLIKELY(kind == TT_EV_ENTER && x->open >= TT_REINDEX_MAX_OPEN))
+            return tt_fail(x->err, TT_E_LIMIT, 0, off, "%s: event chunk at offset %llu: more "
+                           "than %u calls open at once in all threads", x->src->name,
+                           (unsigned long long)off, TT_REINDEX_MAX_OPEN);
+        if (TT_UNLIKELY(tb->sum_used >= TT_REINDEX_MAX_FUNCTIONS))
             return tt_fail(x->err, TT_E_LIMIT, 0, off, "%s: event chunk at offset %llu: more "
                            "than %u functions", x->src->name, (unsigned long long)off,
                            TT_REINDEX_MAX_FUNCTIONS);
+        if (TT_UNLIKELY((kind == TT_EV_CHECKPOINT || kind == TT_EV_RESTORE) && x->max_marks &&
+                        tb->nmarks >= x->max_marks))
+            return bad(x, off, "more checkpoint and restore events than its checkpoint table "
+                       "has rows");
+        tt_tables_event(tb, &x->w, t, h->thread, kind, fn, time, seq, i);
+        if (!x->max_marks)
+            tb->nmarks = 0; /* no checkpoint table to carry over: no marks kept */
+        x->open = x->open + t->depth - d0;
+        x->fed++;
     }
     if (p != end)
         return bad(x, off, "bytes follow its last event");
@@ -210,6 +237,9 @@ static int carry_checkpoints(struct rx *x, uint64_t off, const struct tt_chunk_h
     size_t len = 0, cap = 0;
     const char *why = NULL;
     uint64_t rows = (uint64_t)m->checkpoint_count + m->restore_count;
+    bool *used = calloc(tb->nmarks ? tb->nmarks : 1, sizeof *used);
+    if (!used)
+        return tt_fail(x->err, TT_E_NOMEM, ENOMEM, off, "out of memory");
     if (h->count != rows || rows != tb->nmarks)
         why = "its rows are not the file's checkpoint and restore events";
     for (uint64_t r = 0; !why && r < rows; r++) {
@@ -224,8 +254,15 @@ static int carry_checkpoints(struct rx *x, uint64_t off, const struct tt_chunk_h
                                .seq = f[1] };
         const struct cp_mark *mk = tb->nmarks ? bsearch(&key, tb->marks, tb->nmarks,
                                                         sizeof key, cmp_mark) : NULL;
-        if (!mk || mk->time != f[2] || mk->index != f[4]) {
+        const uint32_t want = r < m->checkpoint_count ? TT_EV_CHECKPOINT : TT_EV_RESTORE;
+        if (!mk || mk->time != f[2] || mk->index != f[4] || mk->kind != want ||
+            used[mk - tb->marks]) {
             why = "a row does not match its event";
+            break;
+        }
+        used[mk - tb->marks] = true;
+        if (nf == 8 && f[7] > (uint64_t)(end - p)) { /* a provider is 2 varints, 1 byte each */
+            why = "a row is malformed";
             break;
         }
         f[3] = mk->chunk_off;
@@ -242,9 +279,11 @@ static int carry_checkpoints(struct rx *x, uint64_t off, const struct tt_chunk_h
         }
         if (!ok) {
             free(b);
+            free(used);
             return tt_fail(x->err, TT_E_NOMEM, ENOMEM, off, "out of memory");
         }
     }
+    free(used);
     if (!why && p != end)
         why = "bytes follow its last row";
     if (why) {
@@ -269,9 +308,11 @@ static int read_manifest(const tt_source *src, tt_manifest *m, tt_error_info *er
 {
     uint8_t mb[TT_MANIFEST_SIZE];
     size_t got = 0;
-    if (src->size < TT_MANIFEST_SIZE || src->read(src->ctx, 0, mb, sizeof mb, &got) != TT_OK ||
-        got != sizeof mb)
-        return tt_fail(err, TT_E_TRUNCATED, 0, 0, "%s: shorter than a manifest", src->name);
+    if (src->size < TT_MANIFEST_SIZE)
+        return tt_fail(err, TT_E_TRUNCATED, 0, 0, "%s: shorter than a manifest (%llu bytes)",
+                       src->name, (unsigned long long)src->size);
+    if (src->read(src->ctx, 0, mb, sizeof mb, &got) != TT_OK || got != sizeof mb)
+        return tt_fail(err, TT_E_IO, 0, 0, "%s: the manifest cannot be read", src->name);
     int rc = tt_manifest_decode(mb, src->size, m, err);
     if (rc != TT_OK) {
         /* the decoder does not know the file's name; the reader adds it too (reader.c) */
@@ -284,7 +325,7 @@ static int read_manifest(const tt_source *src, tt_manifest *m, tt_error_info *er
                        "whole; `tinytrace recover` makes a trace of what it holds first",
                        src->name);
     if (m->thread_count > (1u << 16))
-        return tt_fail(err, TT_E_LIMIT, 0, UINT64_MAX, "%s: %u threads, more than this build "
+        return tt_fail(err, TT_E_LIMIT, 0, TT_M_THREADS, "%s: %u threads, more than this build "
                        "indexes", src->name, m->thread_count);
     return TT_OK;
 }
@@ -347,7 +388,7 @@ static int data_area(struct rx *x, const tt_manifest *m, tt_manifest *o, uint64_
             rc = carry_checkpoints(x, cp_off, &h, m, o);
         if (rc != TT_OK)
             return rc;
-    } else if (x->tb->nmarks) {
+    } else {
         /* the recording had no table (its notes were lost): neither has this file */
         o->checkpoint_count = o->restore_count = 0;
     }
@@ -367,8 +408,8 @@ static int copy_table(struct rx *x, uint64_t off, uint64_t len, uint16_t type, c
     return TT_OK;
 }
 
-int tt_index_build(const tt_source *src, const char *out_path, tt_index_build_result *res,
-                   tt_error_info *err)
+int tt_index_build(const tt_source *src, const char *out_path, unsigned flags,
+                   tt_index_build_result *res, tt_error_info *err)
 {
     tt_index_build_result dummy;
     if (!res)
@@ -394,7 +435,9 @@ int tt_index_build(const tt_source *src, const char *out_path, tt_index_build_re
     if (tt_partial_name(out_path, (long)getpid(), tmp, sizeof tmp) != TT_OK)
         return tt_fail(err, TT_E_INVAL, 0, UINT64_MAX, "the output path is too long for its "
                        "temporary name (%zu bytes): %s", strlen(out_path), out_path);
-    struct rx x = { .src = src, .err = err, .fd = -1 };
+    struct rx x = { .src = src, .err = err, .fd = -1,
+                    .max_marks = m.checkpoints_offset ? (uint64_t)m.checkpoint_count +
+                                                        m.restore_count : 0 };
     /* per thread: the payload bytes owed to its next chunk, and that chunk's first seq */
     uint64_t *pending = calloc(2 * (size_t)(m.thread_count ? m.thread_count : 1), sizeof *pending);
     uint64_t *next_seq = pending ? pending + (m.thread_count ? m.thread_count : 1) : NULL;
@@ -446,7 +489,7 @@ int tt_index_build(const tt_source *src, const char *out_path, tt_index_build_re
         uint8_t mb[TT_MANIFEST_SIZE];
         tt_manifest_encode(mb, f);
         int e = out_cb(&x, 0, mb, sizeof mb);
-        if (!e && fdatasync(x.fd) != 0)
+        if (!e && !(flags & TT_INDEX_BUILD_NO_SYNC) && fdatasync(x.fd) != 0)
             e = errno;
         if (e && !x.w.write_errno)
             x.w.write_errno = e;
