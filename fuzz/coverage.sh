@@ -9,7 +9,7 @@
 # CORPUS-ROOT holds one corpus directory per target: CORPUS-ROOT/<target>/corpus (a long run's
 # output) or CORPUS-ROOT/<target> (a seed corpus). Every input is run once through its target;
 # the region, function, line and branch coverage of the store's parsers, of replay.c and of the
-# index built after the recording (record/reindex.c, tables.c) is printed
+# index built after the recording (event/reindex.c, record/tables.c) is printed
 # (llvm-profdata, llvm-cov report).
 set -euo pipefail
 build=$1 root=$2
@@ -28,6 +28,6 @@ llvm-cov report "${objs[@]:1}" -instr-profile="$prof/all.profdata" >"$prof/repor
 # the header, the store's files (the parsers), reindex and tables, and the total over everything
 # linked
 sed -n '1,2p' "$prof/report"
-grep -E '^[^ ]*(store/(manifest|reader|verify|recover)|replay/replay|record/(reindex|tables))\.c ' \
+grep -E '^[^ ]*(store/(manifest|reader|verify|recover)|replay/replay|event/reindex|record/tables)\.c ' \
     "$prof/report"
 grep -E '^TOTAL ' "$prof/report"
