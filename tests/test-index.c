@@ -672,6 +672,23 @@ Test(index, leaf_loops_give_the_rows_the_events_imply, .timeout = 60)
     free(sink.data);
 }
 
+/* A session recording into @sink without the index tables, in small buffers (256 raw records
+ * each), so that the encoder meets many buffer ends. */
+static tt_session *open_without_index(tt_memory_sink *sink)
+{
+    tt_session *s;
+    tt_error_info err = {0};
+    tt_config cfg;
+    tt_config_init(&cfg);
+    tt_config_set(&cfg, TT_PARAM_MODE, TT_MODE_RECORD, &err);
+    tt_config_set(&cfg, TT_PARAM_BUFFER_BYTES, 4096, &err);
+    tt_config_set(&cfg, TT_PARAM_MEMORY_BYTES, 64 * 4096, &err);
+    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_INDEX, 0, &err), TT_OK, "%s", err.message);
+    tt_config_set_memory_sink(&cfg, sink);
+    cr_assert_eq(tt_session_open(&cfg, &s, &err), TT_OK, "%s", err.message);
+    return s;
+}
+
 /* The same loops without the index tables (TT_PARAM_INDEX 0), where the swapper takes a loop's
  * leaf calls in bulk with nothing to keep but the event bytes (encoder.c, leaf_run_bare): read
  * back, the events are the calls made, one for one, in order, with their tags, and their times
@@ -679,16 +696,8 @@ Test(index, leaf_loops_give_the_rows_the_events_imply, .timeout = 60)
 Test(index, leaf_loops_without_the_index_read_back_call_for_call, .timeout = 60)
 {
     tt_memory_sink sink;
-    tt_session *s;
     tt_error_info err = {0};
-    tt_config cfg;
-    tt_config_init(&cfg);
-    tt_config_set(&cfg, TT_PARAM_MODE, TT_MODE_RECORD, &err);
-    tt_config_set(&cfg, TT_PARAM_BUFFER_BYTES, 4096, &err); /* 256 raw records a buffer */
-    tt_config_set(&cfg, TT_PARAM_MEMORY_BYTES, 64 * 4096, &err);
-    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_INDEX, 0, &err), TT_OK, "%s", err.message);
-    tt_config_set_memory_sink(&cfg, &sink);
-    cr_assert_eq(tt_session_open(&cfg, &s, &err), TT_OK, "%s", err.message);
+    tt_session *s = open_without_index(&sink);
     uint32_t root = fn_named(s, "root%d", 0), mid = fn_named(s, "mid%d", 0), leaf[3];
     for (int i = 0; i < 3; i++)
         leaf[i] = fn_named(s, "leaf%d", i);
@@ -789,16 +798,8 @@ Test(index, leaf_loops_without_the_index_read_back_call_for_call, .timeout = 60)
 Test(index, recursions_without_the_index_read_back_call_for_call, .timeout = 60)
 {
     tt_memory_sink sink;
-    tt_session *s;
     tt_error_info err = {0};
-    tt_config cfg;
-    tt_config_init(&cfg);
-    tt_config_set(&cfg, TT_PARAM_MODE, TT_MODE_RECORD, &err);
-    tt_config_set(&cfg, TT_PARAM_BUFFER_BYTES, 4096, &err); /* 256 raw records a buffer */
-    tt_config_set(&cfg, TT_PARAM_MEMORY_BYTES, 64 * 4096, &err);
-    cr_assert_eq(tt_config_set(&cfg, TT_PARAM_INDEX, 0, &err), TT_OK, "%s", err.message);
-    tt_config_set_memory_sink(&cfg, &sink);
-    cr_assert_eq(tt_session_open(&cfg, &s, &err), TT_OK, "%s", err.message);
+    tt_session *s = open_without_index(&sink);
     const uint32_t f = fn_named(s, "rec%d", 0), g = fn_named(s, "other%d", 1);
     static const int depths[] = { 1, 2, 63, 64, 255, 256, 257, 1000 };
     const size_t nd = sizeof depths / sizeof depths[0];

@@ -73,6 +73,9 @@ bool tt_calib_anchor_get(uint64_t *ns, uint64_t *ticks);
 uint64_t tt_calib_end(const struct tt_calib *c, uint64_t min_ns, uint64_t expect);
 uint64_t tt_mono_ns(void);
 bool tt_ticks_are_tsc(void);
+/* Writes all @len bytes of @data at @off of @fd (pwrite, again after EINTR and short writes).
+ * Returns 0, or the errno that stopped it (ENOSPC for a write of 0 bytes). */
+int tt_pwrite_all(int fd, uint64_t off, const void *data, size_t len);
 
 /* ---- hashing (hash.c, the only user of xxhash) ---- */
 uint64_t tt_hash64(const void *data, size_t len, uint64_t seed);

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Clocks, the build identity of the running executable, and the tracer's per-thread flag. */
+/* Clocks, the build identity of the running executable, the tracer's per-thread flag, and a
+ * whole positioned write. */
 #include <elf.h>
+#include <errno.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <link.h>
 #include <string.h>
@@ -15,6 +18,22 @@ uint64_t tt_mono_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int tt_pwrite_all(int fd, uint64_t off, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    while (len) {
+        ssize_t n = pwrite(fd, p, len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? errno : ENOSPC;
+        p += n;
+        off += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return 0;
 }
 
 bool tt_ticks_are_tsc(void)

@@ -58,19 +58,7 @@ struct rx {
 
 static int out_cb(void *ctx, uint64_t off, const void *data, size_t len)
 {
-    struct rx *x = ctx;
-    const uint8_t *p = data;
-    while (len) {
-        ssize_t n = pwrite(x->fd, p, len, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? errno : ENOSPC;
-        p += n;
-        off += (uint64_t)n;
-        len -= (size_t)n;
-    }
-    return 0;
+    return tt_pwrite_all(((struct rx *)ctx)->fd, off, data, len);
 }
 
 static bool room(struct rx *x, uint64_t n)

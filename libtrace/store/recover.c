@@ -121,21 +121,6 @@ static const char *walk(const uint8_t *body, const struct tt_chunk_header *h, st
     return NULL;
 }
 
-static int out_write(int fd, uint64_t off, const void *data, size_t len)
-{
-    const uint8_t *p = data;
-    while (len) {
-        ssize_t n = pwrite(fd, p, len, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? errno : ENOSPC;
-        p += n;
-        off += (uint64_t)n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
 
 /* What pass 1 found: the chunks to keep, and each thread's state after the last of them. */
 struct scan {
@@ -296,7 +281,7 @@ static int copy_chunks(const tt_source *src, struct scan *sc, int fd, tt_manifes
             return ENOMEM;
         if (src->read(src->ctx, k->off, sc->body, n, &got) != TT_OK || got != n)
             return EIO;
-        int e = out_write(fd, *w, sc->body, n);
+        int e = tt_pwrite_all(fd, *w, sc->body, n);
         if (e)
             return e;
         *w += n;
@@ -343,7 +328,7 @@ static int write_tail(int fd, tt_manifest *o, const tt_thread_entry *rows, uint3
     struct tt_chunk_header h = { .type = TT_CHUNK_THREADS, .thread = TT_NO_THREAD,
                                  .count = nthreads, .body_len = (uint32_t)tl };
     tt_chunk_header_encode(tb, &h, tb + TT_CHUNK_HEADER);
-    int e = out_write(fd, *w, tb, TT_CHUNK_HEADER + tl);
+    int e = tt_pwrite_all(fd, *w, tb, TT_CHUNK_HEADER + tl);
     free(tb);
     *w += TT_CHUNK_HEADER + tl;
     o->threads_length = TT_CHUNK_HEADER + tl;
@@ -357,7 +342,7 @@ static int write_tail(int fd, tt_manifest *o, const tt_thread_entry *rows, uint3
     o->objects_length = TT_CHUNK_HEADER;
     o->object_count = 0;
     if (!e)
-        e = out_write(fd, *w, ob, sizeof ob);
+        e = tt_pwrite_all(fd, *w, ob, sizeof ob);
     *w += TT_CHUNK_HEADER;
     o->file_size = *w;
     o->data_offset = TT_MANIFEST_SIZE;
@@ -365,7 +350,7 @@ static int write_tail(int fd, tt_manifest *o, const tt_thread_entry *rows, uint3
     uint8_t mb[TT_MANIFEST_SIZE];
     tt_manifest_encode(mb, o);
     if (!e)
-        e = out_write(fd, 0, mb, sizeof mb);
+        e = tt_pwrite_all(fd, 0, mb, sizeof mb);
     if (!e && fdatasync(fd) != 0)
         e = errno;
     return e;
