@@ -112,8 +112,8 @@ static int build(const uint8_t *f, size_t n, const char *name, const char *path,
         int left = leftovers(names, sizeof names);
         FZ_ASSERT(left == 0, "index build failed (%d: %s) and left %s", rc, err->message, names);
         /* what a reader accepts is built, but for what tt_verify leaves to the checkpoint
-         * row's use (a row naming another event than its own, FORMAT.md §15.3) and the bounds
-         * of the build (TT_E_LIMIT) */
+         * table's use (a row naming another event than its own, more checkpoint and restore
+         * events than rows: FORMAT.md §15.3, §14.10) and the bounds of the build (TT_E_LIMIT) */
         tt_verify_result vr;
         tt_reader_limits lim;
         tt_reader_limits_default(&lim);

@@ -54,6 +54,7 @@ struct rx {
     uint64_t scanned;         /* open frames passed over by exits not of the innermost call */
     uint64_t fed;             /* events fed */
     uint64_t max_marks;       /* checkpoint and restore events the source's table has rows for */
+    uint64_t cp_off;          /* the source's checkpoint table, 0: none */
 };
 
 static int out_cb(void *ctx, uint64_t off, const void *data, size_t len)
@@ -174,8 +175,10 @@ static int feed(struct rx *x, uint64_t off, const struct tt_chunk_header *h, uin
                            TT_REINDEX_MAX_FUNCTIONS);
         if (TT_UNLIKELY((kind == TT_EV_CHECKPOINT || kind == TT_EV_RESTORE) && x->max_marks &&
                         tb->nmarks >= x->max_marks))
-            return bad(x, off, "more checkpoint and restore events than its checkpoint table "
-                       "has rows");
+            return tt_fail(x->err, TT_E_CORRUPT, 0, x->cp_off, "%s: checkpoint table at offset "
+                           "%llu: fewer rows than the file's checkpoint and restore events (one "
+                           "more in the event chunk at offset %llu)", x->src->name,
+                           (unsigned long long)x->cp_off, (unsigned long long)off);
         tt_tables_event(tb, &x->w, t, h->thread, kind, fn, time, seq, i);
         if (!x->max_marks)
             tb->nmarks = 0; /* no checkpoint table to carry over: no marks kept */
@@ -425,7 +428,8 @@ int tt_index_build(const tt_source *src, const char *out_path, unsigned flags,
                        "temporary name (%zu bytes): %s", strlen(out_path), out_path);
     struct rx x = { .src = src, .err = err, .fd = -1,
                     .max_marks = m.checkpoints_offset ? (uint64_t)m.checkpoint_count +
-                                                        m.restore_count : 0 };
+                                                        m.restore_count : 0,
+                    .cp_off = m.checkpoints_offset };
     /* per thread: the payload bytes owed to its next chunk, and that chunk's first seq */
     uint64_t *pending = calloc(2 * (size_t)(m.thread_count ? m.thread_count : 1), sizeof *pending);
     uint64_t *next_seq = pending ? pending + (m.thread_count ? m.thread_count : 1) : NULL;
