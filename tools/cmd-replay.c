@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/prctl.h>
@@ -1211,7 +1212,13 @@ static int run(const struct replay *o, const struct recorded *rec, const struct 
 
     struct counter cnt = { .trace = o->trace, .rec = *rec };
     if (rec->count_later) {
+        /* the thread takes no signal: the tool's handlers (program.c, forwarding to the
+         * program) run on the thread that waits, as for the spares' keeper */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
         cnt.started = pthread_create(&cnt.th, NULL, count_thread, &cnt) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (!cnt.started) {
             count_thread(&cnt); /* no thread: before the program, then */
             if (cnt.rc != TOOL_EXIT_OK)
