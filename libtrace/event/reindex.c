@@ -44,8 +44,6 @@ struct rx {
     const tt_source *src;
     tt_error_info *err;
     int fd;
-    int werr;                 /* the first write error */
-    uint64_t werr_off;
     struct tt_writer w;
     struct tt_tables *tb;
     uint8_t *chunk;           /* one whole chunk, header and body */
@@ -105,58 +103,22 @@ static int bad(struct rx *x, uint64_t off, const char *why)
 static int feed(struct rx *x, uint64_t off, const struct tt_chunk_header *h, uint32_t version,
                 uint64_t *pending)
 {
-    const uint8_t *p = x->chunk + TT_CHUNK_HEADER, *end = p + h->body_len;
-    if (h->cont_len != (*pending < h->body_len ? *pending : h->body_len))
-        return bad(x, off, "its continuation does not match the thread's split payload");
-    p += h->cont_len;
-    *pending -= h->cont_len;
+    struct tt_walk w;
+    struct tt_walk_event e;
+    const char *why = tt_walk_begin(&w, x->chunk + TT_CHUNK_HEADER, h,
+                                    tt_tag_kind_max(version), pending);
+    if (why)
+        return bad(x, off, why);
     struct tt_tables *tb = x->tb;
     struct tb_thread *t = tt_tables_of(tb, h->thread);
     if (!t)
         return tt_fail(x->err, TT_E_NOMEM, ENOMEM, off, "out of memory");
-    uint64_t time = h->base_time, seq = h->first_seq;
-    uint32_t fn = 0;
-    const unsigned kmax = tt_tag_kind_max(version);
-    for (uint32_t i = 0; i < h->count; i++, seq++) {
-        uint64_t dt, v;
-        if (p >= end)
-            return bad(x, off, "its events run past its body");
-        uint8_t raw = *p++, tag = tt_tag_full(raw, &dt);
-        unsigned kind = tag & TT_TAG_KIND;
-        if (kind == 0 || kind > kmax ||
-            (!(raw & TT_TAG_SHORT) && tt_get_varint(&p, end, &dt) != 0) || dt > UINT64_MAX - time)
-            return bad(x, off, "an event is malformed");
-        if (!(tag & TT_TAG_FSAME)) {
-            if (tt_get_varint(&p, end, &v) != 0 || v > UINT32_MAX)
-                return bad(x, off, "an event's function is malformed");
-            fn = (uint32_t)v;
-        }
-        time += dt;
-        if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
-            if (tag & TT_TAG_OUT)
-                return bad(x, off, "an enter or exit has the OUT flag");
-        } else if (kind == TT_TAG_SYNC_AGAIN) {
-            uint64_t site, step;
-            if (tt_get_varint(&p, end, &site) != 0 || site > UINT32_MAX ||
-                tt_get_varint(&p, end, &step) != 0)
-                return bad(x, off, "a sync event is malformed");
-            kind = TT_EV_SYNC;
-        } else {
-            uint64_t site, arg, addr, len;
-            if (tt_get_varint(&p, end, &site) != 0 || site > UINT32_MAX ||
-                tt_get_varint(&p, end, &arg) != 0 || tt_get_varint(&p, end, &addr) != 0 ||
-                tt_get_varint(&p, end, &len) != 0 || ((tag & TT_TAG_OUT) && !tt_out_allowed(kind)))
-                return bad(x, off, "an event is malformed");
-            uint64_t avail = (uint64_t)(end - p);
-            if (len > avail) {
-                if (i + 1 != h->count || !(h->flags & TT_CF_CONT_OUT))
-                    return bad(x, off, "an event's payload runs past its chunk");
-                *pending = len - avail;
-                p = end;
-            } else {
-                p += len;
-            }
-        }
+    uint64_t seq = h->first_seq;
+    while (w.i < h->count) {
+        const uint32_t i = w.i;
+        if ((why = tt_walk_next(&w, &e, pending)) != NULL)
+            return bad(x, off, why);
+        const uint32_t kind = e.kind, fn = e.fn;
         /* the bounds, checked before the step that could pass them */
         const uint32_t d0 = t->depth;
         if (kind == TT_EV_EXIT && d0 && t->stack[d0 - 1].fn != fn)
@@ -179,14 +141,14 @@ static int feed(struct rx *x, uint64_t off, const struct tt_chunk_header *h, uin
                            "%llu: fewer rows than the file's checkpoint and restore events (one "
                            "more in the event chunk at offset %llu)", x->src->name,
                            (unsigned long long)x->cp_off, (unsigned long long)off);
-        tt_tables_event(tb, &x->w, t, h->thread, kind, fn, time, seq, i);
+        tt_tables_event(tb, &x->w, t, h->thread, kind, fn, e.time, seq++, i);
         if (!x->max_marks)
             tb->nmarks = 0; /* no checkpoint table to carry over: no marks kept */
         x->open = x->open + t->depth - d0;
         x->fed++;
     }
-    if (p != end)
-        return bad(x, off, "bytes follow its last event");
+    if ((why = tt_walk_end(&w)) != NULL)
+        return bad(x, off, why);
     if (tb->failed)
         return tt_fail(x->err, TT_E_NOMEM, ENOMEM, off, "out of memory for the index tables");
     return TT_OK;

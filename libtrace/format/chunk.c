@@ -154,3 +154,70 @@ uint64_t tt_chunk_body_max(uint64_t buffer_bytes)
     /* a raw long record of 48 + p bytes encodes to at most 51 + p, a short one of 16 to 16 */
     return buffer_bytes + buffer_bytes / 8 + 64;
 }
+
+/* ---------------------------------------------------------------- walking events */
+
+const char *tt_walk_begin(struct tt_walk *w, const uint8_t *body, const struct tt_chunk_header *h,
+                          unsigned kind_max, uint64_t *pending)
+{
+    *w = (struct tt_walk){ .p = body, .end = body + h->body_len, .h = h, .kind_max = kind_max,
+                           .time = h->base_time };
+    if (h->cont_len != (*pending < h->body_len ? *pending : h->body_len))
+        return "its continuation does not match the thread's split payload";
+    w->p += h->cont_len;
+    *pending -= h->cont_len;
+    return NULL;
+}
+
+const char *tt_walk_next(struct tt_walk *w, struct tt_walk_event *e, uint64_t *pending)
+{
+    const uint8_t *end = w->end;
+    uint64_t dt, v;
+    if (w->p >= end)
+        return "its events run past its body";
+    uint8_t raw = *w->p++, tag = tt_tag_full(raw, &dt);
+    unsigned kind = tag & TT_TAG_KIND;
+    if (kind == 0 || kind > w->kind_max ||
+        (!(raw & TT_TAG_SHORT) && tt_get_varint(&w->p, end, &dt) != 0) || dt > UINT64_MAX - w->time)
+        return "an event is malformed";
+    if (!(tag & TT_TAG_FSAME)) {
+        if (tt_get_varint(&w->p, end, &v) != 0 || v > UINT32_MAX)
+            return "an event is malformed";
+        w->fn = (uint32_t)v;
+    }
+    w->time += dt;
+    w->i++;
+    *e = (struct tt_walk_event){ .kind = kind, .fn = w->fn, .time = w->time };
+    if (kind == TT_EV_ENTER || kind == TT_EV_EXIT)
+        return (tag & TT_TAG_OUT) ? "an event is malformed" : NULL;
+    if (kind == TT_TAG_SYNC_AGAIN) { /* site and a step, no payload (FORMAT.md §5.2) */
+        uint64_t site, step;
+        if (tt_get_varint(&w->p, end, &site) != 0 || site > UINT32_MAX ||
+            tt_get_varint(&w->p, end, &step) != 0)
+            return "an event is malformed";
+        e->kind = TT_EV_SYNC;
+        return NULL;
+    }
+    uint64_t site, arg, addr, len;
+    if (tt_get_varint(&w->p, end, &site) != 0 || site > UINT32_MAX ||
+        tt_get_varint(&w->p, end, &arg) != 0 || tt_get_varint(&w->p, end, &addr) != 0 ||
+        tt_get_varint(&w->p, end, &len) != 0 || ((tag & TT_TAG_OUT) && !tt_out_allowed(kind)))
+        return "an event is malformed";
+    e->len = len;
+    uint64_t avail = (uint64_t)(end - w->p);
+    if (len <= avail) {
+        w->p += len;
+        return NULL;
+    }
+    if (w->i != w->h->count || !(w->h->flags & TT_CF_CONT_OUT))
+        return "an event runs past its chunk";
+    *pending = len - avail;
+    e->split = true;
+    w->p = end;
+    return NULL;
+}
+
+const char *tt_walk_end(const struct tt_walk *w)
+{
+    return w->p != w->end ? "bytes follow its last event" : NULL;
+}

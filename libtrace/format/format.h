@@ -263,6 +263,40 @@ struct tt_chunk_header {
     uint64_t checksum;
 };
 
+/* ---- a walk over an event chunk's events (chunk.c) ----
+ * For passes that need each event's kind, function, time and payload length but not its
+ * fields or payload (recovery, the index built after a recording): the reader's decoding rules
+ * (FORMAT.md §5.2, §6), each failure a static string saying what is wrong.
+ *     struct tt_walk w;  struct tt_walk_event e;
+ *     why = tt_walk_begin(&w, body, h, kind_max, &pending);
+ *     while (!why && w.i < h->count)  why = tt_walk_next(&w, &e, &pending);
+ *     if (!why)  why = tt_walk_end(&w);
+ */
+struct tt_walk {
+    const uint8_t *p, *end;
+    const struct tt_chunk_header *h;
+    unsigned kind_max;        /* the last tag kind allowed (tt_tag_kind_max) */
+    uint32_t i;               /* events walked */
+    uint32_t fn;              /* the previous event's function */
+    uint64_t time;            /* the previous event's time */
+};
+struct tt_walk_event {
+    unsigned kind;            /* a "sync again" (tag kind 16) is a sync event (14) */
+    uint32_t fn;
+    uint64_t time;
+    uint64_t len;             /* payload bytes, all of them; 0 for enter, exit, sync again */
+    bool split;               /* its payload goes on in the thread's next chunk */
+};
+/* Checks @h's continuation against the thread's @pending payload bytes and passes over it
+ * (*@pending less what it held). NULL, or what is wrong. */
+const char *tt_walk_begin(struct tt_walk *w, const uint8_t *body, const struct tt_chunk_header *h,
+                          unsigned kind_max, uint64_t *pending);
+/* The next event; for the chunk's last, split (@e->split), *@pending is what its thread's next
+ * chunk owes. NULL, or what is wrong. */
+const char *tt_walk_next(struct tt_walk *w, struct tt_walk_event *e, uint64_t *pending);
+/* After the last event: NULL, or what is wrong (bytes after it). */
+const char *tt_walk_end(const struct tt_walk *w);
+
 /* ---- chunks (chunk.c) ---- */
 
 /* The encoded header of a chunk with @body (h->body_len bytes), its checksum included: the one

@@ -48,76 +48,37 @@ struct rthread {
 static const char *walk(const uint8_t *body, const struct tt_chunk_header *h, struct kept *k,
                         uint64_t *pending)
 {
-    const uint8_t *p = body, *end = body + h->body_len;
-    uint64_t want = *pending < h->body_len ? *pending : h->body_len;
-    if (h->cont_len != want)
-        return "its continuation does not match the thread's split payload";
-    p += h->cont_len;
-    *pending -= h->cont_len;
+    struct tt_walk w;
+    struct tt_walk_event e;
+    /* every kind of the version recovery writes */
+    const char *why = tt_walk_begin(&w, body, h, tt_tag_kind_max(TT_FORMAT_VERSION), pending);
+    if (why)
+        return why;
     if (*pending && (h->count || !(h->flags & TT_CF_CONT_OUT)))
         return "it ends a split payload too early";
     /* the reader's rules (reader.c load_next, decode), so that every chunk kept is one it reads */
     if (!*pending && !h->count && !h->cont_len && !(h->flags & TT_CF_CONT_OUT))
         return "it is empty";
-    uint64_t time = h->base_time;
-    uint32_t fn = 0;
-    k->first_time = time;
-    for (uint32_t i = 0; i < h->count; i++) {
-        uint64_t dt, v;
-        if (p >= end)
-            return "its events run past its body";
-        uint8_t raw = *p++, tag = tt_tag_full(raw, &dt), kind = tag & TT_TAG_KIND;
-        if (kind == 0 || kind > TT_TAG_SYNC_AGAIN ||
-            (!(raw & TT_TAG_SHORT) && tt_get_varint(&p, end, &dt) != 0) || dt > UINT64_MAX - time)
-            return "an event is malformed";
-        if (!(tag & TT_TAG_FSAME)) {
-            if (tt_get_varint(&p, end, &v) != 0 || v > UINT32_MAX)
-                return "an event is malformed";
-            fn = (uint32_t)v;
-        }
-        (void)fn;
-        time += dt;
-        if (i == 0)
-            k->first_time = time;
-        if (kind == TT_EV_ENTER || kind == TT_EV_EXIT) {
-            if (tag & TT_TAG_OUT)
-                return "an event is malformed";
-            continue;
-        }
-        if (kind == TT_TAG_SYNC_AGAIN) { /* site and a step, no payload (FORMAT.md §5.2) */
-            uint64_t site, step;
-            if (tt_get_varint(&p, end, &site) != 0 || site > UINT32_MAX ||
-                tt_get_varint(&p, end, &step) != 0)
-                return "an event is malformed";
-            continue;
-        }
-        uint64_t site, arg, addr, len;
-        if (tt_get_varint(&p, end, &site) != 0 || site > UINT32_MAX ||
-            tt_get_varint(&p, end, &arg) != 0 ||
-            tt_get_varint(&p, end, &addr) != 0 || tt_get_varint(&p, end, &len) != 0 ||
-            ((tag & TT_TAG_OUT) && !tt_out_allowed(kind)))
-            return "an event is malformed";
-        k->payload += len;
-        if (len > k->largest)
-            k->largest = len;
-        uint64_t avail = (uint64_t)(end - p);
-        if (len > avail) {
-            if (i + 1 != h->count || !(h->flags & TT_CF_CONT_OUT))
-                return "an event runs past its chunk";
-            *pending = len - avail;
+    k->first_time = h->base_time;
+    while (w.i < h->count) {
+        if ((why = tt_walk_next(&w, &e, pending)) != NULL)
+            return why;
+        if (w.i == 1)
+            k->first_time = e.time;
+        k->payload += e.len;
+        if (e.len > k->largest)
+            k->largest = e.len;
+        if (e.split) {
             k->split_out = true;
-            if (len > k->largest_split)
-                k->largest_split = len;
-            p = end;
-        } else {
-            p += len;
+            if (e.len > k->largest_split)
+                k->largest_split = e.len;
         }
     }
-    if (p != end)
-        return "bytes follow its last event";
+    if ((why = tt_walk_end(&w)) != NULL)
+        return why;
     if (!k->split_out && (h->flags & TT_CF_CONT_OUT) && !*pending)
         return "it says its last payload continues, but it does not";
-    k->last_time = time;
+    k->last_time = w.time;
     return NULL;
 }
 
