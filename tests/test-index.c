@@ -689,6 +689,23 @@ static tt_session *open_without_index(tt_memory_sink *sink)
     return s;
 }
 
+/* What open_without_index recorded into @sink: verified, then thread 0's events read into
+ * @evs through @tr (closed by the caller), the file without index tables. */
+static void read_back_without_index(tt_memory_sink *sink, tt_test_reader *tr,
+                                    tt_test_events *evs)
+{
+    tt_source src;
+    tt_error_info err = {0};
+    tt_source_memory(&src, sink->data, sink->len);
+    tt_verify_result vr;
+    cr_assert_eq(tt_verify_ex(&src, NULL, 0, &vr), TT_OK, "%s", vr.message);
+    cr_assert_eq(tt_test_reader_open_mem(tr, sink->data, sink->len, TT_CURSORS_PER_THREAD, &err),
+                 TT_OK, "%s", err.message);
+    cr_assert_eq(tr->m.index_offset, 0u, "recorded without the index tables");
+    tt_test_read_cursor(tr, 0, evs);
+    cr_assert_eq(evs->end_code, TT_E_END, "%s", evs->err.message);
+}
+
 /* The same loops without the index tables (TT_PARAM_INDEX 0), where the swapper takes a loop's
  * leaf calls in bulk with nothing to keep but the event bytes (encoder.c, leaf_run_bare): read
  * back, the events are the calls made, one for one, in order, with their tags, and their times
@@ -754,17 +771,9 @@ Test(index, leaf_loops_without_the_index_read_back_call_for_call, .timeout = 60)
 #undef WANT
     cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
 
-    tt_source src;
-    tt_source_memory(&src, sink.data, sink.len);
-    tt_verify_result vr;
-    cr_assert_eq(tt_verify_ex(&src, NULL, 0, &vr), TT_OK, "%s", vr.message);
     tt_test_reader tr;
-    cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_PER_THREAD, &err),
-                 TT_OK, "%s", err.message);
-    cr_assert_eq(tr.m.index_offset, 0u, "recorded without the index tables");
     tt_test_events evs = {0};
-    tt_test_read_cursor(&tr, 0, &evs);
-    cr_assert_eq(evs.end_code, TT_E_END, "%s", evs.err.message);
+    read_back_without_index(&sink, &tr, &evs);
     size_t k = 0, long_steps = 0;
     uint64_t prev_time = 0;
     for (size_t i = 0; i < evs.n; i++) {
@@ -835,17 +844,9 @@ Test(index, recursions_without_the_index_read_back_call_for_call, .timeout = 60)
     }
     cr_assert_eq(tt_session_close(s, &err), TT_OK, "%s", err.message);
 
-    tt_source src;
-    tt_source_memory(&src, sink.data, sink.len);
-    tt_verify_result vr;
-    cr_assert_eq(tt_verify_ex(&src, NULL, 0, &vr), TT_OK, "%s", vr.message);
     tt_test_reader tr;
-    cr_assert_eq(tt_test_reader_open_mem(&tr, sink.data, sink.len, TT_CURSORS_PER_THREAD, &err),
-                 TT_OK, "%s", err.message);
-    cr_assert_eq(tr.m.index_offset, 0u, "recorded without the index tables");
     tt_test_events evs = {0};
-    tt_test_read_cursor(&tr, 0, &evs);
-    cr_assert_eq(evs.end_code, TT_E_END, "%s", evs.err.message);
+    read_back_without_index(&sink, &tr, &evs);
     size_t k = 0, long_steps = 0, shorts = 0;
     uint64_t prev_time = 0;
     for (size_t i = 0; i < evs.n; i++) {
