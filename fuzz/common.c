@@ -4,10 +4,12 @@
 
 #include <tinytrace/index.h>
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void fz_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 {
@@ -517,4 +519,24 @@ int fz_read_all(const uint8_t *image, size_t n)
     thread_pass(&src, &lim, &seq);
     free(img);
     return 0;
+}
+
+static char tmp_dir[4096];
+
+static void tmp_dir_remove(void)
+{
+    rmdir(tmp_dir);
+}
+
+const char *fz_tmpdir(const char *tag)
+{
+    if (!tmp_dir[0]) {
+        const char *base = getenv("TMPDIR");
+        snprintf(tmp_dir, sizeof tmp_dir, "%s/tinytrace-fuzz-%s-XXXXXX",
+                 base && base[0] ? base : "/tmp", tag);
+        if (!mkdtemp(tmp_dir))
+            fz_fail(__FILE__, __LINE__, "mkdtemp", "%s: %s", tmp_dir, strerror(errno));
+        atexit(tmp_dir_remove);
+    }
+    return tmp_dir;
 }

@@ -36,12 +36,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char dir[4096];
-
-static void remove_dir(void)
-{
-    rmdir(dir);
-}
+static const char *dir; /* fz_tmpdir's */
 
 /* The whole file at @path, malloc'd, of exactly its size (ASan sees a read past the end). */
 static uint8_t *slurp(const char *path, size_t *n)
@@ -130,14 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    if (!dir[0]) {
-        const char *base = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/tinytrace-fuzz-index-XXXXXX",
-                 base && base[0] ? base : "/tmp");
-        if (!mkdtemp(dir))
-            fz_fail(__FILE__, __LINE__, "mkdtemp", "%s: %s", dir, strerror(errno));
-        atexit(remove_dir);
-    }
+    dir = fz_tmpdir("index");
     unsigned ctl = data[0];
     data++;
     size--;

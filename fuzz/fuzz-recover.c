@@ -23,25 +23,13 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char dir[4096];
-
-static void remove_dir(void)
-{
-    rmdir(dir);
-}
+static const char *dir; /* fz_tmpdir's */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    if (!dir[0]) {
-        const char *base = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/tinytrace-fuzz-recover-XXXXXX",
-                 base && base[0] ? base : "/tmp");
-        if (!mkdtemp(dir))
-            fz_fail(__FILE__, __LINE__, "mkdtemp", "%s: %s", dir, strerror(errno));
-        atexit(remove_dir);
-    }
+    dir = fz_tmpdir("recover");
     unsigned ctl = data[0];
     data++;
     size--;

@@ -64,6 +64,11 @@ void fz_fixup(uint8_t *f, size_t n, unsigned keep);
  * the end; aborts when out of memory. */
 uint8_t *fz_copy(const uint8_t *data, size_t n);
 
+/* A folder of the process's own in $TMPDIR (or /tmp), "tinytrace-fuzz-@tag-XXXXXX", made at
+ * the first call and removed at exit (it must be empty then); aborts when it cannot be made.
+ * For targets that write files. */
+const char *fz_tmpdir(const char *tag);
+
 /* With TT_FUZZ_DUMP=PATH in the environment, writes the trace a target built (after its
  * fix-ups) to PATH, for `tinytrace dump` and friends when a finding is studied. */
 void fz_dump(const uint8_t *f, size_t n);
