@@ -102,13 +102,6 @@ static void on_signal(int sig)
     interrupted = sig;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* One try: `tinytrace record --quiet [--chaos=SEED] -o @trace -- PROG ARGS`, its stdin @in_fd,
  * its stdout and stderr into @out_fd. Returns 0 with its wait status in *@status, or an errno. */
 static int run_try(const char *self, const struct hunt *h, uint64_t seed, const char *trace,
@@ -246,7 +239,7 @@ int cmd_hunt(int argc, char **argv)
         return h.input ? TOOL_EXIT_USAGE : TOOL_EXIT_SYSTEM;
     }
     if (!h.have_seed && getrandom(&h.seed, sizeof h.seed, 0) != sizeof h.seed)
-        h.seed = (uint64_t)getpid() * 0x9E3779B97F4A7C15u ^ now_ns();
+        h.seed = (uint64_t)getpid() * 0x9E3779B97F4A7C15u ^ tool_now_ns();
     h.seed %= UINT64_C(1000000000000); /* short enough to type again */
 
     char self[PATH_MAX];
@@ -270,7 +263,7 @@ int cmd_hunt(int argc, char **argv)
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     bool tty = isatty(2);
-    uint64_t start = now_ns(), found = 0;
+    uint64_t start = tool_now_ns(), found = 0;
     int status = 0;
     rc = TOOL_EXIT_DIVERGED;
     for (uint64_t i = 1; i <= h.max_tries && !interrupted; i++) {
@@ -298,7 +291,7 @@ int cmd_hunt(int argc, char **argv)
         }
         bool failed = code != 0 || (h.fail_if && output_matches(out_fd, &re));
         if (tty) {
-            uint64_t per = (now_ns() - start) / i;
+            uint64_t per = (tool_now_ns() - start) / i;
             fprintf(stderr, "\rtinytrace: hunt: %" PRIu64 " of %" PRIu64 " tries, %d failed, "
                     "%" PRIu64 ".%03" PRIu64 " s per try ",
                     i, h.max_tries, failed ? 1 : 0, per / 1000000000u, per / 1000000u % 1000u);

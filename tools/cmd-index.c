@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char usage[] =
@@ -60,13 +59,6 @@ static int take_option(void *ctx, const char *prog, int c, const char *arg)
     else
         return tool_usage_hint(prog);
     return TOOL_EXIT_OK;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* tt_index_build from @src into the temporary file of @out (it writes "<tmp>.<pid>.partial" and
@@ -159,7 +151,7 @@ int cmd_index(int argc, char **argv)
         tool_error("%s: %s", in, strerror(e));
         return TOOL_EXIT_SYSTEM;
     }
-    double t0 = now_s();
+    uint64_t t0 = tool_now_ns();
     /* 0600 like a recording's own file; in place, FILE's own permissions once it is whole */
     rc = tool_output_open(&out, io.output ? io.output : in, 0600);
     if (rc == TOOL_EXIT_OK)
@@ -184,7 +176,7 @@ int cmd_index(int argc, char **argv)
     const char *dst = io.output ? io.output : in;
     tool_print_text(stdout, dst, strlen(dst));
     printf(": index tables of %" PRIu64 " events, %" PRIu64 " frames, built in %.2f s (%"
-           PRIu64 " bytes, %" PRIu64 " before)\n", res.events, res.frames, now_s() - t0,
+           PRIu64 " bytes, %" PRIu64 " before)\n", res.events, res.frames, (double)(tool_now_ns() - t0) / 1e9,
            res.bytes_out, res.bytes_in);
     return tool_finish_stdout(TOOL_EXIT_OK);
 }

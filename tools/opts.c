@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* getopt's value for --max-memory: above every letter and every number a verb gives its own
@@ -181,17 +180,11 @@ int tool_opts_parse(tool_opts *o, const tool_verb *v, void *ctx, int argc, char 
     return check_operands(o, v, argc, argv);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* A trace without index tables (recorded with --no-index, recovered, version 1): they are
- * built with the trace into a temporary copy (tt_index_build), which @t then reads in its
- * place. The copy is unlinked as soon as it is open, so nothing is left behind, even by a
- * verb that is killed. Messages keep naming the trace the user gave. */
+/* A trace without index tables (record's default, recovered, version 1): they are built with
+ * the trace into a temporary copy (tt_index_build), which @t then reads in its place. The copy
+ * is unlinked as soon as it is open, so a verb killed after that leaves nothing behind; one
+ * killed while the copy is built leaves its folder in $TMPDIR. Messages keep naming the trace
+ * the user gave. */
 static int index_in_copy(tool_trace *t, tt_cursor_mode mode)
 {
     const char *path = t->path, *tmpdir = getenv("TMPDIR");
@@ -207,7 +200,7 @@ static int index_in_copy(tool_trace *t, tt_cursor_mode mode)
         return TOOL_EXIT_SYSTEM;
     }
     snprintf(copy, sizeof copy, "%s/trace", dir);
-    double t0 = now_s();
+    uint64_t t0 = tool_now_ns();
     tool_error_info_init(&err);
     int rc = tt_index_build(&t->src, copy, TT_INDEX_BUILD_NO_SYNC, &res, &err);
     if (rc != TT_OK) {
@@ -233,7 +226,7 @@ static int index_in_copy(tool_trace *t, tt_cursor_mode mode)
     if (rc == TOOL_EXIT_OK)
         fprintf(stderr, "tinytrace: note: %s has no index tables; built them for this command "
                 "in a temporary copy (%" PRIu64 " events, %.2f s); `tinytrace index %s` keeps "
-                "them in the file\n", path, res.events, now_s() - t0, path);
+                "them in the file\n", path, res.events, (double)(tool_now_ns() - t0) / 1e9, path);
     return rc;
 }
 

@@ -1090,3 +1090,10 @@ uint64_t tool_ns_to_ticks(uint64_t ns, uint64_t ticks_per_sec)
     tool_u128 t = ((tool_u128)ns * ticks_per_sec + 999999999u) / 1000000000u;
     return t > UINT64_MAX ? UINT64_MAX : (uint64_t)t;
 }
+
+uint64_t tool_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}

@@ -256,6 +256,8 @@ int tool_parse_time_ns(const char *s, uint64_t *ns);
 /* Nanoseconds since session open in ticks of a trace with @ticks_per_sec (rounded up, so the
  * first tick at or after @ns), saturating. */
 uint64_t tool_ns_to_ticks(uint64_t ns, uint64_t ticks_per_sec);
+/* CLOCK_MONOTONIC, nanoseconds: for how long something took. */
+uint64_t tool_now_ns(void);
 
 /* ---- formatting ---- */
 
